@@ -1,0 +1,114 @@
+package broker
+
+import (
+	"strconv"
+
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/meta"
+	"github.com/sluicemq/sluice/core/replica"
+)
+
+// apply folds a committed metadata record into the image and brings the hosted
+// replicas in line with it. Every node applies every committed record in commit order.
+func (b *Broker) apply(rec meta.Record) {
+	var before int32
+	if t := b.image.Topic(rec.Topic); t != nil {
+		before = t.Partitions
+	}
+	if err := b.image.Apply(rec); err != nil {
+		b.lg.Warn("metadata record did not apply", zap.Stringer("kind", rec.Kind),
+			zap.String("topic", rec.Topic), zap.Error(err))
+		return
+	}
+	switch rec.Kind {
+	case meta.KindTopicCreated, meta.KindPartitionsAdded:
+		t := b.image.Topic(rec.Topic)
+		for p := before; p < t.Partitions; p++ {
+			b.openReplica(core.TopicPartition{Topic: rec.Topic, Partition: p}, t)
+		}
+	case meta.KindTopicDeleted:
+		for p := int32(0); p < before; p++ {
+			b.removeReplica(core.TopicPartition{Topic: rec.Topic, Partition: p})
+		}
+	case meta.KindConfigsAltered:
+		t := b.image.Topic(rec.Topic)
+		cfg := b.replicaConfig(t)
+		for p := int32(0); p < t.Partitions; p++ {
+			if r := b.replicas[core.TopicPartition{Topic: rec.Topic, Partition: p}]; r != nil {
+				r.Configure(cfg)
+			}
+		}
+	case meta.KindProducerIDBlock:
+	default:
+		core.Invariant(false, "B4", "apply: unhandled record kind %v", rec.Kind)
+	}
+}
+
+func (b *Broker) openReplica(tp core.TopicPartition, t *meta.Topic) {
+	cfg := b.replicaConfig(t)
+	log, err := b.env.OpenLog(tp, cfg.Segment)
+	if err != nil {
+		// The partition stays unhosted: clients get KAFKA_STORAGE_ERROR for it (via
+		// replicaFor) and the node keeps serving everything else.
+		b.lg.Error("cannot open partition log", zap.Stringer("tp", tp), zap.Error(err))
+		return
+	}
+	b.incarnation++
+	r, err := replica.New(tp, b.incarnation, log, cfg, b.lg)
+	if err != nil {
+		b.lg.Error("cannot recover partition", zap.Stringer("tp", tp), zap.Error(err))
+		_ = log.Close()
+		return
+	}
+	b.replicas[tp] = r
+}
+
+func (b *Broker) removeReplica(tp core.TopicPartition) {
+	r := b.replicas[tp]
+	if r == nil {
+		return
+	}
+	delete(b.replicas, tp)
+	b.partitionGone(tp)
+	r.Close()
+	if err := b.env.RemoveLog(tp); err != nil {
+		b.lg.Warn("cannot remove partition log", zap.Stringer("tp", tp), zap.Error(err))
+	}
+}
+
+// topicConfig returns the effective value of a topic config: the topic's override if
+// set, else the broker default.
+func (b *Broker) topicConfig(t *meta.Topic, name string) string {
+	if t != nil {
+		if v, ok := t.Override(name); ok {
+			return v
+		}
+	}
+	return b.cfg.TopicDefaults[name]
+}
+
+func (b *Broker) topicConfigInt(t *meta.Topic, name string) int64 {
+	v, err := strconv.ParseInt(b.topicConfig(t, name), 10, 64)
+	core.Invariant(err == nil, "B5", "config %s=%q was validated but is not a number",
+		name, b.topicConfig(t, name))
+	return v
+}
+
+// replicaConfig resolves the settings a replica needs from a topic's overrides and the
+// broker defaults.
+func (b *Broker) replicaConfig(t *meta.Topic) replica.Config {
+	return replica.Config{
+		Segment: replica.SegmentConfig{
+			SegmentBytes:  b.topicConfigInt(t, "segment.bytes"),
+			SegmentMs:     b.topicConfigInt(t, "segment.ms"),
+			IndexInterval: int(b.topicConfigInt(t, "segment.index.bytes")),
+		},
+		RetentionMs:     b.topicConfigInt(t, "retention.ms"),
+		RetentionBytes:  b.topicConfigInt(t, "retention.bytes"),
+		MaxMessageBytes: int(b.topicConfigInt(t, "max.message.bytes")),
+		FlushAlways:     b.topicConfig(t, "log.flush.policy") == "always",
+		LogAppendTime:   b.topicConfig(t, "message.timestamp.type") == "LogAppendTime",
+	}
+}

@@ -1,0 +1,186 @@
+package broker
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/meta"
+	"github.com/sluicemq/sluice/core/replica"
+)
+
+// Broker is the node actor. Create it with New, then Step it with Start first.
+type Broker struct {
+	cfg Config
+	env Env
+	lg  *zap.Logger
+	rnd core.Rand
+	now core.Time
+
+	started bool
+	image   *meta.Image
+
+	replicas    map[core.TopicPartition]*replica.Replica
+	incarnation uint64 // last incarnation number handed to a replica
+
+	nextToken   uint64
+	metaWaiters map[uint64]func(rec meta.Record, err error)
+	timers      map[uint64]func()
+
+	// Producer ids handed out from the current committed block: [nextPID, pidBlockEnd).
+	nextPID, pidBlockEnd int64
+	pidWaiters           []func(pid int64, err error)
+	pidBlockInFlight     bool
+
+	produces produceState
+	fetches  fetchState
+}
+
+// New returns a broker that will serve once it has been stepped with Start.
+func New(cfg Config, env Env, rnd core.Rand) *Broker {
+	return &Broker{
+		cfg: cfg, env: env, lg: env.Logger(), rnd: rnd,
+		image:       meta.NewImage(),
+		replicas:    map[core.TopicPartition]*replica.Replica{},
+		metaWaiters: map[uint64]func(meta.Record, error){},
+		timers:      map[uint64]func(){},
+	}
+}
+
+// Step hands the broker one input at time now. now must not go backwards.
+func (b *Broker) Step(now core.Time, in Input) {
+	core.Invariant(now >= b.now, "B1", "time went backwards: %d after %d", now, b.now)
+	b.now = now
+	switch in := in.(type) {
+	case Start:
+		b.start(in)
+	case Request:
+		b.request(in)
+	case ConnClosed:
+		b.connClosed(in.Conn)
+	case TimerFired:
+		b.timerFired(in.ID)
+	case SyncDone:
+		b.syncDone(in)
+	case MetaCommitted:
+		b.metaCommitted(in)
+	default:
+		panic(fmt.Sprintf("broker: unknown input %T", in))
+	}
+}
+
+func (b *Broker) start(in Start) {
+	core.Invariant(!b.started, "B2", "Start delivered twice")
+	b.started = true
+	for _, rec := range in.Records {
+		b.apply(rec)
+	}
+	b.armRetention()
+	b.lg.Info("broker started", zap.Int32("node", b.cfg.NodeID),
+		zap.Int("topics", len(b.image.TopicNames())), zap.Int("partitions", len(b.replicas)))
+}
+
+// request routes one client request to its handler. Every path ends in exactly one
+// Reply for the request (invariant B3), now or later.
+func (b *Broker) request(r Request) {
+	if !b.started {
+		b.lg.Warn("request before start", zap.Uint64("conn", r.Conn))
+		b.env.Reply(Reply{Conn: r.Conn, ID: r.ID, Close: true})
+		return
+	}
+	switch m := r.Msg.(type) {
+	case *kmsg.ProduceRequest:
+		b.handleProduce(r, m)
+	case *kmsg.FetchRequest:
+		b.handleFetch(r, m)
+	case *kmsg.ListOffsetsRequest:
+		b.reply(r, b.handleListOffsets(m))
+	case *kmsg.MetadataRequest:
+		b.handleMetadata(r, m)
+	case *kmsg.CreateTopicsRequest:
+		b.handleCreateTopics(r, m)
+	case *kmsg.DeleteTopicsRequest:
+		b.handleDeleteTopics(r, m)
+	case *kmsg.DeleteRecordsRequest:
+		b.reply(r, b.handleDeleteRecords(m))
+	case *kmsg.InitProducerIDRequest:
+		b.handleInitProducerID(r, m)
+	case *kmsg.DescribeConfigsRequest:
+		b.reply(r, b.handleDescribeConfigs(m))
+	case *kmsg.AlterConfigsRequest:
+		b.handleAlterConfigs(r, m)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		b.handleIncrementalAlterConfigs(r, m)
+	case *kmsg.CreatePartitionsRequest:
+		b.handleCreatePartitions(r, m)
+	case *kmsg.DescribeClusterRequest:
+		b.reply(r, b.handleDescribeCluster(m))
+	default:
+		// net/ only passes keys listed in SupportedVersions; anything else is a bug there,
+		// but a client must not be able to crash the node with it.
+		b.lg.Warn("request for an API the broker does not serve",
+			zap.Int16("key", r.Msg.Key()), zap.Uint64("conn", r.Conn))
+		b.env.Reply(Reply{Conn: r.Conn, ID: r.ID, Close: true})
+	}
+}
+
+// reply sends resp for r, with resp's version set to the request's.
+func (b *Broker) reply(r Request, resp kmsg.Response) {
+	resp.SetVersion(r.Msg.GetVersion())
+	b.env.Reply(Reply{Conn: r.Conn, ID: r.ID, Msg: resp})
+}
+
+func (b *Broker) token() uint64 {
+	b.nextToken++
+	return b.nextToken
+}
+
+// setTimer runs fn at time at (or later) on the broker's thread.
+func (b *Broker) setTimer(at core.Time, fn func()) uint64 {
+	id := b.token()
+	b.timers[id] = fn
+	b.env.SetTimer(at, id)
+	return id
+}
+
+func (b *Broker) timerFired(id uint64) {
+	fn, ok := b.timers[id]
+	if !ok {
+		return // cancelled (E4)
+	}
+	delete(b.timers, id)
+	fn()
+}
+
+func (b *Broker) cancelTimer(id uint64) { delete(b.timers, id) }
+
+// propose sends rec to the metadata log; done runs once it committed (err == nil) or
+// failed. The record is applied to the image before done runs.
+func (b *Broker) propose(rec meta.Record, done func(err error)) {
+	tok := b.token()
+	b.metaWaiters[tok] = func(_ meta.Record, err error) { done(err) }
+	b.env.ProposeMeta(rec, tok)
+}
+
+func (b *Broker) metaCommitted(in MetaCommitted) {
+	if in.Err == nil {
+		b.apply(in.Record)
+	}
+	if w, ok := b.metaWaiters[in.Token]; ok {
+		delete(b.metaWaiters, in.Token)
+		w(in.Record, in.Err)
+	}
+}
+
+// sortedPartitions returns the hosted partitions in a fixed order.
+func (b *Broker) sortedPartitions() []core.TopicPartition {
+	tps := make([]core.TopicPartition, 0, len(b.replicas))
+	for tp := range b.replicas {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool { return tps[i].Less(tps[j]) })
+	return tps
+}

@@ -1,0 +1,180 @@
+package broker
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// Config is the node's configuration as the broker actor sees it. Defaults come from
+// DefaultConfig; a node's config file (Kafka server.properties style) and command line
+// override them through Set.
+type Config struct {
+	NodeID         int32
+	AdvertisedHost string
+	AdvertisedPort int32
+	ClusterID      string
+
+	AutoCreateTopics         bool  // auto.create.topics.enable
+	NumPartitions            int32 // num.partitions
+	DefaultReplicationFactor int16 // default.replication.factor
+	// RetentionCheckIntervalMs is log.retention.check.interval.ms.
+	RetentionCheckIntervalMs int64
+	// MaxWaitingFetches bounds long-polling fetch requests held at once; past it a fetch
+	// is answered at once with whatever is there.
+	MaxWaitingFetches int
+	// MaxWaitingProduces bounds produce requests waiting for durability.
+	MaxWaitingProduces int
+
+	// TopicDefaults holds the broker-level default of every topic config, keyed by the
+	// topic config name (retention.ms, ...). Set accepts both the topic name and Kafka's
+	// broker-level name (log.retention.ms, ...).
+	TopicDefaults map[string]string
+}
+
+// TopicConfigDef describes one topic-level setting Sluice understands.
+type TopicConfigDef struct {
+	Name       string
+	BrokerName string // the server.properties name of its default
+	Default    string
+	Validate   func(string) error
+	Doc        string
+}
+
+// TopicConfigDefs lists every topic config, sorted by name.
+var TopicConfigDefs = []TopicConfigDef{
+	{"cleanup.policy", "log.cleanup.policy", "delete", oneOf("delete"),
+		"only delete is supported; compaction comes later"},
+	{"log.flush.policy", "log.flush.policy", "always", oneOf("always", "never"),
+		"always: fsync before acks=all is answered and before data is visible to readers; " +
+			"never: trust the OS page cache (a crash of the machine may lose acknowledged writes)"},
+	{"max.message.bytes", "message.max.bytes", "1048588", intRange(0, 1<<30), "largest batch accepted"},
+	{"message.timestamp.type", "log.message.timestamp.type", "CreateTime",
+		oneOf("CreateTime", "LogAppendTime"), "which timestamp batches carry"},
+	{"min.insync.replicas", "min.insync.replicas", "1", intRange(1, 1<<15), "checked for acks=all"},
+	{"retention.bytes", "log.retention.bytes", "-1", intRange(-1, 1<<62), "per-partition size bound"},
+	{"retention.ms", "log.retention.ms", "604800000", intRange(-1, 1<<62), "age bound of whole segments"},
+	{"segment.bytes", "log.segment.bytes", "1073741824", intRange(14, 1<<31-1), "segment roll size"},
+	{"segment.index.bytes", "log.index.interval.bytes", "4096", intRange(0, 1<<31-1),
+		"bytes between sparse index entries"},
+	{"segment.ms", "log.roll.ms", "604800000", intRange(1, 1<<62), "segment roll age"},
+}
+
+// TopicConfigDef returns the definition of a topic config name, or nil.
+func LookupTopicConfig(name string) *TopicConfigDef {
+	for i := range TopicConfigDefs {
+		if TopicConfigDefs[i].Name == name {
+			return &TopicConfigDefs[i]
+		}
+	}
+	return nil
+}
+
+// DefaultConfig returns the defaults an experienced Kafka operator expects.
+func DefaultConfig() Config {
+	c := Config{
+		NodeID: 1, AdvertisedHost: "127.0.0.1", AdvertisedPort: 9092,
+		ClusterID:                "sluice-dev-cluster",
+		AutoCreateTopics:         true,
+		NumPartitions:            3,
+		DefaultReplicationFactor: 1,
+		RetentionCheckIntervalMs: 300_000,
+		MaxWaitingFetches:        10_000,
+		MaxWaitingProduces:       10_000,
+		TopicDefaults:            map[string]string{},
+	}
+	for _, d := range TopicConfigDefs {
+		c.TopicDefaults[d.Name] = d.Default
+	}
+	return c
+}
+
+// Set applies one server.properties style setting. Unknown names are an error, so a
+// typo in a config file stops the node at start-up instead of being ignored.
+func (c *Config) Set(name, value string) error {
+	for _, d := range TopicConfigDefs {
+		if name == d.Name || name == d.BrokerName {
+			if err := d.Validate(value); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			c.TopicDefaults[d.Name] = value
+			return nil
+		}
+	}
+	var err error
+	switch name {
+	case "node.id", "broker.id":
+		err = setInt32(&c.NodeID, value)
+	case "cluster.id":
+		c.ClusterID = value
+	case "auto.create.topics.enable":
+		c.AutoCreateTopics, err = strconv.ParseBool(value)
+	case "num.partitions":
+		err = setInt32(&c.NumPartitions, value)
+		if err == nil && c.NumPartitions < 1 {
+			err = fmt.Errorf("must be at least 1")
+		}
+	case "default.replication.factor":
+		var v int32
+		err = setInt32(&v, value)
+		c.DefaultReplicationFactor = int16(v)
+	case "log.retention.check.interval.ms":
+		c.RetentionCheckIntervalMs, err = strconv.ParseInt(value, 10, 64)
+		if err == nil && c.RetentionCheckIntervalMs < 1 {
+			err = fmt.Errorf("must be positive")
+		}
+	default:
+		return fmt.Errorf("unknown setting %q", name)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// SettingNames lists every name Set accepts, sorted (for help text and errors).
+func SettingNames() []string {
+	names := []string{"node.id", "broker.id", "cluster.id", "auto.create.topics.enable",
+		"num.partitions", "default.replication.factor", "log.retention.check.interval.ms"}
+	for _, d := range TopicConfigDefs {
+		names = append(names, d.Name)
+		if d.BrokerName != d.Name {
+			names = append(names, d.BrokerName)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func setInt32(dst *int32, v string) error {
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return fmt.Errorf("not a number: %q", v)
+	}
+	*dst = int32(n)
+	return nil
+}
+
+func oneOf(allowed ...string) func(string) error {
+	return func(v string) error {
+		for _, a := range allowed {
+			if v == a {
+				return nil
+			}
+		}
+		return fmt.Errorf("%q is not one of %v", v, allowed)
+	}
+}
+
+func intRange(lo, hi int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("not a number: %q", v)
+		}
+		if n < lo || n > hi {
+			return fmt.Errorf("%d is outside [%d, %d]", n, lo, hi)
+		}
+		return nil
+	}
+}

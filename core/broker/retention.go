@@ -1,0 +1,4 @@
+package broker
+
+// TODO(stub)
+func (b *Broker) armRetention() {}

@@ -1,0 +1,44 @@
+package broker
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// VersionRange is the inclusive range of versions served for one API key.
+type VersionRange struct {
+	Key      int16
+	Min, Max int16
+}
+
+// SupportedVersions is what ApiVersions advertises, sorted by key. Only what the
+// handlers implement is listed (kafka-compat.md): Produce advertises minimum 0 so that
+// older librdkafka keeps compression on, and answers v0–v2 with UNSUPPORTED_VERSION;
+// Fetch stops at 12 and Produce at 11 because later versions switch to topic IDs and
+// KIP-890 transactions.
+var SupportedVersions = []VersionRange{
+	{int16(kmsg.Produce), 0, 11},
+	{int16(kmsg.Fetch), 4, 12},
+	{int16(kmsg.ListOffsets), 1, 7},
+	{int16(kmsg.Metadata), 0, 12},
+	{int16(kmsg.ApiVersions), 0, 3},
+	{int16(kmsg.CreateTopics), 0, 7},
+	{int16(kmsg.DeleteTopics), 0, 6},
+	{int16(kmsg.DeleteRecords), 0, 2},
+	{int16(kmsg.InitProducerID), 0, 4},
+	{int16(kmsg.DescribeConfigs), 0, 4},
+	{int16(kmsg.AlterConfigs), 0, 2},
+	{int16(kmsg.CreatePartitions), 0, 3},
+	{int16(kmsg.IncrementalAlterConfigs), 0, 1},
+	{int16(kmsg.DescribeCluster), 0, 1},
+}
+
+// ProduceMinBatchVersion is the first Produce version that carries v2 record batches.
+const ProduceMinBatchVersion = 3
+
+// VersionFor returns the served range of key, and false when the key is not served.
+func VersionFor(key int16) (VersionRange, bool) {
+	for _, v := range SupportedVersions {
+		if v.Key == key {
+			return v, true
+		}
+	}
+	return VersionRange{}, false
+}
