@@ -1,17 +1,202 @@
 package broker
 
+// Fetch (API key 1), versions 4–12.
+//
+// Behaviour:
+//   - Reads up to the high-water mark; the last stable offset equals it and no aborted
+//     transactions are reported (there are none yet), which read_committed clients
+//     such as librdkafka need to see.
+//   - Returns the whole batch containing the fetch offset; the client skips records
+//     before its offset. At most PartitionMaxBytes per partition and MaxBytes in all,
+//     except that the first non-empty partition always gets its first batch (KIP-74).
+//   - Offsets below the log start or above the log end get OFFSET_OUT_OF_RANGE; offsets
+//     in [high-water mark, log end] read as empty.
+//   - Long poll: when fewer than MinBytes are available the request waits up to
+//     MaxWaitMillis for more, and is answered as soon as enough arrives.
+//   - Fetch sessions (KIP-227) are declined: SessionID is always 0, and a request that
+//     names a session gets FETCH_SESSION_ID_NOT_FOUND so the client falls back to full
+//     fetches.
+
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/core"
 )
 
-type fetchState struct{}
+// fetchWait is a fetch request parked until data arrives or its wait runs out.
+type fetchWait struct {
+	req        Request
+	m          *kmsg.FetchRequest
+	tps        []core.TopicPartition
+	startBytes []int64 // replica BytesAppended per tps entry when parked
+	have       int     // bytes available when parked
+	timer      uint64
+	done       bool
+}
 
-// TODO(stub)
-func (b *Broker) handleFetch(r Request, m *kmsg.FetchRequest) { b.reply(r, m.ResponseKind()) }
+type fetchState struct {
+	byTP   map[core.TopicPartition][]*fetchWait
+	byConn map[uint64][]*fetchWait
+	count  int
+}
 
-func (b *Broker) connClosed(conn uint64) {}
+func (b *Broker) handleFetch(r Request, m *kmsg.FetchRequest) {
+	if m.SessionID != 0 || m.SessionEpoch > 0 {
+		resp := m.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		b.reply(r, resp)
+		return
+	}
+	resp, n, anyErr := b.readFetch(m)
+	if m.MaxWaitMillis <= 0 || n >= int(max(m.MinBytes, 1)) || anyErr ||
+		b.fetches.count >= b.cfg.MaxWaitingFetches {
+		b.reply(r, resp)
+		return
+	}
+	b.parkFetch(r, m, n)
+}
 
-// partitionGone fails every waiter on a partition that was just removed.
-func (b *Broker) partitionGone(tp core.TopicPartition) {}
+// readFetch builds the response from what is readable now and returns it with the
+// number of record bytes in it and whether any partition had an error.
+func (b *Broker) readFetch(m *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool) {
+	resp := m.ResponseKind().(*kmsg.FetchResponse)
+	budget := int(m.MaxBytes)
+	if budget <= 0 {
+		budget = 50 << 20 // the Java client's default fetch.max.bytes
+	}
+	total, anyErr := 0, false
+	for _, t := range m.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := b.readFetchPartition(t.Topic, &p, budget-total, total > 0)
+			total += len(rp.RecordBatches)
+			anyErr = anyErr || rp.ErrorCode != 0
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, total, anyErr
+}
+
+func (b *Broker) readFetchPartition(topic string, p *kmsg.FetchRequestTopicPartition,
+	budget int, strict bool) kmsg.FetchResponseTopicPartition {
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.Partition = p.Partition
+	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+	rep, code := b.replicaFor(core.TopicPartition{Topic: topic, Partition: p.Partition})
+	if code != 0 {
+		rp.ErrorCode = code
+		return rp
+	}
+	limit := min(int(p.PartitionMaxBytes), budget)
+	res := rep.Read(p.FetchOffset, limit)
+	rp.ErrorCode = res.Err
+	rp.HighWatermark, rp.LastStableOffset = res.HighWatermark, res.HighWatermark
+	rp.LogStartOffset = res.StartOffset
+	// Only the first non-empty partition may exceed the limit (KIP-74).
+	if !strict || len(res.Records) <= limit {
+		rp.RecordBatches = res.Records
+	}
+	return rp
+}
+
+func (b *Broker) parkFetch(r Request, m *kmsg.FetchRequest, have int) {
+	w := &fetchWait{req: r, m: m, have: have}
+	if b.fetches.byTP == nil {
+		b.fetches.byTP = map[core.TopicPartition][]*fetchWait{}
+		b.fetches.byConn = map[uint64][]*fetchWait{}
+	}
+	for _, t := range m.Topics {
+		for _, p := range t.Partitions {
+			tp := core.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			var start int64
+			if rep := b.replicas[tp]; rep != nil {
+				start = rep.BytesAppended()
+			}
+			w.tps = append(w.tps, tp)
+			w.startBytes = append(w.startBytes, start)
+			b.fetches.byTP[tp] = append(b.fetches.byTP[tp], w)
+		}
+	}
+	b.fetches.byConn[r.Conn] = append(b.fetches.byConn[r.Conn], w)
+	b.fetches.count++
+	w.timer = b.setTimer(b.now.AddMillis(int64(m.MaxWaitMillis)), func() { b.answerFetch(w) })
+}
+
+// fetchDataArrived wakes the fetches parked on tp that now have enough bytes.
+func (b *Broker) fetchDataArrived(tp core.TopicPartition) {
+	waits := b.fetches.byTP[tp]
+	if len(waits) == 0 {
+		return
+	}
+	// Copy: answering removes entries from the index being walked.
+	for _, w := range append([]*fetchWait(nil), waits...) {
+		if !w.done && b.fetchHasEnough(w) {
+			b.answerFetch(w)
+		}
+	}
+}
+
+func (b *Broker) fetchHasEnough(w *fetchWait) bool {
+	got := int64(w.have)
+	for i, tp := range w.tps {
+		rep := b.replicas[tp]
+		if rep == nil {
+			return true // the partition went away: answer with its error now
+		}
+		got += rep.BytesAppended() - w.startBytes[i]
+	}
+	return got >= int64(max(w.m.MinBytes, 1))
+}
+
+// answerFetch re-reads every partition of a parked fetch and replies.
+func (b *Broker) answerFetch(w *fetchWait) {
+	if w.done {
+		return
+	}
+	b.dropFetch(w)
+	resp, _, _ := b.readFetch(w.m)
+	b.reply(w.req, resp)
+}
+
+// dropFetch removes a parked fetch from every index without answering it.
+func (b *Broker) dropFetch(w *fetchWait) {
+	w.done = true
+	b.fetches.count--
+	b.cancelTimer(w.timer)
+	for _, tp := range w.tps {
+		b.fetches.byTP[tp] = removeWait(b.fetches.byTP[tp], w)
+		if len(b.fetches.byTP[tp]) == 0 {
+			delete(b.fetches.byTP, tp)
+		}
+	}
+	c := w.req.Conn
+	b.fetches.byConn[c] = removeWait(b.fetches.byConn[c], w)
+	if len(b.fetches.byConn[c]) == 0 {
+		delete(b.fetches.byConn, c)
+	}
+}
+
+func removeWait(ws []*fetchWait, w *fetchWait) []*fetchWait {
+	for i, x := range ws {
+		if x == w {
+			return append(ws[:i], ws[i+1:]...)
+		}
+	}
+	return ws
+}
+
+// connClosed drops the parked fetches and produces of a connection that went away:
+// nobody is left to read their answers.
+func (b *Broker) connClosed(conn uint64) {
+	for _, w := range append([]*fetchWait(nil), b.fetches.byConn[conn]...) {
+		b.dropFetch(w)
+	}
+}
+
+// partitionGone answers every waiter on a partition that was just removed.
+func (b *Broker) partitionGone(tp core.TopicPartition) {
+	b.partitionFailed(tp, kerr.UnknownTopicOrPartition.Code)
+}

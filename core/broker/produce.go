@@ -1,10 +1,288 @@
 package broker
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+// Produce (API key 0), versions 0–11 advertised, 3–11 served.
+//
+// Behaviour:
+//   - v0–v2 carry the old message format: every partition gets UNSUPPORTED_VERSION. The
+//     range starts at 0 only so that older librdkafka keeps compression on
+//     (kafka-compat.md).
+//   - Each partition's record set must be exactly one v2 batch; it is checked (length,
+//     CRC-32C, record count, codec) and stored as sent, with the broker's offset written
+//     into its header. Compressed batches are never decompressed.
+//   - acks=0: no response is sent at all. acks=1: answered once written. acks=all
+//     (-1): answered once the high-water mark passes the batch, which with
+//     log.flush.policy=always means once it is fsynced (group commit).
+//   - Idempotent producers: a retry of one of the last five batches gets its original
+//     offset; a gap gets OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch
+//     INVALID_PRODUCER_EPOCH. Transactional batches are refused (INVALID_RECORD) until
+//     transactions exist.
+//   - acks=all waits at most the request's timeout, then REQUEST_TIMED_OUT for the
+//     partitions still waiting (their batches stay in the log; an idempotent retry gets
+//     the original offset).
 
-type produceState struct{}
+import (
+	"sort"
 
-// TODO(stub)
-func (b *Broker) handleProduce(r Request, m *kmsg.ProduceRequest) { b.reply(r, m.ResponseKind()) }
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
-func (b *Broker) syncDone(in SyncDone) {}
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/replica"
+)
+
+// pendingProduce is an acks=all request waiting for high-water marks to move.
+type pendingProduce struct {
+	req     Request
+	resp    *kmsg.ProduceResponse
+	waiting int // partitions still waiting
+	timer   uint64
+	done    bool
+}
+
+// produceWait is one partition of a pending produce.
+type produceWait struct {
+	p      *pendingProduce
+	tp     core.TopicPartition
+	part   *kmsg.ProduceResponseTopicPartition
+	offset int64 // answered once the high-water mark reaches it
+}
+
+type produceState struct {
+	byTP  map[core.TopicPartition][]produceWait
+	count int // pending requests
+	// dirty lists partitions appended to during this step, for requestSyncs.
+	dirty []core.TopicPartition
+}
+
+func (b *Broker) handleProduce(r Request, m *kmsg.ProduceRequest) {
+	resp := m.ResponseKind().(*kmsg.ProduceResponse)
+	code := int16(0)
+	switch {
+	case m.Version < ProduceMinBatchVersion:
+		code = kerr.UnsupportedVersion.Code
+	case m.Acks != 0 && m.Acks != 1 && m.Acks != -1:
+		code = kerr.InvalidRequiredAcks.Code
+	case m.TransactionID != nil:
+		code = kerr.TransactionalIDAuthorizationFailed.Code
+	case m.Acks == -1 && b.produces.count >= b.cfg.MaxWaitingProduces:
+		code = kerr.RequestTimedOut.Code // shed load before writing anything
+	}
+	p := &pendingProduce{req: r, resp: resp}
+	var waits []produceWait
+	for _, t := range m.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, part := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = part.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for ti, t := range m.Topics {
+		for pi, part := range t.Partitions {
+			rp := &resp.Topics[ti].Partitions[pi]
+			if code != 0 {
+				rp.ErrorCode = code
+				continue
+			}
+			tp := core.TopicPartition{Topic: t.Topic, Partition: part.Partition}
+			if w, ok := b.producePartition(tp, part.Records, rp, m.Acks); ok {
+				w.p = p
+				waits = append(waits, w)
+			}
+		}
+	}
+	b.requestSyncs()
+	switch {
+	case m.Acks == 0:
+		b.env.Reply(Reply{Conn: r.Conn, ID: r.ID})
+	case len(waits) == 0:
+		b.reply(r, resp)
+	default:
+		b.parkProduce(p, waits, m.TimeoutMillis)
+	}
+}
+
+// producePartition appends one partition's batch and fills its response. It returns
+// a wait when the answer must wait for the high-water mark (acks=all).
+func (b *Broker) producePartition(tp core.TopicPartition, records []byte,
+	rp *kmsg.ProduceResponseTopicPartition, acks int16) (produceWait, bool) {
+	rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+	rep, code := b.replicaFor(tp)
+	if code != 0 {
+		rp.ErrorCode = code
+		return produceWait{}, false
+	}
+	res := rep.Append(b.now.Millis(), records)
+	if !res.Duplicate && res.Err == 0 {
+		b.produces.dirty = append(b.produces.dirty, tp)
+	}
+	rp.LogStartOffset = rep.StartOffset()
+	if res.Err != 0 {
+		rp.ErrorCode = res.Err
+		if res.Message != "" {
+			msg := res.Message
+			rp.ErrorMessage = &msg
+		}
+		return produceWait{}, false
+	}
+	rp.BaseOffset, rp.LogAppendTime = res.BaseOffset, res.LogAppendTimeMs
+	if acks == -1 && rep.HighWatermark() < res.WaitOffset {
+		return produceWait{tp: tp, part: rp, offset: res.WaitOffset}, true
+	}
+	return produceWait{}, false
+}
+
+// replicaFor returns the hosted replica of tp, or the error code a client should get.
+func (b *Broker) replicaFor(tp core.TopicPartition) (*replica.Replica, int16) {
+	if rep := b.replicas[tp]; rep != nil {
+		return rep, 0
+	}
+	if t := b.image.Topic(tp.Topic); t != nil && tp.Partition >= 0 && tp.Partition < t.Partitions {
+		return nil, kerr.KafkaStorageError.Code // the topic has it; its log did not open
+	}
+	return nil, kerr.UnknownTopicOrPartition.Code
+}
+
+func (b *Broker) parkProduce(p *pendingProduce, waits []produceWait, timeoutMs int32) {
+	if b.produces.byTP == nil {
+		b.produces.byTP = map[core.TopicPartition][]produceWait{}
+	}
+	for _, w := range waits {
+		b.produces.byTP[w.tp] = append(b.produces.byTP[w.tp], w)
+	}
+	p.waiting = len(waits)
+	b.produces.count++
+	if timeoutMs < 0 {
+		timeoutMs = 0
+	}
+	p.timer = b.setTimer(b.now.AddMillis(int64(timeoutMs)), func() { b.produceTimedOut(p) })
+}
+
+// hwmAdvanced answers the produce waits on tp that the new high-water mark covers.
+func (b *Broker) hwmAdvanced(tp core.TopicPartition) {
+	rep := b.replicas[tp]
+	waits := b.produces.byTP[tp]
+	if rep != nil && len(waits) > 0 {
+		kept := waits[:0]
+		for _, w := range waits {
+			if w.p.done {
+				continue
+			}
+			if rep.HighWatermark() >= w.offset {
+				b.produceWaitDone(w)
+				continue
+			}
+			kept = append(kept, w)
+		}
+		b.storeWaits(tp, kept)
+	}
+	b.fetchDataArrived(tp)
+}
+
+func (b *Broker) storeWaits(tp core.TopicPartition, kept []produceWait) {
+	if len(kept) == 0 {
+		delete(b.produces.byTP, tp)
+		return
+	}
+	b.produces.byTP[tp] = kept
+}
+
+func (b *Broker) produceWaitDone(w produceWait) {
+	w.p.waiting--
+	if w.p.waiting == 0 {
+		b.finishProduce(w.p)
+	}
+}
+
+func (b *Broker) finishProduce(p *pendingProduce) {
+	p.done = true
+	b.produces.count--
+	b.cancelTimer(p.timer)
+	b.reply(p.req, p.resp)
+}
+
+// produceTimedOut answers a produce whose acks=all wait ran out: partitions still
+// waiting get REQUEST_TIMED_OUT. Their batches stay in the log.
+func (b *Broker) produceTimedOut(p *pendingProduce) {
+	if p.done {
+		return
+	}
+	b.failProduceWaits(p, kerr.RequestTimedOut.Code)
+	b.finishProduce(p)
+}
+
+// failProduceWaits marks every still-waiting partition of p with code and drops the
+// waits from the index.
+func (b *Broker) failProduceWaits(p *pendingProduce, code int16) {
+	for tp, waits := range b.produces.byTP {
+		kept := waits[:0]
+		for _, w := range waits {
+			if w.p == p {
+				w.part.ErrorCode = code
+				continue
+			}
+			kept = append(kept, w)
+		}
+		b.storeWaits(tp, kept)
+	}
+}
+
+// requestSyncs starts a sync on every replica appended to in this step that has
+// unsynced data and no sync in flight, in partition order. Under
+// log.flush.policy=never nothing needs a sync but the high-water mark moved.
+func (b *Broker) requestSyncs() {
+	dirty := b.produces.dirty
+	b.produces.dirty = dirty[:0]
+	sort.Slice(dirty, func(i, j int) bool { return dirty[i].Less(dirty[j]) })
+	for i, tp := range dirty {
+		if i > 0 && dirty[i-1] == tp {
+			continue
+		}
+		rep := b.replicas[tp]
+		if rep == nil {
+			continue
+		}
+		if rep.NeedsSync() {
+			rep.BeginSync()
+			b.env.SyncLog(tp, rep.Incarnation(), b.token(), rep.Log())
+		}
+		if !rep.FlushAlways() {
+			b.hwmAdvanced(tp)
+		}
+	}
+}
+
+func (b *Broker) syncDone(in SyncDone) {
+	rep := b.replicas[in.TP]
+	if rep == nil || rep.Incarnation() != in.Incarnation {
+		return // the partition was deleted (and maybe recreated) meanwhile
+	}
+	moved := rep.SyncCompleted(in.Err)
+	if in.Err != nil {
+		b.partitionFailed(in.TP, kerr.KafkaStorageError.Code)
+		return
+	}
+	if moved {
+		b.hwmAdvanced(in.TP)
+	}
+	if rep.NeedsSync() {
+		rep.BeginSync()
+		b.env.SyncLog(in.TP, rep.Incarnation(), b.token(), rep.Log())
+	}
+}
+
+// partitionFailed answers every produce waiting on tp with code.
+func (b *Broker) partitionFailed(tp core.TopicPartition, code int16) {
+	waits := b.produces.byTP[tp]
+	delete(b.produces.byTP, tp)
+	for _, w := range waits {
+		if w.p.done {
+			continue
+		}
+		w.part.ErrorCode = code
+		b.produceWaitDone(w)
+	}
+	b.fetchDataArrived(tp)
+}

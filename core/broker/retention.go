@@ -1,4 +1,26 @@
 package broker
 
-// TODO(stub)
-func (b *Broker) armRetention() {}
+// armRetention schedules the next retention pass (log.retention.check.interval.ms).
+func (b *Broker) armRetention() {
+	b.setTimer(b.now.AddMillis(b.cfg.RetentionCheckIntervalMs), b.retentionPass)
+}
+
+// retentionPass lets every replica delete its expired or excess segments, in
+// partition order, then re-arms itself.
+func (b *Broker) retentionPass() {
+	nowMs := b.now.Millis()
+	for _, tp := range b.sortedPartitions() {
+		b.replicas[tp].EnforceRetention(nowMs)
+	}
+	b.armRetention()
+}
+
+// Shutdown prepares for a clean stop: every replica syncs its log and saves its
+// producer state so the next start need not rescan the log. The driver calls it on
+// the broker's thread after it stopped feeding requests; it blocks on fsyncs, which is
+// fine only because nothing else is waiting any more.
+func (b *Broker) Shutdown() {
+	for _, tp := range b.sortedPartitions() {
+		b.replicas[tp].Shutdown()
+	}
+}

@@ -1,9 +1,14 @@
 package replica
 
 import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/batch"
 )
 
 // Config is what a replica needs from its topic's configuration.
@@ -18,27 +23,102 @@ type Config struct {
 	LogAppendTime bool
 }
 
+// snapshotEveryBatches is how many durable batches pass between producer-state
+// snapshots; recovery rescans at most this many batch headers.
+const snapshotEveryBatches = 20_000
+
 // Replica is the leader replica of one partition.
+//
+// Offsets, lowest to highest (invariant R1):
+//
+//	StartOffset <= HighWatermark <= EndOffset, and with FlushAlways
+//	HighWatermark == durable (the end of the last completed sync).
 type Replica struct {
 	tp          core.TopicPartition
 	incarnation uint64
 	log         Log
 	cfg         Config
 	lg          *zap.Logger
+
+	hwm          int64 // high-water mark: readers and acks=all see offsets below it
+	durable      int64 // offsets below it survived a completed Sync
+	syncInFlight bool
+	syncTarget   int64 // EndOffset when the in-flight sync was requested
+	offline      bool  // an I/O error we cannot undo: refuse everything until restart
+	// visibleUnsynced is the high-water mark when the topic last switched from
+	// log.flush.policy=never to always: data below it was already visible unsynced.
+	visibleUnsynced int64
+
+	producers     map[int64]*producerEntry
+	snapOffset    int64 // offset of the last saved producer snapshot
+	sinceSnapshot int   // batches appended since then
+
+	bytesAppended int64 // running total, for fetch MinBytes accounting
 }
 
-// New recovers a replica over an opened log.
+// New recovers a replica over an opened log: it makes what recovery found durable,
+// rebuilds the producer table from the last snapshot plus the batches after it, and
+// sets the high-water mark to the end of the log.
 func New(tp core.TopicPartition, incarnation uint64, log Log, cfg Config,
 	lg *zap.Logger) (*Replica, error) {
 	r := &Replica{tp: tp, incarnation: incarnation, log: log, cfg: cfg,
-		lg: lg.With(zap.Stringer("tp", tp))}
+		lg: lg.With(zap.Stringer("tp", tp)), producers: map[int64]*producerEntry{}}
+	// What recovery read back may still sit only in the page cache (the process died,
+	// the machine did not). Sync it before anyone may read or rely on it.
+	if err := log.Sync(); err != nil {
+		return nil, fmt.Errorf("sync recovered log of %s: %w", tp, err)
+	}
+	if err := r.recoverProducers(); err != nil {
+		return nil, err
+	}
+	r.durable = log.EndOffset()
+	r.hwm = r.durable
+	r.checkOffsets()
 	return r, nil
+}
+
+func (r *Replica) recoverProducers() error {
+	from := r.log.StartOffset()
+	off, data, found, err := r.log.LoadSnapshot()
+	if err != nil {
+		return fmt.Errorf("load producer snapshot of %s: %w", r.tp, err)
+	}
+	if found && off >= from && off <= r.log.EndOffset() {
+		if r.producers, err = decodeProducers(data); err != nil {
+			return fmt.Errorf("decode producer snapshot of %s: %w", r.tp, err)
+		}
+		from, r.snapOffset = off, off
+	}
+	if from >= r.log.EndOffset() {
+		return nil
+	}
+	return r.log.ScanHeaders(from, func(h batch.Header) error {
+		if h.BaseOffset >= from {
+			r.recordProducer(&h)
+		}
+		return nil
+	})
+}
+
+// checkOffsets asserts invariant R1.
+func (r *Replica) checkOffsets() {
+	start, end := r.log.StartOffset(), r.log.EndOffset()
+	core.Invariant(start <= r.hwm && r.hwm <= end, "R1",
+		"%s: start %d, hwm %d, end %d", r.tp, start, r.hwm, end)
+	core.Invariant(!r.cfg.FlushAlways || r.hwm <= max(r.durable, r.visibleUnsynced), "R1",
+		"%s: hwm %d beyond durable %d", r.tp, r.hwm, r.durable)
 }
 
 // Configure applies a topic config change.
 func (r *Replica) Configure(cfg Config) {
+	if cfg.FlushAlways && !r.cfg.FlushAlways {
+		r.visibleUnsynced = r.hwm
+	}
 	r.cfg = cfg
 	r.log.Configure(cfg.Segment)
+	if !cfg.FlushAlways && r.hwm < r.log.EndOffset() {
+		r.hwm = r.log.EndOffset()
+	}
 }
 
 // Close closes the log; the replica is unusable afterwards.
@@ -46,3 +126,181 @@ func (r *Replica) Close() { _ = r.log.Close() }
 
 // Incarnation distinguishes this replica from an earlier one of a recreated topic.
 func (r *Replica) Incarnation() uint64 { return r.incarnation }
+
+// Log returns the replica's log, for the driver's sync effect.
+func (r *Replica) Log() Log { return r.log }
+
+// StartOffset is the log start offset.
+func (r *Replica) StartOffset() int64 { return r.log.StartOffset() }
+
+// EndOffset is the log end offset.
+func (r *Replica) EndOffset() int64 { return r.log.EndOffset() }
+
+// HighWatermark is the end of what readers may see.
+func (r *Replica) HighWatermark() int64 { return r.hwm }
+
+// FlushAlways reports log.flush.policy=always.
+func (r *Replica) FlushAlways() bool { return r.cfg.FlushAlways }
+
+// Offline reports an unrecoverable I/O failure.
+func (r *Replica) Offline() bool { return r.offline }
+
+// BytesAppended is a running total of appended batch bytes.
+func (r *Replica) BytesAppended() int64 { return r.bytesAppended }
+
+// AppendResult is the outcome of Append for one partition.
+type AppendResult struct {
+	Err     int16  // Kafka error code; 0 on success
+	Message string // human text for the error, if any
+	// BaseOffset is the offset given to the first record (the original one for a
+	// duplicate).
+	BaseOffset int64
+	// WaitOffset: acks=all is answered once HighWatermark >= WaitOffset.
+	WaitOffset      int64
+	LogAppendTimeMs int64 // -1 unless the topic uses LogAppendTime
+	Duplicate       bool
+}
+
+// Append validates a partition's record set from a Produce request and appends it.
+// The bytes are modified in place (the header gets its offset) and not retained.
+func (r *Replica) Append(nowMs int64, records []byte) AppendResult {
+	if r.offline {
+		return AppendResult{Err: kerr.KafkaStorageError.Code, Message: "partition is offline"}
+	}
+	if len(records) > r.cfg.MaxMessageBytes {
+		return AppendResult{Err: kerr.MessageTooLarge.Code, Message: fmt.Sprintf(
+			"batch of %d bytes exceeds max.message.bytes %d", len(records), r.cfg.MaxMessageBytes)}
+	}
+	h, err := batch.Check(records)
+	if err != nil {
+		return AppendResult{Err: batchErrorCode(err), Message: err.Error()}
+	}
+	if h.IsControl() || h.IsTransactional() {
+		return AppendResult{Err: kerr.InvalidRecord.Code,
+			Message: "transactional and control batches are not supported yet"}
+	}
+	pc := r.checkProducer(&h)
+	if pc.code != 0 {
+		return AppendResult{Err: pc.code, Message: kerr.ErrorForCode(pc.code).Error()}
+	}
+	if pc.dup != nil {
+		return AppendResult{BaseOffset: pc.dup.BaseOffset, WaitOffset: pc.dup.LastOffset + 1,
+			LogAppendTimeMs: -1, Duplicate: true}
+	}
+	return r.appendChecked(nowMs, &h, records)
+}
+
+func (r *Replica) appendChecked(nowMs int64, h *batch.Header, b []byte) AppendResult {
+	base := r.log.EndOffset()
+	batch.SetBaseOffset(b, base)
+	batch.SetLeaderEpoch(b, 0)
+	h.BaseOffset = base
+	appendTime := int64(-1)
+	if r.cfg.LogAppendTime {
+		batch.SetLogAppendTime(b, nowMs)
+		h.MaxTimestamp, appendTime = nowMs, nowMs
+	}
+	if err := r.log.Append(nowMs, *h, b); err != nil {
+		r.lg.Error("append failed", zap.Int64("offset", base), zap.Error(err))
+		if errors.Is(err, ErrLogOffline) {
+			r.goOffline()
+		}
+		return AppendResult{Err: kerr.KafkaStorageError.Code, Message: "write failed"}
+	}
+	core.Invariant(r.log.EndOffset() == h.NextOffset(), "R2",
+		"%s: log end %d after appending [%d, %d)", r.tp, r.log.EndOffset(), base, h.NextOffset())
+	r.recordProducer(h)
+	r.sinceSnapshot++
+	r.bytesAppended += int64(len(b))
+	if !r.cfg.FlushAlways {
+		r.hwm = r.log.EndOffset()
+	}
+	return AppendResult{BaseOffset: base, WaitOffset: h.NextOffset(), LogAppendTimeMs: appendTime}
+}
+
+func batchErrorCode(err error) int16 {
+	switch {
+	case errors.Is(err, batch.ErrUnsupportedMagic):
+		return kerr.UnsupportedForMessageFormat.Code
+	case errors.Is(err, batch.ErrBadCompression):
+		return kerr.UnsupportedCompressionType.Code
+	default:
+		return kerr.CorruptMessage.Code
+	}
+}
+
+func (r *Replica) goOffline() {
+	if !r.offline {
+		r.lg.Error("partition offline until restart")
+	}
+	r.offline = true
+}
+
+// NeedsSync reports that appended data waits for a sync and none is in flight.
+func (r *Replica) NeedsSync() bool {
+	return r.cfg.FlushAlways && !r.offline && !r.syncInFlight && r.durable < r.log.EndOffset()
+}
+
+// BeginSync marks a sync in flight covering everything appended so far. The driver
+// runs Log.Sync and the broker reports back with SyncCompleted. Batches appended while
+// it runs wait for the next sync: one fsync covers every batch waiting (group commit).
+func (r *Replica) BeginSync() {
+	core.Invariant(!r.syncInFlight, "R3", "%s: two syncs in flight", r.tp)
+	r.syncInFlight = true
+	r.syncTarget = r.log.EndOffset()
+}
+
+// SyncCompleted ends the in-flight sync. It reports whether the high-water mark moved.
+func (r *Replica) SyncCompleted(err error) bool {
+	core.Invariant(r.syncInFlight, "R3", "%s: sync completed with none in flight", r.tp)
+	r.syncInFlight = false
+	if err != nil {
+		// After a failed fsync the page cache cannot be trusted (the kernel may have
+		// dropped the dirty pages): nothing after durable may ever be acknowledged.
+		r.lg.Error("fsync failed", zap.Error(err))
+		r.goOffline()
+		return false
+	}
+	core.Invariant(r.syncTarget >= r.durable, "R4", "%s: durable went back", r.tp)
+	r.durable = r.syncTarget
+	moved := false
+	if r.cfg.FlushAlways && r.durable > r.hwm {
+		r.hwm, moved = r.durable, true
+	}
+	r.maybeSnapshot()
+	r.checkOffsets()
+	return moved
+}
+
+// maybeSnapshot saves the producer table once enough batches are durable. A snapshot
+// is only ever taken at a durable offset, so a crash cannot leave a snapshot that
+// describes batches the log lost.
+func (r *Replica) maybeSnapshot() {
+	if r.sinceSnapshot < snapshotEveryBatches || r.durable != r.log.EndOffset() {
+		return
+	}
+	if err := r.log.SaveSnapshot(r.durable, r.encodeProducers()); err != nil {
+		r.lg.Warn("producer snapshot not saved", zap.Error(err))
+		return
+	}
+	r.snapOffset, r.sinceSnapshot = r.durable, 0
+}
+
+// Shutdown syncs the log and saves the producer table (clean stop). The replica must
+// not be used afterwards except to Close it.
+func (r *Replica) Shutdown() {
+	if r.offline {
+		return
+	}
+	if err := r.log.Sync(); err != nil {
+		r.lg.Warn("sync at shutdown failed", zap.Error(err))
+		return
+	}
+	r.durable = r.log.EndOffset()
+	if r.snapOffset == r.durable {
+		return
+	}
+	if err := r.log.SaveSnapshot(r.durable, r.encodeProducers()); err != nil {
+		r.lg.Warn("producer snapshot at shutdown not saved", zap.Error(err))
+	}
+}

@@ -1,0 +1,130 @@
+package replica
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+)
+
+// ReadResult is what a fetch of one partition sees.
+type ReadResult struct {
+	Err           int16
+	Records       []byte // whole batches, possibly starting before the fetch offset
+	HighWatermark int64
+	StartOffset   int64
+}
+
+// Read returns batches from offset up to the high-water mark, at most maxBytes unless
+// the first batch alone is larger (Kafka's KIP-74 rule, so a consumer never stalls on
+// a large batch). Offsets in [HighWatermark, EndOffset] are valid and read as empty.
+func (r *Replica) Read(offset int64, maxBytes int) ReadResult {
+	res := ReadResult{HighWatermark: r.hwm, StartOffset: r.log.StartOffset()}
+	if r.offline {
+		res.Err = kerr.KafkaStorageError.Code
+		return res
+	}
+	if offset < res.StartOffset || offset > r.log.EndOffset() {
+		res.Err = kerr.OffsetOutOfRange.Code
+		return res
+	}
+	if offset >= r.hwm || maxBytes <= 0 {
+		return res
+	}
+	b, err := r.log.Read(offset, maxBytes, r.hwm)
+	if err != nil {
+		r.lg.Error("read failed", zap.Int64("offset", offset), zap.Error(err))
+		res.Err = kerr.KafkaStorageError.Code
+		return res
+	}
+	res.Records = b
+	return res
+}
+
+// OffsetForTimestamp finds the first offset whose batch carries a timestamp >= ts,
+// within the visible log. found is false when there is none.
+func (r *Replica) OffsetForTimestamp(ts int64) (offset int64, found bool, code int16) {
+	if r.offline {
+		return -1, false, kerr.KafkaStorageError.Code
+	}
+	off, ok, err := r.log.OffsetForTimestamp(ts)
+	if err != nil {
+		return -1, false, kerr.KafkaStorageError.Code
+	}
+	if !ok || off >= r.hwm {
+		return -1, false, 0
+	}
+	return max(off, r.log.StartOffset()), true, 0
+}
+
+// MaxTimestamp returns the largest timestamp in the visible log and its batch offset.
+func (r *Replica) MaxTimestamp() (ts int64, offset int64) {
+	ts, offset = r.log.MaxTimestamp()
+	if offset >= r.hwm {
+		return -1, -1
+	}
+	return ts, offset
+}
+
+// DeleteRecordsBefore raises the log start offset to offset (-1: the high-water mark)
+// and removes whole segments below it. It returns the new log start offset.
+func (r *Replica) DeleteRecordsBefore(offset int64) (int64, int16) {
+	if r.offline {
+		return -1, kerr.KafkaStorageError.Code
+	}
+	if offset == -1 {
+		offset = r.hwm
+	}
+	if offset < 0 || offset > r.hwm {
+		return -1, kerr.OffsetOutOfRange.Code
+	}
+	if offset > r.log.StartOffset() {
+		if err := r.log.SetStartOffset(offset); err != nil {
+			r.lg.Error("cannot persist log start offset", zap.Error(err))
+			return -1, kerr.KafkaStorageError.Code
+		}
+		if err := r.log.DeleteSegmentsBelow(offset); err != nil {
+			r.lg.Warn("cannot delete segments below the new start", zap.Error(err))
+		}
+	}
+	r.checkOffsets()
+	return r.log.StartOffset(), 0
+}
+
+// EnforceRetention deletes the oldest whole segments that are past retention.ms or
+// beyond retention.bytes. The active segment is never deleted. It returns how many
+// segments went.
+func (r *Replica) EnforceRetention(nowMs int64) int {
+	if r.offline {
+		return 0
+	}
+	segs := r.log.Segments()
+	if len(segs) < 2 {
+		return 0
+	}
+	var total int64
+	for _, s := range segs {
+		total += s.SizeBytes
+	}
+	cut, n := int64(-1), 0
+	for _, s := range segs[:len(segs)-1] {
+		expired := r.cfg.RetentionMs >= 0 && s.MaxTimestamp >= 0 &&
+			nowMs-s.MaxTimestamp > r.cfg.RetentionMs
+		oversize := r.cfg.RetentionBytes >= 0 && total-s.SizeBytes >= r.cfg.RetentionBytes
+		// Only data below the high-water mark may go: nothing not yet visible or not
+		// yet durable is ever deleted.
+		if !(expired || oversize) || s.EndOffset > r.hwm {
+			break
+		}
+		cut, total, n = s.EndOffset, total-s.SizeBytes, n+1
+	}
+	if n == 0 {
+		return 0
+	}
+	if err := r.log.DeleteSegmentsBelow(cut); err != nil {
+		r.lg.Warn("retention could not delete segments", zap.Error(err))
+		return 0
+	}
+	r.lg.Info("retention deleted segments", zap.Int("segments", n),
+		zap.Int64("log_start_offset", r.log.StartOffset()))
+	r.checkOffsets()
+	return n
+}
