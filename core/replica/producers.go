@@ -81,18 +81,9 @@ func (r *Replica) checkProducer(h *batch.Header) producerCheck {
 	if h.BaseSequence == nextSeq(p.last().LastSeq) {
 		return producerCheck{}
 	}
-	// A sequence inside the window already passed, but not one of the remembered
-	// batches: an older retry. Anything else is a gap.
-	if seqBefore(h.BaseSequence, p.last().LastSeq) && !seqBefore(h.BaseSequence, p.Batches[0].FirstSeq) {
-		return producerCheck{code: kerr.DuplicateSequenceNumber.Code}
-	}
+	// Anything else is a gap, or a retry older than the window, which Kafka clients
+	// never send (at most five requests in flight); Kafka answers both the same way.
 	return producerCheck{code: kerr.OutOfOrderSequenceNumber.Code}
-}
-
-// seqBefore reports a <= b on the wrapping sequence circle (within half the range).
-func seqBefore(a, b int32) bool {
-	d := (int64(b) - int64(a) + (1 << 31)) % (1 << 31)
-	return d < 1<<30
 }
 
 // recordProducer notes an appended (or recovered) batch in the producer table.
