@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestParseProduce(t *testing.T) {
+	o, err := parseProduce([]string{"--acks", "1", "events", "--key-separator", "=",
+		"--partition", "2"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "events", o.topic)
+	require.Equal(t, "1", o.acks)
+	require.Equal(t, "=", o.separator)
+	require.Equal(t, 2, o.partition)
+
+	o, err = parseProduce([]string{"events"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "all", o.acks)
+	require.Equal(t, ":", o.separator)
+	require.Equal(t, -1, o.partition)
+}
+
+func TestParseProduceRejectsBadInput(t *testing.T) {
+	cases := map[string][]string{
+		"--acks must be 0, 1 or all": {"t", "--acks", "2"},
+		"--partition must be -1":     {"t", "--partition", "-2"},
+		"missing TOPIC":              {"--acks", "1"},
+	}
+	for want, args := range cases {
+		var stderr bytes.Buffer
+		_, err := parseProduce(args, &stderr)
+		require.ErrorIs(t, err, errUsage, "args %v", args)
+		require.Contains(t, stderr.String(), want, "args %v", args)
+	}
+}
+
+func TestAcksOpt(t *testing.T) {
+	for in, want := range map[string]kgo.Acks{
+		"0": kgo.NoAck(), "1": kgo.LeaderAck(), "all": kgo.AllISRAcks(), "-1": kgo.AllISRAcks(),
+	} {
+		got, err := acksOpt(in)
+		require.NoError(t, err)
+		require.Equal(t, want, got, in)
+	}
+}
+
+func TestRecordSplitsKeyAtFirstSeparator(t *testing.T) {
+	o := produceOptions{separator: ":", partition: -1}
+	r := o.record("user-1:a:b")
+	require.Equal(t, "user-1", string(r.Key))
+	require.Equal(t, "a:b", string(r.Value))
+
+	r = o.record("no key here")
+	require.Nil(t, r.Key)
+	require.Equal(t, "no key here", string(r.Value))
+
+	r = o.record(":only value")
+	require.Equal(t, []byte{}, r.Key, "an empty key is still a key")
+	require.Equal(t, "only value", string(r.Value))
+
+	o = produceOptions{separator: "", partition: 3}
+	r = o.record("k:v")
+	require.Nil(t, r.Key, "an empty separator turns keys off")
+	require.Equal(t, "k:v", string(r.Value))
+	require.Equal(t, int32(3), r.Partition)
+}
+
+func TestProduceSummaryAndErrors(t *testing.T) {
+	o := produceOptions{topic: "t", acks: "all", partition: 7,
+		client: clientFlags{timeout: defaultTimeout}}
+	require.Equal(t, `produced 3 record(s) to topic "t"`, o.summary(3, 3, 0))
+	require.Equal(t, `produced 2 of 3 record(s) to topic "t"; 1 failed`, o.summary(3, 2, 1))
+	o.acks = "0"
+	require.Contains(t, o.summary(1, 1, 0), "unconfirmed")
+
+	require.EqualError(t, o.recordErr(errors.New("invalid record partitioning choice of 7 from 3 available")),
+		`partition 7 does not exist in topic "t"`)
+	require.EqualError(t, o.recordErr(kerr.UnknownTopicOrPartition), `topic "t" does not exist`)
+	require.ErrorContains(t, o.recordErr(kgo.ErrRecordTimeout), "not acknowledged within 10s")
+}
+
+func TestSendRejectsOverlongLine(t *testing.T) {
+	o := produceOptions{topic: "t", partition: -1}
+	long := bytes.Repeat([]byte("x"), maxLineBytes+1)
+	var tl tally
+	sent, err := o.send(nil, bytes.NewReader(long), &tl)
+	require.Equal(t, 0, sent)
+	require.ErrorContains(t, err, "line 1 is longer than")
+}
