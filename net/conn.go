@@ -1,0 +1,268 @@
+package net
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core/broker"
+)
+
+// readBufferBytes is the socket read buffer of a connection: large enough that small
+// requests arrive in few syscalls, small enough for thousands of connections.
+const readBufferBytes = 64 << 10
+
+// conn is one client connection: its reader and writer goroutines share the in-flight
+// FIFO under mu.
+type conn struct {
+	id  uint64
+	srv *Server
+	nc  net.Conn
+	lg  *zap.Logger
+
+	mu         sync.Mutex
+	q          fifo
+	inBytes    int  // request bytes in q
+	readerDone bool // the reader ended while draining: close once q is empty
+
+	draining  atomic.Bool
+	wake      chan struct{} // to the writer: the head of q may be done
+	room      chan struct{} // to the reader: q has room again
+	done      chan struct{} // closed when the connection closes
+	closeOnce sync.Once
+}
+
+func newConn(s *Server, id uint64, nc net.Conn) *conn {
+	return &conn{
+		id: id, srv: s, nc: nc,
+		lg:   s.lg.With(zap.Uint64("conn", id), zap.Stringer("remote", nc.RemoteAddr())),
+		q:    newFIFO(s.opts.MaxInFlight),
+		wake: make(chan struct{}, 1),
+		room: make(chan struct{}, 1),
+		done: make(chan struct{}),
+	}
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// close closes the socket and wakes both goroutines; safe to call more than once.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		_ = c.nc.Close()
+	})
+}
+
+// drain stops reading new requests; the connection closes once the requests already
+// read are answered.
+func (c *conn) drain() {
+	c.draining.Store(true)
+	_ = c.nc.SetReadDeadline(time.Now())
+}
+
+// readLoop reads, decodes and delivers requests until the connection ends.
+func (c *conn) readLoop() {
+	defer c.srv.goroutines.Done()
+	defer c.finish()
+	br := bufio.NewReaderSize(c.nc, readBufferBytes)
+	var sizeBuf [4]byte
+	for c.waitRoom() {
+		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+			c.readFailed("size", err)
+			return
+		}
+		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if size <= 0 || int(size) > c.srv.opts.MaxRequestBytes {
+			c.lg.Warn("closing connection: bad request size", zap.Int32("size", size),
+				zap.Int("max", c.srv.opts.MaxRequestBytes))
+			return
+		}
+		body, err := readBody(br, int(size))
+		if err != nil {
+			c.readFailed("body", err)
+			return
+		}
+		if !c.handle(body) {
+			return
+		}
+	}
+}
+
+// finish runs when the reader ends: it closes the connection (after the pending
+// responses when draining), forgets it, and tells the node. Reporting from the reader
+// guarantees ConnClosed follows the connection's last Request.
+func (c *conn) finish() {
+	if c.draining.Load() {
+		c.mu.Lock()
+		c.readerDone = true
+		c.mu.Unlock()
+		signal(c.wake)
+		<-c.done
+	} else {
+		c.close()
+	}
+	c.srv.remove(c)
+	c.srv.sink.ConnClosed(c.id)
+	c.srv.readers.Done()
+}
+
+// readFailed logs why reading stopped, quietly for the ordinary cases.
+func (c *conn) readFailed(what string, err error) {
+	switch {
+	case c.draining.Load() && errors.Is(err, os.ErrDeadlineExceeded):
+	case errors.Is(err, net.ErrClosed):
+	case what == "size" && errors.Is(err, io.EOF):
+		c.lg.Debug("client closed the connection")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		c.lg.Warn("closing connection: truncated request frame", zap.String("in", what))
+	default:
+		c.lg.Info("closing connection: read failed", zap.String("in", what), zap.Error(err))
+	}
+}
+
+// waitRoom blocks while the connection has too much in flight; false when it closed.
+func (c *conn) waitRoom() bool {
+	for {
+		c.mu.Lock()
+		ok := !c.q.full() && (c.q.len() == 0 || c.inBytes < c.srv.opts.MaxInFlightBytes)
+		c.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-c.room:
+		case <-c.done:
+			return false
+		}
+	}
+}
+
+// handle decodes one request frame and routes it; false closes the connection.
+func (c *conn) handle(body []byte) bool {
+	h, rest, err := parseHeader(body)
+	if err != nil {
+		corr, _ := peekCorrelation(body)
+		c.lg.Warn("closing connection: malformed request header", zap.Int32("correlation_id", corr),
+			zap.Error(err))
+		return false
+	}
+	if h.key == int16(kmsg.ApiVersions) {
+		return c.apiVersions(h, rest, len(body))
+	}
+	req, err := decodeRequest(h, rest)
+	if err != nil {
+		c.lg.Warn("closing connection: "+err.Error(), zap.Int16("key", h.key),
+			zap.Int16("version", h.version), zap.Int32("correlation_id", h.corr),
+			zap.String("client_id", h.clientID))
+		return false
+	}
+	if p, ok := req.(*kmsg.ProduceRequest); ok && h.version < broker.ProduceMinBatchVersion {
+		c.answer(h, len(body), produceUnsupported(p))
+		return true
+	}
+	id := c.reserve(h, len(body))
+	c.srv.sink.Request(broker.Request{Conn: c.id, ID: id, ClientID: h.clientID, Msg: req})
+	return true
+}
+
+// decodeRequest decodes the body of a request the node serves; the error says why the
+// request cannot be served (an unknown key or version, or a malformed body).
+func decodeRequest(h header, rest []byte) (kmsg.Request, error) {
+	vr, ok := broker.VersionFor(h.key)
+	if !ok {
+		return nil, errors.New("API key not served")
+	}
+	if h.version < vr.Min || h.version > vr.Max {
+		return nil, fmt.Errorf("version outside the advertised %d..%d", vr.Min, vr.Max)
+	}
+	req := kmsg.RequestForKey(h.key)
+	if req == nil { // SupportedVersions lists a key kmsg does not know: a bug, not a panic
+		return nil, errors.New("API key unknown to the codec")
+	}
+	req.SetVersion(h.version)
+	if err := decodeBody(req, rest); err != nil {
+		return nil, fmt.Errorf("malformed request: %w", err)
+	}
+	return req, nil
+}
+
+// decodeBody skips the header's tagged fields (flexible versions) and decodes the body
+// with kmsg. kmsg reports malformed input as errors; the recover is a last line of
+// defence so that no byte sequence can take the process down.
+func decodeBody(req kmsg.Request, rest []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("decoder panicked: %v", r)
+		}
+	}()
+	if req.IsFlexible() {
+		if rest, err = skipTags(rest); err != nil {
+			return fmt.Errorf("header tags: %w", err)
+		}
+	}
+	return req.ReadFrom(rest)
+}
+
+// reserve queues a slot for a request the node will answer and returns its id. waitRoom
+// made sure there is room, and only the reader pushes.
+func (c *conn) reserve(h header, bytes int) uint64 {
+	id := c.srv.nextReq.Add(1)
+	c.mu.Lock()
+	c.q.push(slot{id: id, corr: h.corr, key: h.key, version: h.version, bytes: bytes})
+	c.inBytes += bytes
+	c.mu.Unlock()
+	return id
+}
+
+// answer queues a response the server made itself (nil: none is sent), behind every
+// response still pending on the connection.
+func (c *conn) answer(h header, bytes int, resp kmsg.Response) {
+	version := h.version
+	if resp != nil {
+		version = resp.GetVersion()
+	}
+	c.mu.Lock()
+	c.q.push(slot{id: c.srv.nextReq.Add(1), corr: h.corr, key: h.key, version: version,
+		bytes: bytes, done: true, resp: resp})
+	c.inBytes += bytes
+	wake := c.q.headDone()
+	c.mu.Unlock()
+	if wake {
+		signal(c.wake)
+	}
+}
+
+// complete records the node's reply in its slot and wakes the writer when the head of
+// the FIFO became writable.
+func (c *conn) complete(r broker.Reply) {
+	c.mu.Lock()
+	s := c.q.find(r.ID)
+	if s == nil || s.done {
+		c.mu.Unlock()
+		// B3 says one reply per request; a second one is a broker bug worth seeing.
+		c.lg.Warn("reply for a request that is not awaiting one", zap.Uint64("id", r.ID),
+			zap.Bool("answered_twice", s != nil))
+		return
+	}
+	s.done, s.resp, s.close = true, r.Msg, r.Close
+	wake := c.q.headDone()
+	c.mu.Unlock()
+	if wake {
+		signal(c.wake)
+	}
+}

@@ -1,0 +1,38 @@
+// Package net is Sluice's Kafka wire server: it owns the TCP sockets, frames and decodes
+// requests with franz-go's kmsg codec, hands them to the node as broker.Request inputs,
+// and writes the node's broker.Reply answers back in request order.
+//
+// # Threads
+//
+// One accept goroutine per Server, and per connection one reader goroutine and one
+// writer goroutine. No goroutine is started per request. The reader reads a frame,
+// decodes it and delivers it to the Sink (the node's event loop), blocking there when
+// the node is busy: that blocking, and the per-connection in-flight bound, are the
+// backpressure that keeps a fast client from flooding the node. The writer encodes
+// finished responses and writes every response that is ready in one syscall.
+//
+// # Ordering
+//
+// Kafka clients match responses to requests by arrival order (the correlation id is only
+// a check), so responses on a connection must leave in request order even when the
+// broker answers a long-polling Fetch after a later Produce. Each connection keeps a
+// FIFO of in-flight requests; Reply fills a slot, and the writer only ever writes the
+// done slots at the head of the FIFO. This is rule E1 of core/broker/env.go.
+//
+// # What the server answers itself
+//
+// ApiVersions is answered here from broker.SupportedVersions (its response header is
+// always v0). Produce v0–v2 (which predate record batches) is answered with
+// UNSUPPORTED_VERSION per partition without closing the connection. Every other request
+// goes to the node. A frame with a bad size, a truncated or malformed body, an unknown
+// API key or a version outside the advertised range closes that one connection with a
+// log line; nothing a client sends can panic the process.
+//
+// # Ownership
+//
+// A request's body buffer is allocated per request and never reused, so the decoded
+// message (whose byte fields, such as Produce's record batches, alias the body) can be
+// kept by the node for as long as it likes. A response handed to Reply belongs to the
+// server from then on: the broker must not change it afterwards, because the writer
+// encodes it later on its own goroutine.
+package net

@@ -1,0 +1,87 @@
+package net
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// slot is one in-flight request of a connection, waiting for its response.
+type slot struct {
+	id      uint64
+	corr    int32
+	key     int16
+	version int16
+	bytes   int // size of the request frame, for the in-flight byte bound
+
+	done  bool
+	resp  kmsg.Response // nil when done: nothing is written (acks=0)
+	close bool          // close the connection after this slot
+}
+
+// fifo is a connection's in-flight requests in arrival order: a fixed-size ring, so its
+// bound is the per-connection in-flight limit. Request ids are assigned from a
+// server-wide increasing counter, so the ids in a fifo are strictly increasing and a
+// reply finds its slot by binary search.
+type fifo struct {
+	ring []slot
+	head int // index of the oldest slot
+	n    int
+}
+
+func newFIFO(capacity int) fifo { return fifo{ring: make([]slot, capacity)} }
+
+func (q *fifo) len() int   { return q.n }
+func (q *fifo) full() bool { return q.n == len(q.ring) }
+
+func (q *fifo) at(i int) *slot {
+	j := q.head + i
+	if j >= len(q.ring) {
+		j -= len(q.ring)
+	}
+	return &q.ring[j]
+}
+
+// push appends s; the caller checks full first.
+func (q *fifo) push(s slot) {
+	*q.at(q.n) = s
+	q.n++
+}
+
+// find returns the slot of request id, or nil when it is not in flight.
+func (q *fifo) find(id uint64) *slot {
+	lo, hi := 0, q.n
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if q.at(mid).id < id {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo < q.n && q.at(lo).id == id {
+		return q.at(lo)
+	}
+	return nil
+}
+
+// headDone says whether the oldest slot has its response.
+func (q *fifo) headDone() bool { return q.n > 0 && q.ring[q.head].done }
+
+// popDone moves the done slots at the head into dst, in order, and returns dst and the
+// number of request bytes they held. It stops at the first slot still waiting, and
+// after a slot that closes the connection.
+func (q *fifo) popDone(dst []slot) ([]slot, int) {
+	freed := 0
+	for q.n > 0 && q.ring[q.head].done {
+		s := &q.ring[q.head]
+		dst = append(dst, *s)
+		freed += s.bytes
+		*s = slot{} // drop the response so it can be collected
+		q.head++
+		if q.head == len(q.ring) {
+			q.head = 0
+		}
+		q.n--
+		if dst[len(dst)-1].close {
+			break
+		}
+	}
+	return dst, freed
+}

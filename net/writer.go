@@ -1,0 +1,119 @@
+package net
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+)
+
+const (
+	// flushBytes is how much encoded output the writer gathers before a write: ready
+	// responses go out together in one syscall, big fetches do not pile up in memory.
+	flushBytes = 1 << 20
+	// keepBufferBytes is the largest write buffer a connection keeps between batches.
+	keepBufferBytes = 4 << 20
+)
+
+// writeLoop writes the responses at the head of the FIFO whenever they are ready.
+func (c *conn) writeLoop() {
+	defer c.srv.goroutines.Done()
+	var batch []slot
+	buf := make([]byte, 0, 64<<10)
+	for {
+		select {
+		case <-c.wake:
+		case <-c.done:
+			return
+		}
+		for {
+			c.mu.Lock()
+			var freed int
+			batch, freed = c.q.popDone(batch[:0])
+			c.inBytes -= freed
+			idle := c.readerDone && c.q.len() == 0
+			c.mu.Unlock()
+			if len(batch) == 0 {
+				if idle {
+					c.close() // drained: every request read was answered
+					return
+				}
+				break
+			}
+			signal(c.room)
+			var closeAfter bool
+			var err error
+			buf, closeAfter, err = c.writeBatch(buf[:0], batch)
+			clear(batch) // drop the responses
+			if err != nil || closeAfter {
+				c.close()
+				return
+			}
+			if cap(buf) > keepBufferBytes {
+				buf = make([]byte, 0, 64<<10)
+			}
+		}
+	}
+}
+
+// writeBatch encodes the responses of batch into buf and writes them, in as few writes
+// as flushBytes allows. closeAfter is true when the batch ends with a slot that asked to
+// close the connection.
+func (c *conn) writeBatch(buf []byte, batch []slot) (_ []byte, closeAfter bool, err error) {
+	for i := range batch {
+		s := &batch[i]
+		if s.resp != nil {
+			if buf, err = c.appendResponse(buf, s); err != nil {
+				c.lg.Error("closing connection: cannot encode response", zap.Int16("key", s.key),
+					zap.Int16("version", s.version), zap.Error(err))
+				return buf, true, err
+			}
+		}
+		if len(buf) >= flushBytes {
+			if err = c.write(buf); err != nil {
+				return buf, true, err
+			}
+			buf = buf[:0]
+		}
+		closeAfter = closeAfter || s.close
+	}
+	if len(buf) > 0 {
+		err = c.write(buf)
+	}
+	return buf, closeAfter, err
+}
+
+func (c *conn) write(buf []byte) error {
+	if _, err := c.nc.Write(buf); err != nil {
+		c.lg.Debug("closing connection: write failed", zap.Error(err))
+		return err
+	}
+	return nil
+}
+
+// appendResponse appends one response frame: size, correlation id, the header's empty
+// tagged-field section when the response is flexible (never for ApiVersions, whose
+// response header is v0 at every version so that a client can read it before it knows
+// our versions), then the kmsg-encoded body.
+func (c *conn) appendResponse(buf []byte, s *slot) (_ []byte, err error) {
+	resp := s.resp
+	if resp.Key() != s.key {
+		return buf, fmt.Errorf("response key %d answers a request of key %d", resp.Key(), s.key)
+	}
+	start := len(buf)
+	defer func() {
+		if r := recover(); r != nil {
+			buf, err = buf[:start], fmt.Errorf("encoder panicked: %v", r)
+		}
+	}()
+	resp.SetVersion(s.version)
+	buf = append(buf, 0, 0, 0, 0)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(s.corr))
+	if resp.IsFlexible() && s.key != int16(kmsg.ApiVersions) {
+		buf = append(buf, 0)
+	}
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start-4))
+	return buf, nil
+}
