@@ -1,0 +1,282 @@
+package linearizability
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/sluicemq/sluice/core"
+)
+
+// Anomaly kinds.
+const (
+	LostWrite       = "lost-write"          // acks=all acknowledged, not readable at its offset at the end
+	Inconsistent    = "inconsistent-offset" // two values at one offset
+	WrongOffset     = "wrong-offset"        // an acknowledged write observed elsewhere
+	Duplicate       = "duplicate"           // more copies than attempts, or >1 for idempotent
+	OutOfOrder      = "out-of-order"        // one idempotent producer's writes reordered
+	ReadPastHWM     = "read-past-hwm"       // a read returned offsets at or past its HWM
+	SkippedRead     = "skipped-read"        // a read's records do not start at the fetch offset or have a gap
+	PhantomRead     = "phantom-read"        // a value no operation wrote
+	RejectedVisible = "rejected-visible"    // a write every attempt of which was refused, visible
+)
+
+// Anomaly is one violation found in a history.
+type Anomaly struct {
+	Kind   string
+	TP     core.TopicPartition
+	Offset int64
+	Detail string
+}
+
+func (a Anomaly) String() string {
+	return fmt.Sprintf("%s %s@%d: %s", a.Kind, a.TP, a.Offset, a.Detail)
+}
+
+// write is one logical write and its attempts.
+type write struct {
+	id       string
+	attempts []*Op
+	values   []string
+}
+
+// view indexes one partition's operations.
+type view struct {
+	h      *History
+	tp     core.TopicPartition
+	writes map[string]*write
+	order  []string         // write ids in first-invocation order
+	byVal  map[string]int   // value → index in its write
+	valW   map[string]string // value → write id
+	reads  []*Op
+	o2v    map[int64]string  // every observed offset → value
+	occ    map[string][]int64 // value → distinct observed offsets, ascending
+	final  Final
+	hasFin bool
+	finals map[int64]string // offsets observed by the final read
+	out    []Anomaly
+}
+
+func newView(h *History, tp core.TopicPartition) *view {
+	v := &view{h: h, tp: tp, writes: map[string]*write{}, byVal: map[string]int{},
+		valW: map[string]string{}, o2v: map[int64]string{}, occ: map[string][]int64{},
+		finals: map[int64]string{}}
+	v.final, v.hasFin = h.final(tp)
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if op.TP != tp {
+			continue
+		}
+		switch op.Kind {
+		case OpAppend:
+			v.addAppend(op)
+		case OpRead:
+			if op.Outcome == OK {
+				v.reads = append(v.reads, op)
+			}
+		}
+	}
+	return v
+}
+
+func (v *view) addAppend(op *Op) {
+	w := v.writes[op.Write]
+	if w == nil {
+		w = &write{id: op.Write, values: op.Values}
+		v.writes[op.Write] = w
+		v.order = append(v.order, op.Write)
+		for i, val := range op.Values {
+			v.byVal[val], v.valW[val] = i, op.Write
+		}
+	}
+	w.attempts = append(w.attempts, op)
+}
+
+func (v *view) flag(kind string, off int64, format string, args ...any) {
+	v.out = append(v.out, Anomaly{Kind: kind, TP: v.tp, Offset: off,
+		Detail: fmt.Sprintf(format, args...)})
+}
+
+// observe folds every read into offset → value and checks each read on its own.
+func (v *view) observe() {
+	for _, r := range v.reads {
+		v.checkRead(r)
+		for _, rec := range r.Records {
+			if prev, ok := v.o2v[rec.Offset]; ok && prev != rec.Value {
+				v.flag(Inconsistent, rec.Offset, "read %q, earlier read %q (op %d)",
+					rec.Value, prev, r.ID)
+				continue
+			}
+			if _, ok := v.o2v[rec.Offset]; !ok {
+				v.o2v[rec.Offset] = rec.Value
+				v.occ[rec.Value] = append(v.occ[rec.Value], rec.Offset)
+			}
+			if r.Final {
+				v.finals[rec.Offset] = rec.Value
+			}
+		}
+	}
+	for val := range v.occ {
+		sort.Slice(v.occ[val], func(i, j int) bool { return v.occ[val][i] < v.occ[val][j] })
+	}
+}
+
+// checkRead checks one read response: offsets below its HWM, contiguous, starting at
+// the batch that holds the fetch offset.
+func (v *view) checkRead(r *Op) {
+	for i, rec := range r.Records {
+		if rec.Offset >= r.HWM {
+			v.flag(ReadPastHWM, rec.Offset, "op %d read offset %d with HWM %d", r.ID,
+				rec.Offset, r.HWM)
+			return
+		}
+		if i > 0 && rec.Offset != r.Records[i-1].Offset+1 {
+			v.flag(SkippedRead, rec.Offset, "op %d: offset %d follows %d", r.ID, rec.Offset,
+				r.Records[i-1].Offset)
+			return
+		}
+	}
+	if n := len(r.Records); n > 0 && r.FetchOffset >= 0 {
+		first, last := r.Records[0].Offset, r.Records[n-1].Offset
+		if first > r.FetchOffset || last < r.FetchOffset {
+			v.flag(SkippedRead, r.FetchOffset, "op %d fetched %d, got [%d, %d]", r.ID,
+				r.FetchOffset, first, last)
+		}
+	}
+}
+
+// checkValues flags values nobody wrote, visible refused writes and duplicates.
+func (v *view) checkValues() {
+	offs := sortedOffsets(v.o2v)
+	seen := map[string]bool{}
+	for _, off := range offs {
+		val := v.o2v[off]
+		wid, ok := v.valW[val]
+		if !ok {
+			v.flag(PhantomRead, off, "value %q was never written to this partition", val)
+			continue
+		}
+		if seen[val] {
+			continue
+		}
+		seen[val] = true
+		w := v.writes[wid]
+		copies, possible := len(v.occ[val]), 0
+		for _, a := range w.attempts {
+			if a.Outcome != Failed {
+				possible++
+			}
+		}
+		switch {
+		case possible == 0:
+			v.flag(RejectedVisible, off, "value %q of write %s, every attempt refused", val, wid)
+		case w.attempts[0].Idempotent && copies > 1:
+			v.flag(Duplicate, off, "idempotent write %s value %q at offsets %v", wid, val,
+				v.occ[val])
+		case copies > possible:
+			v.flag(Duplicate, off, "write %s value %q at %d offsets %v, %d attempts", wid,
+				val, copies, v.occ[val], possible)
+		}
+	}
+}
+
+// checkAcked checks every acknowledged append against the observations: lost writes
+// (acks=all not readable at its offset in the final read) and writes seen elsewhere.
+func (v *view) checkAcked() {
+	for _, wid := range v.order {
+		for _, a := range v.writes[wid].attempts {
+			if a.Outcome != OK || a.Acks == 0 {
+				continue
+			}
+			durable := a.Acks == -1
+			if !durable && v.h.crashAfter(a.Return) {
+				continue // acks=1 promises nothing across a power loss
+			}
+			v.checkAck(a, durable)
+		}
+	}
+}
+
+func (v *view) checkAck(a *Op, durable bool) {
+	for i, val := range a.Values {
+		if a.Offset < 0 {
+			if durable && len(v.occ[val]) == 0 && v.hasFin && v.final.Start == 0 {
+				v.flag(LostWrite, -1, "acknowledged value %q (offset not returned) never read", val)
+				return
+			}
+			continue
+		}
+		off := a.Offset + int64(i)
+		if got, ok := v.o2v[off]; ok && got != val {
+			kind := WrongOffset
+			if durable {
+				kind = LostWrite
+			}
+			v.flag(kind, off, "acknowledged %q at %d (op %d), read %q there", val, off, a.ID, got)
+			return
+		}
+		if !durable || !v.hasFin || off < v.final.Start {
+			continue
+		}
+		if off >= v.final.End {
+			v.flag(LostWrite, off, "acknowledged %q at %d (op %d), final high-water mark %d",
+				val, off, a.ID, v.final.End)
+			return
+		}
+		if got, ok := v.finals[off]; !ok || got != val {
+			v.flag(LostWrite, off, "acknowledged %q at %d (op %d), final read has %q", val,
+				off, a.ID, got)
+			return
+		}
+	}
+}
+
+// checkOrder checks that each idempotent producer's writes appear in the order it
+// wrote them (Kafka's per-partition ordering promise for idempotent producers, which
+// implies ordering within each key).
+func (v *view) checkOrder() {
+	type pos struct {
+		seq int
+		off int64
+		key string
+	}
+	byProducer := map[int][]pos{}
+	for _, wid := range v.order {
+		w := v.writes[wid]
+		a := w.attempts[0]
+		if !a.Idempotent || len(v.occ[w.values[0]]) == 0 {
+			continue
+		}
+		key := ""
+		if len(a.Keys) > 0 {
+			key = a.Keys[0]
+		}
+		byProducer[a.Producer] = append(byProducer[a.Producer],
+			pos{a.Seq, v.occ[w.values[0]][0], key})
+	}
+	producers := make([]int, 0, len(byProducer))
+	for p := range byProducer {
+		producers = append(producers, p)
+	}
+	sort.Ints(producers)
+	for _, p := range producers {
+		ps := byProducer[p]
+		sort.Slice(ps, func(i, j int) bool { return ps[i].seq < ps[j].seq })
+		for i := 1; i < len(ps); i++ {
+			if ps[i].off < ps[i-1].off {
+				v.flag(OutOfOrder, ps[i].off, "producer %d write #%d (key %q) at %d before "+
+					"write #%d at %d", p, ps[i].seq, ps[i].key, ps[i].off, ps[i-1].seq,
+					ps[i-1].off)
+				break
+			}
+		}
+	}
+}
+
+func sortedOffsets(m map[int64]string) []int64 {
+	offs := make([]int64, 0, len(m))
+	for o := range m {
+		offs = append(offs, o)
+	}
+	sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
+	return offs
+}

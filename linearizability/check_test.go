@@ -1,0 +1,171 @@
+package linearizability
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicemq/sluice/core"
+)
+
+var tp0 = core.TopicPartition{Topic: "t", Partition: 0}
+
+// builder writes histories for tests in a few words.
+type builder struct{ h History }
+
+func (b *builder) appendOp(write string, n int, call, ret int64, out Outcome, acks int16,
+	off int64) *Op {
+	vals := make([]string, n)
+	for i := range vals {
+		vals[i] = fmt.Sprintf("%s.%d", write, i)
+	}
+	id := b.h.Add(Op{Kind: OpAppend, TP: tp0, Write: write, Values: vals, Call: call,
+		Return: ret, Outcome: out, Acks: acks, Offset: off})
+	return b.h.Op(id)
+}
+
+// read records a read at [call, ret] of the given values starting at from, with hwm.
+func (b *builder) read(call, ret, from, hwm int64, vals ...string) *Op {
+	recs := make([]Record, len(vals))
+	for i, v := range vals {
+		recs[i] = Record{Offset: from + int64(i), Value: v}
+	}
+	id := b.h.Add(Op{Kind: OpRead, TP: tp0, Call: call, Return: ret, Outcome: OK,
+		FetchOffset: from, Records: recs, HWM: hwm})
+	return b.h.Op(id)
+}
+
+func check(t *testing.T, h *History) Report {
+	t.Helper()
+	return Check(h, Options{Timeout: 10 * time.Second})
+}
+
+func TestCheckAcceptsValidHistory(t *testing.T) {
+	var b builder
+	b.appendOp("a", 2, 10, 20, OK, -1, 0)
+	b.appendOp("b", 1, 15, 30, OK, -1, 2)
+	b.appendOp("c", 1, 16, 0, Unknown, -1, -1) // never observed
+	b.read(25, 26, 0, 2, "a.0", "a.1")
+	b.read(31, 40, 0, 3, "a.0", "a.1", "b.0")
+	b.h.Finals = []Final{{TP: tp0, Start: 0, End: 3}}
+	b.h.Ops[len(b.h.Ops)-1].Final = true
+	rep := check(t, &b.h)
+	require.True(t, rep.OK(), "%v", rep.Summary(10))
+}
+
+func TestCheckFindsLostAcknowledgedWrite(t *testing.T) {
+	var b builder
+	b.appendOp("a", 1, 10, 20, OK, -1, 0)
+	b.appendOp("b", 1, 30, 0, Unknown, 1, -1)
+	fin := b.read(100, 110, 0, 1, "b.0")
+	fin.Final = true
+	b.h.Finals = []Final{{TP: tp0, Start: 0, End: 1}}
+	rep := check(t, &b.h)
+	require.False(t, rep.OK())
+	require.Equal(t, 1, rep.Counts[LostWrite], "%v", rep.Summary(10))
+	require.Equal(t, porcupine.Illegal, rep.Partitions[0].Result)
+}
+
+func TestCheckFindsWriteBeyondFinalHWM(t *testing.T) {
+	var b builder
+	b.appendOp("a", 1, 10, 20, OK, -1, 0)
+	fin := b.read(100, 110, 0, 0)
+	fin.Final = true
+	b.h.Finals = []Final{{TP: tp0, Start: 0, End: 0}}
+	rep := check(t, &b.h)
+	require.Equal(t, 1, rep.Counts[LostWrite], "%v", rep.Summary(10))
+}
+
+func TestCheckAcks1LossIsAllowedOnlyAcrossACrash(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		var b builder
+		b.appendOp("a", 1, 10, 20, OK, 1, 0)
+		b.appendOp("b", 1, 40, 50, OK, -1, 0)
+		b.read(60, 70, 0, 1, "b.0")
+		if crash {
+			b.h.Crashes = []Crash{{Node: 1, At: 30}}
+		}
+		rep := check(t, &b.h)
+		require.Equal(t, crash, rep.OK(), "crash=%v: %v", crash, rep.Summary(10))
+	}
+}
+
+func TestCheckFindsReadPastHWMAndGaps(t *testing.T) {
+	var b builder
+	b.appendOp("a", 3, 10, 20, OK, -1, 0)
+	b.read(30, 31, 0, 2, "a.0", "a.1", "a.2")
+	r := b.read(32, 33, 0, 3, "a.0", "a.1")
+	r.Records[1].Offset = 2
+	rep := check(t, &b.h)
+	require.Equal(t, 1, rep.Counts[ReadPastHWM], "%v", rep.Summary(10))
+	require.Equal(t, 1, rep.Counts[SkippedRead], "%v", rep.Summary(10))
+}
+
+func TestCheckFindsIdempotentDuplicate(t *testing.T) {
+	var b builder
+	a := b.appendOp("a", 1, 10, 20, OK, -1, 0)
+	a.Idempotent = true
+	b.read(30, 31, 0, 2, "a.0", "a.0")
+	rep := check(t, &b.h)
+	require.Equal(t, 1, rep.Counts[Duplicate], "%v", rep.Summary(10))
+}
+
+func TestCheckAllowsNonIdempotentRetryDuplicate(t *testing.T) {
+	var b builder
+	b.appendOp("a", 1, 10, 0, Unknown, -1, -1)
+	b.appendOp("a", 1, 25, 30, OK, -1, 1)
+	b.read(40, 41, 0, 2, "a.0", "a.0")
+	rep := check(t, &b.h)
+	require.True(t, rep.OK(), "%v", rep.Summary(10))
+}
+
+func TestCheckFindsOutOfOrderIdempotentWrites(t *testing.T) {
+	var b builder
+	for i, w := range []string{"a", "b"} {
+		op := b.appendOp(w, 1, 10, 0, Unknown, -1, -1)
+		op.Idempotent, op.Producer, op.Seq = true, 7, i
+	}
+	b.read(40, 41, 0, 2, "b.0", "a.0")
+	rep := check(t, &b.h)
+	require.Equal(t, 1, rep.Counts[OutOfOrder], "%v", rep.Summary(10))
+}
+
+func TestCheckFindsReadOfFutureWrite(t *testing.T) {
+	// A read returns a value whose write was invoked only after the read returned.
+	var b builder
+	b.read(10, 20, 0, 1, "a.0")
+	b.appendOp("a", 1, 30, 40, OK, -1, 0)
+	rep := check(t, &b.h)
+	require.Equal(t, porcupine.Illegal, rep.Partitions[0].Result, "%v", rep.Summary(10))
+}
+
+func TestCheckFindsHWMGoingBack(t *testing.T) {
+	var b builder
+	b.appendOp("a", 2, 10, 20, OK, 1, 0)
+	b.read(30, 31, 0, 2, "a.0", "a.1")
+	b.read(40, 41, 0, 1, "a.0")
+	rep := check(t, &b.h)
+	require.Equal(t, porcupine.Illegal, rep.Partitions[0].Result, "%v", rep.Summary(10))
+}
+
+func TestCheckFindsPhantomAndInconsistentValues(t *testing.T) {
+	var b builder
+	b.appendOp("a", 1, 10, 20, OK, 1, 0)
+	b.read(30, 31, 0, 1, "zzz")
+	b.read(32, 33, 0, 1, "a.0")
+	rep := check(t, &b.h)
+	require.Equal(t, 1, rep.Counts[PhantomRead], "%v", rep.Summary(10))
+	require.Equal(t, 1, rep.Counts[Inconsistent], "%v", rep.Summary(10))
+}
+
+func TestVisualizeWritesHTML(t *testing.T) {
+	var b builder
+	b.appendOp("a", 1, 10, 20, OK, -1, 0)
+	b.read(30, 31, 0, 0)
+	rep := check(t, &b.h)
+	path := t.TempDir() + "/p.html"
+	require.NoError(t, rep.Visualize(tp0, path, time.Second))
+}

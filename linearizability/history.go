@@ -1,0 +1,141 @@
+package linearizability
+
+import (
+	"sort"
+
+	"github.com/sluicemq/sluice/core"
+)
+
+// OpKind says what an operation did.
+type OpKind uint8
+
+// Operation kinds.
+const (
+	OpAppend OpKind = iota + 1 // one produced batch (one attempt, or one idempotent write)
+	OpRead                     // one fetch of one partition, or a ListOffsets(latest)
+)
+
+// Outcome is what the client learned.
+type Outcome uint8
+
+// Outcomes. Unknown covers timeouts, connection resets, acks=0 and errors after which
+// the write may or may not have been applied; such operations may take effect at any
+// time after their invocation, or never.
+const (
+	Unknown Outcome = iota
+	OK
+	Failed // definitely not applied (rejected before anything was written)
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OK:
+		return "ok"
+	case Failed:
+		return "failed"
+	default:
+		return "unknown"
+	}
+}
+
+// Record is one record a read returned.
+type Record struct {
+	Offset int64
+	Key    string
+	Value  string
+}
+
+// Op is one client operation.
+type Op struct {
+	ID      int
+	Client  int
+	Kind    OpKind
+	TP      core.TopicPartition
+	Call    int64 // invocation time (virtual ns)
+	Return  int64 // response time; meaningless when Outcome is Unknown
+	Outcome Outcome
+
+	// Append. Write names the logical write: every attempt of one batch shares it, and
+	// its values are unique to it. An idempotent producer's retries are deduplicated by
+	// the broker, so the recorder keeps one op across all its attempts.
+	Write      string
+	Values     []string
+	Keys       []string
+	Producer   int   // producing client
+	Seq        int   // the producer's write number within the partition (ordering)
+	Acks       int16 // 0, 1 or -1
+	Idempotent bool
+	Offset     int64 // base offset returned when OK; -1 when not known
+	ErrCode    int16
+
+	// Read. FetchOffset is -1 for a ListOffsets(latest), which only observes HWM.
+	FetchOffset int64
+	Records     []Record
+	HWM         int64
+	LogStart    int64
+	Final       bool // part of the final read after the faults healed
+}
+
+// Crash is a power loss on a node: writes acknowledged before it without fsync
+// (acks=1) may be gone after it.
+type Crash struct {
+	Node int32
+	At   int64
+}
+
+// Final says that the final read of a partition covered [Start, End) completely, End
+// being the high-water mark it read to.
+type Final struct {
+	TP         core.TopicPartition
+	Start, End int64
+}
+
+// History is everything the clients observed in one run.
+type History struct {
+	Ops     []Op
+	Crashes []Crash
+	Finals  []Final
+}
+
+// Add appends op, giving it the next ID, and returns that ID.
+func (h *History) Add(op Op) int {
+	op.ID = len(h.Ops)
+	h.Ops = append(h.Ops, op)
+	return op.ID
+}
+
+// Op returns the op with the given ID for updating.
+func (h *History) Op(id int) *Op { return &h.Ops[id] }
+
+// partitions returns the partitions the history touches, sorted.
+func (h *History) partitions() []core.TopicPartition {
+	seen := map[core.TopicPartition]bool{}
+	var tps []core.TopicPartition
+	for i := range h.Ops {
+		if tp := h.Ops[i].TP; !seen[tp] {
+			seen[tp] = true
+			tps = append(tps, tp)
+		}
+	}
+	sort.Slice(tps, func(i, j int) bool { return tps[i].Less(tps[j]) })
+	return tps
+}
+
+// crashAfter reports whether a crash happened at or after t.
+func (h *History) crashAfter(t int64) bool {
+	for _, c := range h.Crashes {
+		if c.At >= t {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *History) final(tp core.TopicPartition) (Final, bool) {
+	for _, f := range h.Finals {
+		if f.TP == tp {
+			return f, true
+		}
+	}
+	return Final{}, false
+}
