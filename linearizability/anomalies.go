@@ -44,11 +44,11 @@ type view struct {
 	h      *History
 	tp     core.TopicPartition
 	writes map[string]*write
-	order  []string         // write ids in first-invocation order
-	byVal  map[string]int   // value → index in its write
+	order  []string          // write ids in first-invocation order
+	byVal  map[string]int    // value → index in its write
 	valW   map[string]string // value → write id
 	reads  []*Op
-	o2v    map[int64]string  // every observed offset → value
+	o2v    map[int64]string   // every observed offset → value
 	occ    map[string][]int64 // value → distinct observed offsets, ascending
 	final  Final
 	hasFin bool
