@@ -1,0 +1,227 @@
+package main
+
+// sluice bench: produce and consume throughput and latency against a running node.
+// It prints one FIGURE line per step in the same shape as ../shared/bench/peer_bench.sh
+// so the two can be set side by side in docs/benchmarks.md.
+
+import (
+	"context"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func init() {
+	register("bench", command{summary: "measure produce/consume throughput and latency", run: runBench})
+}
+
+type benchOpts struct {
+	bootstrap  string
+	records    int
+	size       int
+	partitions int
+	maxTime    time.Duration
+	steps      string
+}
+
+type benchStep struct {
+	name      string
+	acks      kgo.Acks
+	idem      bool
+	producers int
+}
+
+func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o benchOpts
+	fs.StringVar(&o.bootstrap, "bootstrap", "127.0.0.1:9092", "broker address")
+	fs.IntVar(&o.records, "records", 200_000, "records per produce step")
+	fs.IntVar(&o.size, "size", 1024, "record value bytes")
+	fs.IntVar(&o.partitions, "partitions", 4, "partitions of each bench topic")
+	fs.DurationVar(&o.maxTime, "max-time", 60*time.Second, "time bound per step")
+	fs.StringVar(&o.steps, "steps", "acks1_p1,acksall_p1,acksall_p4,consume",
+		"comma-separated steps: acks1_pN, acksall_pN, acksall_idem_pN, consume")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if o.records <= 0 || o.size <= 0 || o.partitions <= 0 {
+		fmt.Fprintln(stderr, "bench: --records, --size and --partitions must be positive")
+		return 2
+	}
+	if err := benchRun(o, stdout); err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	return 0
+}
+
+func benchRun(o benchOpts, out io.Writer) error {
+	lastTopic, lastAcked := "", 0
+	for _, s := range strings.Split(o.steps, ",") {
+		s = strings.TrimSpace(s)
+		if s == "consume" {
+			if lastTopic == "" {
+				return fmt.Errorf("consume needs a produce step before it")
+			}
+			if err := benchConsume(o, lastTopic, lastAcked, out); err != nil {
+				return err
+			}
+			continue
+		}
+		st, err := parseStep(s)
+		if err != nil {
+			return err
+		}
+		topic := fmt.Sprintf("bench-%s-%d", st.name, time.Now().UnixNano())
+		if err := benchCreateTopic(o, topic); err != nil {
+			return err
+		}
+		acked, err := benchProduce(o, st, topic, out)
+		if err != nil {
+			return err
+		}
+		lastTopic, lastAcked = topic, acked
+	}
+	return nil
+}
+
+func parseStep(s string) (benchStep, error) {
+	st := benchStep{name: s, producers: 1}
+	var n int
+	switch {
+	case strings.HasPrefix(s, "acks1_p"):
+		_, err := fmt.Sscanf(s, "acks1_p%d", &n)
+		st.acks, st.producers = kgo.LeaderAck(), n
+		return st, stepErr(s, err, n)
+	case strings.HasPrefix(s, "acksall_idem_p"):
+		_, err := fmt.Sscanf(s, "acksall_idem_p%d", &n)
+		st.acks, st.idem, st.producers = kgo.AllISRAcks(), true, n
+		return st, stepErr(s, err, n)
+	case strings.HasPrefix(s, "acksall_p"):
+		_, err := fmt.Sscanf(s, "acksall_p%d", &n)
+		st.acks, st.producers = kgo.AllISRAcks(), n
+		return st, stepErr(s, err, n)
+	}
+	return st, fmt.Errorf("unknown step %q", s)
+}
+
+func stepErr(s string, err error, n int) error {
+	if err != nil || n < 1 || n > 64 {
+		return fmt.Errorf("step %q: want a producer count between 1 and 64", s)
+	}
+	return nil
+}
+
+func benchCreateTopic(o benchOpts, topic string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(o.partitions), 1, nil, topic)
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w (is a node running at %s?)", topic, err, o.bootstrap)
+	}
+	return resp.Err
+}
+
+// benchProduce runs st.producers clients in parallel, each producing its share of the
+// records asynchronously, and reports throughput and per-record ack latency.
+func benchProduce(o benchOpts, st benchStep, topic string, out io.Writer) (int, error) {
+	value := make([]byte, o.size)
+	_, _ = rand.Read(value) // incompressible, like the peers' payloads
+	per := o.records / st.producers
+	lat := make([][]time.Duration, st.producers)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(context.Background(), o.maxTime)
+	defer cancel()
+	start := time.Now()
+	for p := 0; p < st.producers; p++ {
+		opts := []kgo.Opt{kgo.SeedBrokers(o.bootstrap), kgo.DefaultProduceTopic(topic),
+			kgo.RequiredAcks(st.acks), kgo.ProducerBatchCompression(kgo.NoCompression()),
+			kgo.MaxBufferedRecords(10_000), kgo.ProducerLinger(0)}
+		if !st.idem {
+			opts = append(opts, kgo.DisableIdempotentWrite())
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return 0, err
+		}
+		defer cl.Close()
+		lat[p] = make([]time.Duration, 0, per)
+		wg.Add(1)
+		go func(p int, cl *kgo.Client) {
+			defer wg.Done()
+			var mu sync.Mutex
+			for i := 0; i < per && ctx.Err() == nil; i++ {
+				t0 := time.Now()
+				cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						failed.Add(1)
+						return
+					}
+					d := time.Since(t0)
+					mu.Lock()
+					lat[p] = append(lat[p], d)
+					mu.Unlock()
+				})
+			}
+			_ = cl.Flush(ctx)
+		}(p, cl)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	all := slices.Concat(lat...)
+	if len(all) == 0 {
+		return 0, fmt.Errorf("step %s: no record was acknowledged (%d failed)", st.name,
+			failed.Load())
+	}
+	slices.Sort(all)
+	rate := float64(len(all)) / elapsed.Seconds()
+	fmt.Fprintf(out, "FIGURE system=sluice test=produce_%s msgs_per_s=%.0f MiB_per_s=%.1f "+
+		"ack_latency(P50:%s P99:%s) acked=%d failed=%d\n", st.name, rate,
+		rate*float64(o.size)/(1<<20), all[len(all)/2].Round(time.Microsecond),
+		all[len(all)*99/100].Round(time.Microsecond), len(all), failed.Load())
+	return len(all), nil
+}
+
+// benchConsume reads the given topic from the beginning to its end.
+func benchConsume(o benchOpts, topic string, want int, out io.Writer) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(32<<20))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), o.maxTime)
+	defer cancel()
+	got, bytes := 0, 0
+	start := time.Now()
+	for got < want && ctx.Err() == nil {
+		fetches := cl.PollFetches(ctx)
+		fetches.EachRecord(func(r *kgo.Record) {
+			got++
+			bytes += len(r.Value)
+		})
+	}
+	el := time.Since(start).Seconds()
+	fmt.Fprintf(out, "FIGURE system=sluice test=consume msgs_per_s=%.0f MiB_per_s=%.1f records=%d\n",
+		float64(got)/el, float64(bytes)/el/(1<<20), got)
+	if got < want {
+		return fmt.Errorf("consume read %d of %d records before the time bound", got, want)
+	}
+	return nil
+}
