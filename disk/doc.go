@@ -1,0 +1,26 @@
+// Package disk is Sluice's storage layer: everything that turns bytes into files.
+//
+// It has four parts, each usable on its own:
+//
+//   - A filesystem seam (FS, File). OSFS is the real one; it fsyncs a directory after
+//     creating, removing or renaming an entry in it, so that a file that a caller has
+//     synced is also findable after a power loss. MemFS is an in-memory, crashable
+//     filesystem for tests and the deterministic simulator: Crash drops every byte that
+//     was not synced, except that the last unsynced writes of a file may survive as a
+//     torn (and possibly garbled) prefix. SetFault injects I/O errors.
+//   - A StateStore for node-local key/value state (log start offsets, snapshots of
+//     producer state, segment creation times, the metadata log). OpenPebbleState backs it
+//     with pebble and synced writes; NewMemState is a map for tests and the simulator.
+//   - MetaLog, the node's committed metadata records in a StateStore.
+//   - PartitionLog, one partition's segmented log of Kafka RecordBatch v2 bytes with a
+//     sparse offset index and a time index, implementing replica.Log. Recovery on open
+//     validates every byte not certified by an index file and truncates the first torn,
+//     corrupt or non-contiguous batch.
+//
+// Concurrency: PartitionLog methods run on the replica's actor thread, except Sync,
+// which may run on another goroutine at the same time (group commit). Sync fsyncs
+// without holding the lock that Append takes, so an fsync never stalls appends.
+//
+// docs/storage.md describes the on-disk format, the crash model and the durability
+// rules in full.
+package disk

@@ -1,0 +1,414 @@
+package disk
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"sync"
+	"syscall"
+)
+
+// CrashRand is the randomness MemFS.Crash draws from; *math/rand.Rand satisfies it. The
+// caller seeds it, so a crash is reproducible from its seed.
+type CrashRand interface {
+	Intn(n int) int
+	Int63() int64
+}
+
+// errStale is returned by a handle opened before the last Crash: the process that held
+// it is gone, and nothing it does may reach the new disk state.
+var errStale = errors.New("memfs: file handle predates a crash")
+
+// maxGarbleBytes bounds how many trailing bytes of a torn write Crash may garble.
+const maxGarbleBytes = 8
+
+// MemFS is an in-memory filesystem that can crash. Each file has a durable content (what
+// the last successful Sync saw) and a current content. Crash rebuilds every file from
+// its durable content plus a random-length prefix of the bytes appended since (a torn
+// write), whose last few bytes may be garbled. A truncation that was not followed by a
+// Sync is undone by a crash. Directory operations (create, remove, rename, mkdir) are
+// durable as soon as they return, as OSFS makes them by fsyncing the directory.
+//
+// MemFS is safe for concurrent use and deterministic: nothing observable depends on map
+// order, and its only randomness is the CrashRand passed to Crash.
+type MemFS struct {
+	mu    sync.Mutex
+	dirs  map[string]bool
+	files map[string]*memNode
+	gen   uint64 // bumped by Crash; handles from older generations are stale
+	fault func(op Op, path string) error
+}
+
+type memNode struct {
+	data []byte
+	// data[:durLen] is the durable content, unless diverged: then a truncation cut into
+	// the durable bytes since the last sync and durCopy holds them.
+	durLen   int
+	diverged bool
+	durCopy  []byte
+}
+
+var _ FS = (*MemFS)(nil)
+
+// NewMemFS returns an empty filesystem whose root ("/" and ".") exists.
+func NewMemFS() *MemFS {
+	return &MemFS{dirs: map[string]bool{}, files: map[string]*memNode{}}
+}
+
+// SetFault installs a function consulted before every operation; a non-nil error fails
+// the operation. A failed Write still appends the first half of its bytes (a short write,
+// as on ENOSPC), a failed Sync makes nothing durable, any other failed operation changes
+// nothing. nil removes the fault function. The function is called without MemFS's lock
+// held and may be called from several goroutines.
+func (m *MemFS) SetFault(f func(op Op, path string) error) {
+	m.mu.Lock()
+	m.fault = f
+	m.mu.Unlock()
+}
+
+func (m *MemFS) check(op Op, p string) error {
+	m.mu.Lock()
+	f := m.fault
+	m.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	return f(op, p)
+}
+
+func (m *MemFS) dirExists(p string) bool {
+	return p == "." || p == "/" || m.dirs[p]
+}
+
+func pathErr(op, p string, err error) error { return &fs.PathError{Op: op, Path: p, Err: err} }
+
+// Create implements FS.
+func (m *MemFS) Create(p string) (File, error) {
+	p = path.Clean(p)
+	if err := m.check(OpCreate, p); err != nil {
+		return nil, pathErr("create", p, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.dirExists(path.Dir(p)) {
+		return nil, pathErr("create", p, fs.ErrNotExist)
+	}
+	if m.dirs[p] {
+		return nil, pathErr("create", p, syscall.EISDIR)
+	}
+	n := &memNode{}
+	m.files[p] = n
+	return &memFile{fs: m, node: n, path: p, gen: m.gen}, nil
+}
+
+// OpenFile implements FS.
+func (m *MemFS) OpenFile(p string) (File, error) { return m.open(p, false) }
+
+// Open implements FS.
+func (m *MemFS) Open(p string) (File, error) { return m.open(p, true) }
+
+func (m *MemFS) open(p string, readOnly bool) (File, error) {
+	p = path.Clean(p)
+	if err := m.check(OpOpen, p); err != nil {
+		return nil, pathErr("open", p, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.files[p]
+	if !ok {
+		return nil, pathErr("open", p, fs.ErrNotExist)
+	}
+	return &memFile{fs: m, node: n, path: p, gen: m.gen, readOnly: readOnly}, nil
+}
+
+// Remove implements FS.
+func (m *MemFS) Remove(p string) error {
+	p = path.Clean(p)
+	if err := m.check(OpRemove, p); err != nil {
+		return pathErr("remove", p, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.files[p]; ok {
+		delete(m.files, p)
+		return nil
+	}
+	if !m.dirs[p] {
+		return pathErr("remove", p, fs.ErrNotExist)
+	}
+	if len(m.childrenLocked(p)) > 0 {
+		return pathErr("remove", p, syscall.ENOTEMPTY)
+	}
+	delete(m.dirs, p)
+	return nil
+}
+
+// Rename implements FS (files only).
+func (m *MemFS) Rename(oldpath, newpath string) error {
+	oldpath, newpath = path.Clean(oldpath), path.Clean(newpath)
+	if err := m.check(OpRename, oldpath); err != nil {
+		return pathErr("rename", oldpath, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.files[oldpath]
+	if !ok {
+		return pathErr("rename", oldpath, fs.ErrNotExist)
+	}
+	if !m.dirExists(path.Dir(newpath)) {
+		return pathErr("rename", newpath, fs.ErrNotExist)
+	}
+	if m.dirs[newpath] {
+		return pathErr("rename", newpath, syscall.EISDIR)
+	}
+	delete(m.files, oldpath)
+	m.files[newpath] = n
+	return nil
+}
+
+// MkdirAll implements FS.
+func (m *MemFS) MkdirAll(p string) error {
+	p = path.Clean(p)
+	if err := m.check(OpMkdir, p); err != nil {
+		return pathErr("mkdir", p, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for q := p; !m.dirExists(q); q = path.Dir(q) {
+		if _, ok := m.files[q]; ok {
+			return pathErr("mkdir", q, syscall.ENOTDIR)
+		}
+		m.dirs[q] = true
+	}
+	return nil
+}
+
+// ReadDir implements FS.
+func (m *MemFS) ReadDir(p string) ([]string, error) {
+	p = path.Clean(p)
+	if err := m.check(OpReadDir, p); err != nil {
+		return nil, pathErr("readdir", p, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.dirExists(p) {
+		return nil, pathErr("readdir", p, fs.ErrNotExist)
+	}
+	return m.childrenLocked(p), nil
+}
+
+// childrenLocked lists the sorted names of p's direct children.
+func (m *MemFS) childrenLocked(p string) []string {
+	var names []string
+	for f := range m.files {
+		if path.Dir(f) == p {
+			names = append(names, path.Base(f))
+		}
+	}
+	for d := range m.dirs {
+		if d != p && path.Dir(d) == p {
+			names = append(names, path.Base(d))
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Stat implements FS.
+func (m *MemFS) Stat(p string) (int64, error) {
+	p = path.Clean(p)
+	if err := m.check(OpStat, p); err != nil {
+		return 0, pathErr("stat", p, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.files[p]
+	if !ok {
+		if m.dirExists(p) {
+			return 0, nil
+		}
+		return 0, pathErr("stat", p, fs.ErrNotExist)
+	}
+	return int64(len(n.data)), nil
+}
+
+// ReadFile returns a copy of a file's current content (tests and tools).
+func (m *MemFS) ReadFile(p string) ([]byte, error) {
+	p = path.Clean(p)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.files[p]
+	if !ok {
+		return nil, pathErr("read", p, fs.ErrNotExist)
+	}
+	return append([]byte(nil), n.data...), nil
+}
+
+// WriteFile creates or replaces a file with durable content (tests and tools); the
+// parent directory must exist.
+func (m *MemFS) WriteFile(p string, data []byte) error {
+	p = path.Clean(p)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.dirExists(path.Dir(p)) {
+		return pathErr("write", p, fs.ErrNotExist)
+	}
+	m.files[p] = &memNode{data: append([]byte(nil), data...), durLen: len(data)}
+	return nil
+}
+
+// Crash simulates a power loss: every file falls back to its durable content plus a
+// random prefix of what was appended after the last sync, whose last bytes may be
+// garbled; a truncation not yet synced is undone. Handles opened before the crash fail
+// from then on. Files are visited in path order so the outcome depends only on r.
+func (m *MemFS) Crash(r CrashRand) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	paths := make([]string, 0, len(m.files))
+	for p := range m.files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		m.files[p] = m.files[p].crash(r)
+	}
+	m.gen++
+}
+
+func (n *memNode) crash(r CrashRand) *memNode {
+	if n.diverged {
+		d := append([]byte(nil), n.durCopy...)
+		return &memNode{data: d, durLen: len(d)}
+	}
+	extra := len(n.data) - n.durLen
+	keep := r.Intn(extra + 1)
+	d := append([]byte(nil), n.data[:n.durLen+keep]...)
+	if keep > 0 && r.Intn(2) == 0 {
+		g := 1 + r.Intn(min(keep, maxGarbleBytes))
+		for i := len(d) - g; i < len(d); i++ {
+			d[i] ^= byte(1 + r.Intn(255))
+		}
+	}
+	return &memNode{data: d, durLen: len(d)}
+}
+
+// memFile is a handle on a memNode.
+type memFile struct {
+	fs       *MemFS
+	node     *memNode
+	path     string
+	gen      uint64
+	readOnly bool
+	closed   bool
+}
+
+// usableLocked reports why the handle cannot be used, if it cannot.
+func (f *memFile) usableLocked(write bool) error {
+	switch {
+	case f.closed:
+		return fs.ErrClosed
+	case f.gen != f.fs.gen:
+		return errStale
+	case write && f.readOnly:
+		return fs.ErrPermission
+	}
+	return nil
+}
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	if err := f.fs.check(OpRead, f.path); err != nil {
+		return 0, pathErr("read", f.path, err)
+	}
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.usableLocked(false); err != nil {
+		return 0, pathErr("read", f.path, err)
+	}
+	if off < 0 {
+		return 0, pathErr("read", f.path, fs.ErrInvalid)
+	}
+	if off >= int64(len(f.node.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.node.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *memFile) Write(p []byte) (int, error) {
+	ferr := f.fs.check(OpWrite, f.path)
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.usableLocked(true); err != nil {
+		return 0, pathErr("write", f.path, err)
+	}
+	if ferr != nil {
+		half := p[:len(p)/2]
+		f.node.data = append(f.node.data, half...)
+		return len(half), pathErr("write", f.path, ferr)
+	}
+	f.node.data = append(f.node.data, p...)
+	return len(p), nil
+}
+
+func (f *memFile) Sync() error {
+	if err := f.fs.check(OpSync, f.path); err != nil {
+		return pathErr("sync", f.path, err)
+	}
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.usableLocked(true); err != nil {
+		return pathErr("sync", f.path, err)
+	}
+	n := f.node
+	n.durLen, n.diverged, n.durCopy = len(n.data), false, nil
+	return nil
+}
+
+func (f *memFile) Truncate(size int64) error {
+	if err := f.fs.check(OpTruncate, f.path); err != nil {
+		return pathErr("truncate", f.path, err)
+	}
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.usableLocked(true); err != nil {
+		return pathErr("truncate", f.path, err)
+	}
+	n := f.node
+	if size < 0 {
+		return pathErr("truncate", f.path, fs.ErrInvalid)
+	}
+	if size > int64(len(n.data)) {
+		n.data = append(n.data, make([]byte, size-int64(len(n.data)))...)
+		return nil
+	}
+	if int(size) < n.durLen && !n.diverged {
+		// The durable bytes must survive a crash that undoes this truncation, and the
+		// appends that follow would overwrite them in place: keep a copy.
+		n.durCopy = append([]byte(nil), n.data[:n.durLen]...)
+		n.diverged = true
+	}
+	// Cut capacity too, so later appends never write into bytes a reader still holds.
+	n.data = n.data[:size:size]
+	return nil
+}
+
+func (f *memFile) Close() error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed {
+		return pathErr("close", f.path, fs.ErrClosed)
+	}
+	f.closed = true
+	return nil
+}
+
+func (f *memFile) Size() int64 {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	return int64(len(f.node.data))
+}
