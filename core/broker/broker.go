@@ -37,6 +37,7 @@ type Broker struct {
 
 	produces produceState
 	fetches  fetchState
+	admin    adminState // metadata-changing requests run one at a time (admin.go)
 }
 
 // New returns a broker that will serve once it has been stepped with Start.

@@ -1,9 +1,101 @@
 package broker
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+// CreatePartitions (key 37), versions 0–3.
+//
+// Grows topics; partitions are never removed. Per topic, answered in request order:
+//   - named more than once in the request → INVALID_REQUEST for every occurrence;
+//   - unknown topic → UNKNOWN_TOPIC_OR_PARTITION;
+//   - Count not above the current count, or above 10000 → INVALID_PARTITIONS;
+//   - an Assignment whose length is not the number of new partitions, or whose replicas
+//     are not exactly [this node] → INVALID_REPLICA_ASSIGNMENT.
+//
+// Valid topics each get one PartitionsAdded record (the new total); the new partitions'
+// logs are opened as it applies, and the reply waits for every commit. ValidateOnly only
+// checks. ErrorMessage is sent in every version.
 
-// TODO(stub): replaced by the real handler.
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core/meta"
+)
+
 func (b *Broker) handleCreatePartitions(r Request, m *kmsg.CreatePartitionsRequest) {
-	resp := m.ResponseKind()
-	b.reply(r, resp)
+	b.serialize(r, func(done func()) { b.createPartitions(r, m, done) })
+}
+
+func (b *Broker) createPartitions(r Request, m *kmsg.CreatePartitionsRequest, done func()) {
+	resp := m.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	counts := map[string]int{}
+	for _, t := range m.Topics {
+		counts[t.Topic]++
+	}
+	var recs []meta.Record
+	var at []int
+	for i := range m.Topics {
+		t := &m.Topics[i]
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = t.Topic
+		var code int16
+		var msg string
+		if counts[t.Topic] > 1 {
+			code, msg = kerr.InvalidRequest.Code, fmt.Sprintf(
+				"Create partitions request contains multiple entries for the topic %s", t.Topic)
+		} else {
+			code, msg = b.checkGrowth(t)
+		}
+		if code != 0 {
+			rt.ErrorCode, rt.ErrorMessage = code, strp(msg)
+		} else if !m.ValidateOnly {
+			recs = append(recs, meta.Record{Kind: meta.KindPartitionsAdded, Topic: t.Topic,
+				Partitions: t.Count})
+			at = append(at, i)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	b.proposeAll(recs, func(errs []error) {
+		for j, err := range errs {
+			if err != nil {
+				code, msg := commitFailure(err)
+				resp.Topics[at[j]].ErrorCode, resp.Topics[at[j]].ErrorMessage = code, strp(msg)
+			}
+		}
+		b.reply(r, resp)
+		done()
+	})
+}
+
+// checkGrowth validates one topic's growth against the image.
+func (b *Broker) checkGrowth(t *kmsg.CreatePartitionsRequestTopic) (int16, string) {
+	topic := b.image.Topic(t.Topic)
+	if topic == nil {
+		return kerr.UnknownTopicOrPartition.Code,
+			fmt.Sprintf("Topic '%s' does not exist.", t.Topic)
+	}
+	switch {
+	case t.Count == topic.Partitions:
+		return kerr.InvalidPartitions.Code,
+			fmt.Sprintf("Topic already has %d partitions.", topic.Partitions)
+	case t.Count < topic.Partitions:
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("Topic currently has %d partitions, "+
+			"which is higher than the requested %d.", topic.Partitions, t.Count)
+	}
+	if code, msg := checkPartitionCount(t.Count); code != 0 {
+		return code, msg
+	}
+	if t.Assignment == nil {
+		return 0, ""
+	}
+	if added := t.Count - topic.Partitions; int32(len(t.Assignment)) != added {
+		return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Increasing the number of "+
+			"partitions by %d but %d assignments provided.", added, len(t.Assignment))
+	}
+	for _, a := range t.Assignment {
+		if p := b.checkReplicas(a.Replicas); p != "" {
+			return kerr.InvalidReplicaAssignment.Code, p
+		}
+	}
+	return 0, ""
 }

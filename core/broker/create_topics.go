@@ -1,9 +1,195 @@
 package broker
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+// CreateTopics (key 19), versions 0–7.
+//
+// Each topic is checked on its own, in this order, and answered in request order:
+//   - named more than once in the request → INVALID_REQUEST for every occurrence;
+//   - not a legal name (1–249 of [a-zA-Z0-9._-], not "." or "..") or colliding with an
+//     existing or earlier topic once '.' and '_' are treated alike → INVALID_TOPIC_EXCEPTION;
+//   - already exists → TOPIC_ALREADY_EXISTS;
+//   - NumPartitions/ReplicationFactor set together with ReplicaAssignment → INVALID_REQUEST;
+//   - NumPartitions 0, < -1 or above 10000 → INVALID_PARTITIONS (-1: num.partitions);
+//   - ReplicationFactor other than 1 or -1 (default.replication.factor) →
+//     INVALID_REPLICATION_FACTOR: the cluster has one broker;
+//   - ReplicaAssignment whose partitions are not 0..n-1 or whose replicas are not exactly
+//     [this node] → INVALID_REPLICA_ASSIGNMENT;
+//   - a config that is unknown, null, repeated or invalid → INVALID_CONFIG.
+//
+// Valid topics each get one TopicCreated record with a fresh random topic ID; the reply
+// waits until all of them committed (the Timeout field is not needed: commits are local).
+// ValidateOnly answers as if created without proposing anything (topic ID left zero).
+// From v5 a successful topic reports its partition count, replication factor and every
+// topic config with its value and source; ErrorMessage is sent from v1.
 
-// TODO(stub): replaced by the real handler.
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core/meta"
+)
+
 func (b *Broker) handleCreateTopics(r Request, m *kmsg.CreateTopicsRequest) {
-	resp := m.ResponseKind()
-	b.reply(r, resp)
+	b.serialize(r, func(done func()) { b.createTopics(r, m, done) })
+}
+
+func (b *Broker) createTopics(r Request, m *kmsg.CreateTopicsRequest, done func()) {
+	resp := m.ResponseKind().(*kmsg.CreateTopicsResponse)
+	counts := map[string]int{}
+	for _, t := range m.Topics {
+		counts[t.Topic]++
+	}
+	pending := map[string]string{}
+	var recs []meta.Record
+	var at []int // index in resp.Topics of each record
+	for i := range m.Topics {
+		t := &m.Topics[i]
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = t.Topic
+		var rec meta.Record
+		var code int16
+		var msg string
+		if counts[t.Topic] > 1 {
+			code, msg = kerr.InvalidRequest.Code, fmt.Sprintf(
+				"Create topics request contains multiple entries for the topic %s", t.Topic)
+		} else {
+			rec, code, msg = b.planTopic(topicSpec{name: t.Topic, partitions: t.NumPartitions,
+				replicationFactor: t.ReplicationFactor, assignment: t.ReplicaAssignment,
+				configs: t.Configs}, pending)
+		}
+		if code != 0 {
+			rt.ErrorCode, rt.ErrorMessage = code, strp(msg)
+		} else {
+			b.describeCreated(&rt, rec)
+			if !m.ValidateOnly {
+				rec.TopicID = b.newTopicID()
+				rt.TopicID = rec.TopicID
+				recs = append(recs, rec)
+				at = append(at, i)
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	b.proposeAll(recs, func(errs []error) {
+		for j, err := range errs {
+			if err != nil {
+				failed := kmsg.NewCreateTopicsResponseTopic()
+				failed.Topic = resp.Topics[at[j]].Topic
+				code, msg := commitFailure(err)
+				failed.ErrorCode, failed.ErrorMessage = code, strp(msg)
+				resp.Topics[at[j]] = failed
+			}
+		}
+		b.reply(r, resp)
+		done()
+	})
+}
+
+// describeCreated fills the v5+ fields of a successful creation.
+func (b *Broker) describeCreated(rt *kmsg.CreateTopicsResponseTopic, rec meta.Record) {
+	rt.NumPartitions = rec.Partitions
+	rt.ReplicationFactor = rec.ReplicationFactor
+	t := &meta.Topic{Name: rec.Topic, Configs: rec.Configs}
+	rt.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
+	for _, e := range b.topicConfigEntries(t) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.Source = e.name, strp(e.value), int8(e.source)
+		rt.Configs = append(rt.Configs, c)
+	}
+}
+
+// topicSpec is a request to create one topic, from CreateTopics or auto-creation.
+type topicSpec struct {
+	name              string
+	partitions        int32 // -1: num.partitions
+	replicationFactor int16 // -1: default.replication.factor
+	assignment        []kmsg.CreateTopicsRequestTopicReplicaAssignment
+	configs           []kmsg.CreateTopicsRequestTopicConfig
+}
+
+// planTopic validates a creation against the image and the names accepted earlier in
+// the same request (pending: collision name → name, updated on success). It returns the
+// TopicCreated record without its topic ID, or a Kafka error code and message.
+func (b *Broker) planTopic(s topicSpec, pending map[string]string) (meta.Record, int16,
+	string) {
+	if p := topicNameProblem(s.name); p != "" {
+		return meta.Record{}, kerr.InvalidTopicException.Code, p
+	}
+	if b.image.Topic(s.name) != nil {
+		return meta.Record{}, kerr.TopicAlreadyExists.Code,
+			fmt.Sprintf("Topic '%s' already exists.", s.name)
+	}
+	other := b.collidingTopic(s.name)
+	if other == "" {
+		other = pending[collisionName(s.name)]
+	}
+	if other != "" {
+		return meta.Record{}, kerr.InvalidTopicException.Code, fmt.Sprintf(
+			"Topic '%s' collides with existing topic: %s", s.name, other)
+	}
+	partitions, rf, code, msg := b.planLayout(s)
+	if code != 0 {
+		return meta.Record{}, code, msg
+	}
+	configs, code, msg := planConfigs(s.configs)
+	if code != 0 {
+		return meta.Record{}, code, msg
+	}
+	pending[collisionName(s.name)] = s.name
+	return meta.Record{Kind: meta.KindTopicCreated, Topic: s.name, Partitions: partitions,
+		ReplicationFactor: rf, Configs: configs}, 0, ""
+}
+
+// planLayout resolves the partition count and replication factor of a new topic.
+func (b *Broker) planLayout(s topicSpec) (int32, int16, int16, string) {
+	if len(s.assignment) > 0 {
+		if s.partitions != -1 || s.replicationFactor != -1 {
+			return 0, 0, kerr.InvalidRequest.Code, "Both numPartitions or replicationFactor " +
+				"and replicasAssignments were set. Both cannot be used at the same time."
+		}
+		n := int32(len(s.assignment))
+		if code, msg := checkPartitionCount(n); code != 0 {
+			return 0, 0, code, msg
+		}
+		seen := make([]bool, n)
+		for _, a := range s.assignment {
+			if a.Partition < 0 || a.Partition >= n || seen[a.Partition] {
+				return 0, 0, kerr.InvalidReplicaAssignment.Code,
+					"Partitions should be a consecutive 0-based integer sequence"
+			}
+			seen[a.Partition] = true
+			if p := b.checkReplicas(a.Replicas); p != "" {
+				return 0, 0, kerr.InvalidReplicaAssignment.Code, p
+			}
+		}
+		return n, 1, 0, ""
+	}
+	n := s.partitions
+	if n == -1 {
+		n = b.cfg.NumPartitions
+	}
+	if code, msg := checkPartitionCount(n); code != 0 {
+		return 0, 0, code, msg
+	}
+	rf, code, msg := b.replicationFactor(s.replicationFactor)
+	return n, rf, code, msg
+}
+
+// planConfigs validates a new topic's config overrides and returns them sorted.
+func planConfigs(in []kmsg.CreateTopicsRequestTopicConfig) ([]meta.Config, int16, string) {
+	seen := map[string]bool{}
+	var out []meta.Config
+	for _, c := range in {
+		if seen[c.Name] {
+			return nil, kerr.InvalidConfig.Code,
+				fmt.Sprintf("Config %s is given more than once", c.Name)
+		}
+		seen[c.Name] = true
+		if code, msg := checkTopicConfig(c.Name, c.Value); code != 0 {
+			return nil, code, msg
+		}
+		out = append(out, meta.Config{Name: c.Name, Value: *c.Value})
+	}
+	return sortConfigs(out), 0, ""
 }

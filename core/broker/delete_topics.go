@@ -1,9 +1,87 @@
 package broker
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+// DeleteTopics (key 20), versions 0–6.
+//
+// Topics are named (TopicNames up to v5; Topics[].Topic from v6) or, from v6, given by
+// topic ID when the name is null. Unknown names get UNKNOWN_TOPIC_OR_PARTITION, unknown
+// IDs UNKNOWN_TOPIC_ID. Each existing topic gets one TopicDeleted record; a topic named
+// twice is deleted once and both entries share the outcome. The reply waits for every
+// commit; the topic's partitions are closed and their logs removed as the record applies.
+// Answers are in request order; v6 answers carry the topic ID, v5+ an error message.
 
-// TODO(stub): replaced by the real handler.
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core/meta"
+)
+
 func (b *Broker) handleDeleteTopics(r Request, m *kmsg.DeleteTopicsRequest) {
-	resp := m.ResponseKind()
-	b.reply(r, resp)
+	b.serialize(r, func(done func()) { b.deleteTopics(r, m, done) })
+}
+
+// deleteTargets lists the request's entries in one shape for both version families.
+func deleteTargets(m *kmsg.DeleteTopicsRequest) []kmsg.DeleteTopicsRequestTopic {
+	if m.Version >= 6 {
+		return m.Topics
+	}
+	out := make([]kmsg.DeleteTopicsRequestTopic, len(m.TopicNames))
+	for i := range m.TopicNames {
+		out[i].Topic = &m.TopicNames[i]
+	}
+	return out
+}
+
+func (b *Broker) deleteTopics(r Request, m *kmsg.DeleteTopicsRequest, done func()) {
+	resp := m.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	var recs []meta.Record
+	recOf := map[string]int{} // topic → index in recs
+	var waits []int           // per response entry: index in recs, or -1
+	for _, t := range deleteTargets(m) {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		topic, code, msg := b.deletionTarget(t)
+		waits = append(waits, -1)
+		if code != 0 {
+			rt.ErrorCode, rt.ErrorMessage = code, strp(msg)
+		} else {
+			rt.Topic, rt.TopicID = strp(topic.Name), topic.ID
+			i, ok := recOf[topic.Name]
+			if !ok {
+				i = len(recs)
+				recOf[topic.Name] = i
+				recs = append(recs, meta.Record{Kind: meta.KindTopicDeleted, Topic: topic.Name})
+			}
+			waits[len(waits)-1] = i
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	b.proposeAll(recs, func(errs []error) {
+		for i, w := range waits {
+			if w >= 0 && errs[w] != nil {
+				code, msg := commitFailure(errs[w])
+				resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, strp(msg)
+			}
+		}
+		b.reply(r, resp)
+		done()
+	})
+}
+
+// deletionTarget resolves one entry to an existing topic.
+func (b *Broker) deletionTarget(t kmsg.DeleteTopicsRequestTopic) (*meta.Topic, int16,
+	string) {
+	if t.Topic != nil {
+		if topic := b.image.Topic(*t.Topic); topic != nil {
+			return topic, 0, ""
+		}
+		return nil, kerr.UnknownTopicOrPartition.Code,
+			fmt.Sprintf("Topic '%s' does not exist.", *t.Topic)
+	}
+	if topic := b.image.TopicByID(t.TopicID); topic != nil && t.TopicID != [16]byte{} {
+		return topic, 0, ""
+	}
+	return nil, kerr.UnknownTopicID.Code, "No topic has this topic ID."
 }

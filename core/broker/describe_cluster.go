@@ -1,8 +1,34 @@
 package broker
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+// DescribeCluster (key 60), versions 0–1.
+//
+// Returns the cluster id, this node as the controller and as the only broker (with its
+// advertised address), and the "not provided" default for ClusterAuthorizedOperations.
+// From v1 the client names the endpoint type it wants: brokers (1) are served;
+// controllers (2) → UNSUPPORTED_ENDPOINT_TYPE, since this node is not reachable as a
+// KRaft controller endpoint.
 
-// TODO(stub): replaced by the real handler.
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// endpointTypeBrokers is DescribeCluster's EndpointType for brokers (v1+).
+const endpointTypeBrokers = 1
+
 func (b *Broker) handleDescribeCluster(m *kmsg.DescribeClusterRequest) kmsg.Response {
-	return m.ResponseKind()
+	resp := m.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = endpointTypeBrokers
+	if m.Version >= 1 && m.EndpointType != endpointTypeBrokers {
+		resp.EndpointType = m.EndpointType
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		resp.ErrorMessage = strp("only the broker endpoint type (1) is served")
+		return resp
+	}
+	resp.ClusterID = b.cfg.ClusterID
+	resp.ControllerID = b.cfg.NodeID
+	br := kmsg.NewDescribeClusterResponseBroker()
+	br.NodeID, br.Host, br.Port = b.cfg.NodeID, b.cfg.AdvertisedHost, b.cfg.AdvertisedPort
+	resp.Brokers = []kmsg.DescribeClusterResponseBroker{br}
+	return resp
 }

@@ -1,9 +1,176 @@
 package broker
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+// Metadata (key 3), versions 0–12.
+//
+// Lists this single broker, the cluster id, the controller (this node) and the requested
+// topics: all of them when Topics is null (v1+) or empty (v0 only), none when it is an
+// empty list (v1+). Topics may be named or, from v10, given by topic ID (unknown ID →
+// UNKNOWN_TOPIC_ID). Every partition is led by this node at leader epoch 0 with replicas
+// and ISR [this node]; a partition whose log failed to open is reported with
+// KAFKA_STORAGE_ERROR, leader -1 and this node as offline replica.
+//
+// Unknown named topics are created when auto.create.topics.enable is on and the client
+// allows it (always before v4, AllowAutoTopicCreation from v4) with num.partitions and
+// default.replication.factor. The reply waits for the creation to commit, so the new
+// topic is returned ready to use rather than with LEADER_NOT_AVAILABLE. Names that are
+// not legal topic names get INVALID_TOPIC_EXCEPTION; other unknown topics get
+// UNKNOWN_TOPIC_OR_PARTITION. Authorized-operations fields keep their "not provided"
+// default.
 
-// TODO(stub): replaced by the real handler.
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/meta"
+)
+
 func (b *Broker) handleMetadata(r Request, m *kmsg.MetadataRequest) {
-	resp := m.ResponseKind()
-	b.reply(r, resp)
+	if len(b.autoCreatable(m)) == 0 {
+		b.reply(r, b.metadataResponse(m, nil))
+		return
+	}
+	b.serialize(r, func(done func()) {
+		// Re-check: an operation queued before this one may have created or invalidated
+		// some of the topics.
+		failed := map[string]topicError{}
+		pending := map[string]string{}
+		var recs []meta.Record
+		for _, name := range b.autoCreatable(m) {
+			spec := topicSpec{name: name, partitions: -1, replicationFactor: -1}
+			rec, code, msg := b.planTopic(spec, pending)
+			if code != 0 {
+				failed[name] = topicError{code, msg}
+				continue
+			}
+			rec.TopicID = b.newTopicID()
+			recs = append(recs, rec)
+		}
+		b.proposeAll(recs, func(errs []error) {
+			for i, err := range errs {
+				if err != nil {
+					code, msg := commitFailure(err)
+					failed[recs[i].Topic] = topicError{code, msg}
+				}
+			}
+			b.reply(r, b.metadataResponse(m, failed))
+			done()
+		})
+	})
+}
+
+// topicError is a per-topic failure carried from a creation attempt into a response.
+type topicError struct {
+	code int16
+	msg  string
+}
+
+// autoCreatable returns the distinct requested topic names that do not exist and would
+// be created by this request, in request order.
+func (b *Broker) autoCreatable(m *kmsg.MetadataRequest) []string {
+	if !b.cfg.AutoCreateTopics || (m.Version >= 4 && !m.AllowAutoTopicCreation) {
+		return nil
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, t := range m.Topics {
+		if t.Topic == nil || seen[*t.Topic] {
+			continue
+		}
+		name := *t.Topic
+		seen[name] = true
+		if b.image.Topic(name) == nil && topicNameProblem(name) == "" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+func (b *Broker) metadataResponse(m *kmsg.MetadataRequest,
+	failed map[string]topicError) *kmsg.MetadataResponse {
+	resp := m.ResponseKind().(*kmsg.MetadataResponse)
+	br := kmsg.NewMetadataResponseBroker()
+	br.NodeID, br.Host, br.Port = b.cfg.NodeID, b.cfg.AdvertisedHost, b.cfg.AdvertisedPort
+	resp.Brokers = []kmsg.MetadataResponseBroker{br}
+	resp.ClusterID = strp(b.cfg.ClusterID)
+	resp.ControllerID = b.cfg.NodeID
+
+	allTopics := m.Topics == nil || (m.Version == 0 && len(m.Topics) == 0)
+	if allTopics {
+		for _, name := range b.image.TopicNames() {
+			resp.Topics = append(resp.Topics, b.topicMetadata(b.image.Topic(name)))
+		}
+		return resp
+	}
+	seenName := map[string]bool{}
+	seenID := map[[16]byte]bool{}
+	for _, rt := range m.Topics {
+		if rt.Topic == nil {
+			if !seenID[rt.TopicID] {
+				seenID[rt.TopicID] = true
+				resp.Topics = append(resp.Topics, b.topicMetadataByID(rt.TopicID))
+			}
+			continue
+		}
+		if !seenName[*rt.Topic] {
+			seenName[*rt.Topic] = true
+			resp.Topics = append(resp.Topics, b.topicMetadataByName(*rt.Topic, failed))
+		}
+	}
+	return resp
+}
+
+func (b *Broker) topicMetadataByName(name string,
+	failed map[string]topicError) kmsg.MetadataResponseTopic {
+	if t := b.image.Topic(name); t != nil {
+		return b.topicMetadata(t)
+	}
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = strp(name)
+	switch {
+	case topicNameProblem(name) != "":
+		mt.ErrorCode = kerr.InvalidTopicException.Code
+	case failed[name].code != 0:
+		mt.ErrorCode = failed[name].code
+	default:
+		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+	}
+	return mt
+}
+
+func (b *Broker) topicMetadataByID(id [16]byte) kmsg.MetadataResponseTopic {
+	if t := b.image.TopicByID(id); t != nil && id != [16]byte{} {
+		return b.topicMetadata(t)
+	}
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.TopicID = id
+	mt.ErrorCode = kerr.UnknownTopicID.Code
+	return mt
+}
+
+// topicMetadata describes an existing topic, partitions in order.
+func (b *Broker) topicMetadata(t *meta.Topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = strp(t.Name)
+	mt.TopicID = t.ID
+	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, t.Partitions)
+	us := b.cfg.NodeID
+	for p := int32(0); p < t.Partitions; p++ {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p
+		mp.LeaderEpoch = 0
+		mp.Replicas = []int32{us}
+		mp.OfflineReplicas = []int32{}
+		if b.replicas[core.TopicPartition{Topic: t.Name, Partition: p}] == nil {
+			mp.ErrorCode = kerr.KafkaStorageError.Code
+			mp.Leader = -1
+			mp.ISR = []int32{}
+			mp.OfflineReplicas = []int32{us}
+		} else {
+			mp.Leader = us
+			mp.ISR = []int32{us}
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
 }
