@@ -103,7 +103,7 @@ func (b *Broker) replicaConfig(t *meta.Topic) replica.Config {
 		Segment: replica.SegmentConfig{
 			SegmentBytes:  b.topicConfigInt(t, "segment.bytes"),
 			SegmentMs:     b.topicConfigInt(t, "segment.ms"),
-			IndexInterval: int(b.topicConfigInt(t, "segment.index.bytes")),
+			IndexInterval: int(b.topicConfigInt(t, "index.interval.bytes")),
 		},
 		RetentionMs:     b.topicConfigInt(t, "retention.ms"),
 		RetentionBytes:  b.topicConfigInt(t, "retention.bytes"),

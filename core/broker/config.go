@@ -45,6 +45,8 @@ type TopicConfigDef struct {
 var TopicConfigDefs = []TopicConfigDef{
 	{"cleanup.policy", "log.cleanup.policy", "delete", oneOf("delete"),
 		"only delete is supported; compaction comes later"},
+	{"index.interval.bytes", "log.index.interval.bytes", "4096", intRange(0, 1<<31-1),
+		"bytes between sparse index entries"},
 	{"log.flush.policy", "log.flush.policy", "always", oneOf("always", "never"),
 		"always: fsync before acks=all is answered and before data is visible to readers; " +
 			"never: trust the OS page cache (a crash of the machine may lose acknowledged writes)"},
@@ -55,8 +57,6 @@ var TopicConfigDefs = []TopicConfigDef{
 	{"retention.bytes", "log.retention.bytes", "-1", intRange(-1, 1<<62), "per-partition size bound"},
 	{"retention.ms", "log.retention.ms", "604800000", intRange(-1, 1<<62), "age bound of whole segments"},
 	{"segment.bytes", "log.segment.bytes", "1073741824", intRange(14, 1<<31-1), "segment roll size"},
-	{"segment.index.bytes", "log.index.interval.bytes", "4096", intRange(0, 1<<31-1),
-		"bytes between sparse index entries"},
 	{"segment.ms", "log.roll.ms", "604800000", intRange(1, 1<<62), "segment roll age"},
 }
 

@@ -1,0 +1,5 @@
+package replica_test
+
+import "errors"
+
+var errSyncFailed = errors.New("EIO")
