@@ -1,0 +1,128 @@
+package group
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/sluicemq/sluice/core"
+)
+
+// Coordinator holds every group of the node and their committed offsets.
+//
+// A group exists while it has members, ids handed out, or committed offsets; a group
+// that has none of these is forgotten (Kafka forgets it at its next cleanup). Offsets
+// only change through ApplyOffset, which the broker calls once the record that carries
+// the change is durable, so the table never shows an offset a crash could take back.
+type Coordinator struct {
+	cfg     Config
+	rnd     core.Rand
+	groups  map[string]*Group
+	offsets map[string]map[core.TopicPartition]Offset
+}
+
+// NewCoordinator returns a coordinator without groups.
+func NewCoordinator(cfg Config, rnd core.Rand) *Coordinator {
+	return &Coordinator{cfg: cfg, rnd: rnd, groups: map[string]*Group{},
+		offsets: map[string]map[core.TopicPartition]Offset{}}
+}
+
+// Group returns the group with this id, or nil.
+func (c *Coordinator) Group(id string) *Group { return c.groups[id] }
+
+// GetOrCreate returns the group with this id, creating it Empty.
+func (c *Coordinator) GetOrCreate(id string) *Group {
+	g := c.groups[id]
+	if g == nil {
+		g = newGroup(id, &c.cfg, c.newMemberID)
+		c.groups[id] = g
+	}
+	return g
+}
+
+// Collect forgets the group if nothing is left in it. Call it after every operation on
+// a group.
+func (c *Coordinator) Collect(id string) {
+	if g := c.groups[id]; g != nil && g.idle() && len(c.offsets[id]) == 0 {
+		g.state = Dead
+		delete(c.groups, id)
+	}
+}
+
+// Remove forgets an empty group and its offsets (DeleteGroups, once the tombstones are
+// durable). It reports false, changing nothing, when the group has members again.
+func (c *Coordinator) Remove(id string) bool {
+	g := c.groups[id]
+	if g != nil && (g.state != Empty || len(g.members) > 0) {
+		return false
+	}
+	if g != nil {
+		g.state = Dead
+	}
+	delete(c.groups, id)
+	delete(c.offsets, id)
+	return true
+}
+
+// GroupIDs returns the ids of every known group, sorted.
+func (c *Coordinator) GroupIDs() []string {
+	ids := make([]string, 0, len(c.groups))
+	for id := range c.groups {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Offset returns the committed offset of a partition for a group.
+func (c *Coordinator) Offset(groupID string, tp core.TopicPartition) (Offset, bool) {
+	o, ok := c.offsets[groupID][tp]
+	return o, ok
+}
+
+// PartitionOffset is one committed offset with its partition.
+type PartitionOffset struct {
+	TP core.TopicPartition
+	Offset
+}
+
+// Offsets returns every committed offset of a group, sorted by partition.
+func (c *Coordinator) Offsets(groupID string) []PartitionOffset {
+	m := c.offsets[groupID]
+	out := make([]PartitionOffset, 0, len(m))
+	for tp, o := range m {
+		out = append(out, PartitionOffset{TP: tp, Offset: o})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].TP.Less(out[j].TP) })
+	return out
+}
+
+// ApplyOffset records a durable commit (o != nil) or deletion (o == nil). A commit
+// creates its group if needed (offsets of a group without members, or replayed at
+// start); a deletion may leave the group to be forgotten.
+func (c *Coordinator) ApplyOffset(groupID string, tp core.TopicPartition, o *Offset) {
+	if o == nil {
+		if m := c.offsets[groupID]; m != nil {
+			delete(m, tp)
+			if len(m) == 0 {
+				delete(c.offsets, groupID)
+			}
+		}
+		c.Collect(groupID)
+		return
+	}
+	c.GetOrCreate(groupID)
+	m := c.offsets[groupID]
+	if m == nil {
+		m = map[core.TopicPartition]Offset{}
+		c.offsets[groupID] = m
+	}
+	m[tp] = *o
+}
+
+// newMemberID returns prefix-UUID, as Kafka names members, drawn from the seeded
+// randomness so that a simulated run names members the same way every time.
+func (c *Coordinator) newMemberID(prefix string) string {
+	a, b := uint64(c.rnd.Int63()), uint64(c.rnd.Int63())
+	return fmt.Sprintf("%s-%08x-%04x-%04x-%04x-%012x", prefix, a>>32, (a>>16)&0xffff,
+		a&0xffff, b>>48, b&0xffffffffffff)
+}

@@ -1,0 +1,25 @@
+// Package group is the group coordinator of Kafka's classic consumer-group protocol
+// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and the table of committed offsets.
+//
+// It is pure and single-threaded like the rest of core/: time arrives as an argument,
+// member ids come from the injected core.Rand, and nothing is written anywhere. The
+// broker owns the I/O: it stores committed offsets as records of the internal topic
+// __consumer_offsets (the codec and the group → partition mapping are here), answers
+// clients, and arms one timer per group at Group.NextDeadline, calling Tick when it
+// fires.
+//
+// A group moves through Kafka's states:
+//
+//	Empty ──join──▶ PreparingRebalance ──all rejoined / timeout──▶ CompletingRebalance
+//	  ▲                 ▲        │                                        │
+//	  │                 │        └──no members left──▶ Empty     leader's SyncGroup
+//	  │                 └──join, leave, expiry, leader rejoin─── Stable ◀──┘
+//
+// The coordinator never computes assignments: the leader member receives every member's
+// metadata for the chosen protocol in its JoinGroup answer and sends the assignments in
+// SyncGroup; the coordinator relays each member its own.
+//
+// Replies to JoinGroup and SyncGroup may be delayed (they wait for the rebalance); they
+// are delivered through callbacks that must not call back into the package. Every
+// callback is called exactly once (invariant G1).
+package group
