@@ -1,0 +1,74 @@
+package disk
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// maxSnapshots is how many replica snapshots a log keeps. Older ones are pruned on save;
+// a few are kept because a crash can cut the log below the newest one's offset.
+const maxSnapshots = 3
+
+// SaveSnapshot implements replica.Log: the snapshot goes to the StateStore under
+// prefix+"snap/"+offset (20 decimal digits, so key order is offset order).
+func (l *PartitionLog) SaveSnapshot(offset int64, data []byte) error {
+	l.mu.Lock()
+	err := l.usable()
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("save snapshot of %s: negative offset %d", l.dir, offset)
+	}
+	if err := l.state.Set(fmt.Appendf(nil, "%s%020d", l.snapPrefix(), offset), data); err != nil {
+		return fmt.Errorf("save snapshot of %s: %w", l.dir, err)
+	}
+	return l.pruneSnapshots()
+}
+
+func (l *PartitionLog) pruneSnapshots() error {
+	var keys [][]byte
+	err := l.state.Scan([]byte(l.snapPrefix()), func(k, _ []byte) error {
+		keys = append(keys, append([]byte(nil), k...))
+		return nil
+	})
+	for i := 0; err == nil && i < len(keys)-maxSnapshots; i++ {
+		err = l.state.Delete(keys[i])
+	}
+	if err != nil {
+		return fmt.Errorf("prune snapshots of %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// LoadSnapshot implements replica.Log.
+func (l *PartitionLog) LoadSnapshot() (int64, []byte, bool, error) {
+	l.mu.Lock()
+	err := l.usable()
+	end := l.active().next
+	l.mu.Unlock()
+	if err != nil {
+		return 0, nil, false, err
+	}
+	pfx := l.snapPrefix()
+	best, found := int64(-1), false
+	var data []byte
+	err = l.state.Scan([]byte(pfx), func(k, v []byte) error {
+		off, perr := strconv.ParseInt(string(k[len(pfx):]), 10, 64)
+		if perr != nil {
+			return fmt.Errorf("snapshot key %q: %w", k, perr)
+		}
+		if off <= end && off > best {
+			best, found, data = off, true, append([]byte(nil), v...)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("load snapshot of %s: %w", l.dir, err)
+	}
+	if !found {
+		return 0, nil, false, nil
+	}
+	return best, data, true, nil
+}

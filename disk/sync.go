@@ -1,0 +1,237 @@
+package disk
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"go.uber.org/zap"
+)
+
+// syncJob is one segment a Sync must fsync, and the size the fsync will cover.
+type syncJob struct {
+	seg      *segment
+	size     int64
+	needSync bool // false: durable already, only its index files are due
+	sealed   bool
+}
+
+// Sync implements replica.Log. It may run on another goroutine while Append and Read
+// proceed: it holds mu only to list dirty segments and to record the result. Segments
+// are fsynced oldest first, so a durable byte in one segment implies every earlier
+// segment is durable — recovery relies on it. After a failed fsync the kernel may have
+// dropped the dirty pages, so nothing can be claimed durable again: the log goes offline.
+// Once a sealed segment is durable, Sync writes its index files, which certify it.
+func (l *PartitionLog) Sync() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	if err := l.usable(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	var jobs []syncJob
+	for _, s := range l.segs {
+		if s.synced < s.size || (s.sealed && s.indexedSize < s.size && !s.indexFailed) {
+			jobs = append(jobs, syncJob{seg: s, size: s.size, needSync: s.synced < s.size, sealed: s.sealed})
+		}
+	}
+	l.mu.Unlock()
+
+	for _, j := range jobs {
+		if !j.needSync {
+			continue
+		}
+		if err := j.seg.f.Sync(); err != nil {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return l.goOffline(fmt.Errorf("fsync segment %d: %w", j.seg.base, err))
+		}
+	}
+	l.mu.Lock()
+	for _, j := range jobs {
+		j.seg.synced = max(j.seg.synced, j.size)
+	}
+	l.mu.Unlock()
+	for _, j := range jobs {
+		if j.sealed {
+			l.writeIndexes(j.seg, j.size)
+		}
+	}
+	return nil
+}
+
+// writeIndexes writes the index files certifying the first size bytes of seg, which
+// must be durable already and must not change (sealed, or being closed). The files are
+// not fsynced: a torn or lost index fails its CRC and recovery validates the segment
+// instead. A failure is logged, not returned: indexes only speed up recovery.
+func (l *PartitionLog) writeIndexes(seg *segment, size int64) {
+	l.mu.Lock()
+	done := seg.indexedSize >= size || seg.indexFailed
+	h := indexHeader{base: seg.base, size: size, next: seg.next, maxTs: seg.idx.maxTs, maxTsOff: seg.idx.maxTsOff}
+	offs, times := seg.idx.offs, seg.idx.times
+	l.mu.Unlock()
+	if done {
+		return
+	}
+	err := l.writeFile(segmentFile(l.dir, seg.base, indexSuffix), encodeOffsetIndex(h, offs))
+	if err == nil {
+		err = l.writeFile(segmentFile(l.dir, seg.base, timeIndexSuffix), encodeTimeIndex(h, times))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		seg.indexFailed = true
+		l.lg.Warn("cannot write segment index; recovery will rebuild it",
+			zap.Int64("segment", seg.base), zap.Error(err))
+		return
+	}
+	seg.indexedSize = size
+}
+
+func (l *PartitionLog) writeFile(path string, data []byte) error {
+	f, err := l.fs.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Close implements replica.Log. It does not sync; it does write the index files of every
+// segment that is wholly durable, so the next open need not scan them.
+func (l *PartitionLog) Close() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	var certify []*segment
+	if l.failed == nil {
+		for _, s := range l.segs {
+			if s.size > 0 && s.synced == s.size && s.indexedSize < s.size {
+				certify = append(certify, s)
+			}
+		}
+	}
+	l.mu.Unlock()
+	for _, s := range certify {
+		l.writeIndexes(s, s.size)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	return l.closeFiles()
+}
+
+func (l *PartitionLog) closeFiles() error {
+	var first error
+	for _, s := range l.segs {
+		if err := s.f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// DeleteSegmentsBelow implements replica.Log. Files are removed oldest first, indexes
+// before the log, so a crash part way leaves a contiguous suffix of segments; each
+// removal is durable on return.
+func (l *PartitionLog) DeleteSegmentsBelow(offset int64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usable(); err != nil {
+		return err
+	}
+	n := 0
+	for n < len(l.segs)-1 && l.segs[n].next <= offset {
+		n++
+	}
+	for i := 0; i < n; i++ {
+		if err := l.removeSegment(l.segs[i]); err != nil {
+			l.dropFirst(i)
+			return fmt.Errorf("delete segment %d of %s: %w", l.segs[0].base, l.dir, err)
+		}
+	}
+	l.dropFirst(n)
+	return nil
+}
+
+// dropFirst forgets the n oldest segments and raises the start offset past them.
+func (l *PartitionLog) dropFirst(n int) {
+	if n == 0 {
+		return
+	}
+	l.segs = append([]*segment(nil), l.segs[n:]...)
+	l.start = max(l.start, l.segs[0].base)
+}
+
+// removeSegment deletes a segment's files and state; the handle is closed last so a
+// failed removal leaves the segment usable.
+func (l *PartitionLog) removeSegment(s *segment) error {
+	if err := removeSegmentFiles(l.fs, l.dir, s.base); err != nil {
+		return err
+	}
+	_ = s.f.Close()
+	return l.state.Delete(l.createdKey(s.base))
+}
+
+func removeSegmentFiles(fsys FS, dir string, base int64) error {
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+		if err := fsys.Remove(segmentFile(dir, base, suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// RemovePartitionLog deletes a partition's directory and every state key under prefix,
+// for a deleted topic. The log must be closed. Files go first: a crash part way leaves a
+// log that reopens empty or partial, and the caller retries the removal.
+func RemovePartitionLog(fsys FS, dir string, state StateStore, prefix string) error {
+	names, err := fsys.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove partition log %s: %w", dir, err)
+	}
+	// Segment logs first, oldest first, then everything else.
+	for _, name := range names {
+		if _, suffix, ok := parseSegmentName(name); ok && suffix == logSuffix {
+			if err := fsys.Remove(dir + "/" + name); err != nil {
+				return fmt.Errorf("remove partition log %s: %w", dir, err)
+			}
+		}
+	}
+	for _, name := range names {
+		if _, suffix, ok := parseSegmentName(name); ok && suffix == logSuffix {
+			continue
+		}
+		if err := fsys.Remove(dir + "/" + name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove partition log %s: %w", dir, err)
+		}
+	}
+	if err == nil {
+		if err := fsys.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove partition log %s: %w", dir, err)
+		}
+	}
+	var keys [][]byte
+	if err := state.Scan([]byte(prefix), func(k, _ []byte) error {
+		keys = append(keys, append([]byte(nil), k...))
+		return nil
+	}); err != nil {
+		return fmt.Errorf("remove state of %s: %w", dir, err)
+	}
+	for _, k := range keys {
+		if err := state.Delete(k); err != nil {
+			return fmt.Errorf("remove state of %s: %w", dir, err)
+		}
+	}
+	return nil
+}
