@@ -274,8 +274,8 @@ func friendly(err error, topic, detail string) error {
 	var ke *kerr.Error
 	switch {
 	case errors.As(err, &ke):
-		msg := kerrText(ke, topic)
-		if detail != "" && !strings.Contains(msg, detail) {
+		msg, withDetail := kerrText(ke, topic)
+		if withDetail && detail != "" {
 			msg += ": " + detail
 		}
 		return errors.New(msg)
@@ -297,20 +297,42 @@ func isBrokerTooOld(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "broker is too old")
 }
 
-// kerrText is the wording for each Kafka error code the CLI can meet.
-func kerrText(ke *kerr.Error, topic string) string {
+// kerrText is the wording for each Kafka error code the CLI can meet. It also says
+// whether the broker's own message adds anything: for the codes whose wording already
+// names the problem completely, repeating the broker's sentence would only echo it.
+func kerrText(ke *kerr.Error, topic string) (text string, withDetail bool) {
 	switch ke {
 	case kerr.TopicAlreadyExists:
-		return fmt.Sprintf("topic %q already exists", topic)
+		return fmt.Sprintf("topic %q already exists", topic), false
 	case kerr.UnknownTopicOrPartition, kerr.UnknownTopicID:
-		return fmt.Sprintf("topic %q does not exist", topic)
+		return fmt.Sprintf("topic %q does not exist", topic), false
 	case kerr.InvalidTopicException:
 		return fmt.Sprintf("%q is not a valid topic name (use letters, digits, '.', '_' "+
-			"and '-', at most 249 characters)", topic)
+			"and '-', at most 249 characters)", topic), false
+	case kerr.MessageTooLarge, kerr.RecordListTooLarge:
+		return fmt.Sprintf("a record is larger than topic %q accepts (max.message.bytes)",
+			topic), false
+	case kerr.NotLeaderForPartition, kerr.LeaderNotAvailable:
+		return "a partition has no leader right now; try again shortly", false
+	case kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend:
+		return "too few in-sync replicas for acks=all (min.insync.replicas)", false
+	case kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed,
+		kerr.GroupAuthorizationFailed:
+		return "not authorized", false
+	case kerr.CoordinatorNotAvailable, kerr.NotCoordinator:
+		return "the group coordinator is not available", false
+	}
+	return kerrDetailed(ke), true
+}
+
+// kerrDetailed words the codes whose broker message carries the specifics (which
+// config, which limit), and any code without a wording of its own.
+func kerrDetailed(ke *kerr.Error) string {
+	switch ke {
 	case kerr.InvalidPartitions:
 		return "invalid partition count"
 	case kerr.InvalidReplicationFactor:
-		return "invalid replication factor (it cannot exceed the number of nodes)"
+		return "invalid replication factor"
 	case kerr.InvalidReplicaAssignment:
 		return "invalid replica assignment"
 	case kerr.InvalidConfig:
@@ -319,23 +341,12 @@ func kerrText(ke *kerr.Error, topic string) string {
 		return "the broker rejected the request as invalid"
 	case kerr.PolicyViolation:
 		return "the broker's policy refused the request"
-	case kerr.MessageTooLarge, kerr.RecordListTooLarge:
-		return fmt.Sprintf("a record is larger than topic %q accepts (max.message.bytes)", topic)
 	case kerr.CorruptMessage:
 		return "the broker found a record batch corrupt"
-	case kerr.NotLeaderForPartition, kerr.LeaderNotAvailable:
-		return "a partition has no leader right now; try again shortly"
-	case kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend:
-		return "too few in-sync replicas for acks=all (min.insync.replicas)"
 	case kerr.RequestTimedOut:
 		return "the broker timed out handling the request"
 	case kerr.UnsupportedVersion:
 		return "the broker does not support this request version"
-	case kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed,
-		kerr.GroupAuthorizationFailed:
-		return "not authorized"
-	case kerr.CoordinatorNotAvailable, kerr.NotCoordinator:
-		return "the group coordinator is not available"
 	case kerr.UnknownServerError:
 		return "the broker hit an internal error (see its log)"
 	}

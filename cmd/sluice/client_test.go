@@ -115,7 +115,8 @@ func TestFriendlyWordsKafkaErrors(t *testing.T) {
 		{kerr.UnknownTopicOrPartition, "", `topic "orders" does not exist`},
 		{kerr.InvalidTopicException, "", `"orders" is not a valid topic name`},
 		{kerr.InvalidConfig, "unknown config x", "invalid config: unknown config x"},
-		{kerr.InvalidReplicationFactor, "", "cannot exceed the number of nodes"},
+		{kerr.InvalidReplicationFactor, "larger than available brokers: 1",
+			"invalid replication factor: larger than available brokers: 1"},
 		{kerr.MessageTooLarge, "", "max.message.bytes"},
 		{fmt.Errorf("wrapped: %w", kerr.TopicAlreadyExists), "", `topic "orders" already exists`},
 		{kerr.OffsetOutOfRange, "", "the broker answered OFFSET_OUT_OF_RANGE"},
@@ -130,9 +131,11 @@ func TestFriendlyWordsKafkaErrors(t *testing.T) {
 	require.NoError(t, friendly(nil, "orders", "x"))
 }
 
-func TestFriendlyDoesNotRepeatDetail(t *testing.T) {
-	err := friendly(kerr.TopicAlreadyExists, "t", `topic "t" already exists`)
+func TestFriendlyDoesNotEchoTheBroker(t *testing.T) {
+	err := friendly(kerr.TopicAlreadyExists, "t", "Topic 't' already exists.")
 	require.EqualError(t, err, `topic "t" already exists`)
+	err = friendly(kerr.UnknownTopicOrPartition, "t", "Topic 't' does not exist.")
+	require.EqualError(t, err, `topic "t" does not exist`)
 }
 
 func TestClientCommandsReportUnreachableBroker(t *testing.T) {
