@@ -1,25 +1,50 @@
 #!/usr/bin/env bash
-# bench.sh: Sluice's own benchmark (`sluice bench`, when the binary has it), then the
-# peer benchmarks of ../shared/bench/peer_bench.sh (when that folder is beside the
-# repository), so both sets of figures come from the same run on the same machine.
-# Arguments are passed to `sluice bench`.
+# bench.sh: Sluice's own benchmark (`sluice bench`, when the binary has it) against a
+# node this script starts, then the peer benchmarks of ../shared/bench/peer_bench.sh
+# (when that folder is beside the repository), so both sets of figures come from the
+# same run on the same machine. Arguments are passed to `sluice bench`.
+#
+#   BOOTSTRAP=host:port  bench a node that is already running instead of starting one
+#   BENCH_PORT [19093]   port of the node this script starts on 127.0.0.1
+#   PEERS [1]            0 skips the peer benchmarks
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
+BENCH_PORT=${BENCH_PORT:-19093}
+PEERS=${PEERS:-1}
 
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
+loadavg() { echo "load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"; }
+
 mkdir -p bin
 go build -o bin/sluice ./cmd/sluice
-if bin/sluice help 2>&1 | grep -qE '^  bench '; then
-  bin/sluice bench "$@"
-else
+loadavg
+if ! bin/sluice help 2>&1 | grep -qE '^  bench '; then
   echo "sluice bench: not built yet (no 'bench' command in this binary); skipping"
+elif [ -n "${BOOTSTRAP:-}" ]; then
+  bin/sluice bench --bootstrap "$BOOTSTRAP" "$@"
+else
+  # The node's data goes on the repository's disk, like ./data, so fsync costs are real.
+  data=$(mktemp -d "$PWD/bin/bench-data.XXXXXX")
+  bin/sluice node --id 1 --listen "127.0.0.1:$BENCH_PORT" --data "$data" >"$data.log" 2>&1 &
+  node=$!
+  trap 'kill "$node" 2>/dev/null; wait "$node" 2>/dev/null; rm -rf "$data" "$data.log"' EXIT
+  for _ in $(seq 1 150); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$BENCH_PORT") 2>/dev/null; then break; fi
+    if ! kill -0 "$node" 2>/dev/null; then
+      echo "bench: the node did not start:"; cat "$data.log"; exit 1
+    fi
+    sleep 0.1
+  done
+  bin/sluice bench --bootstrap "127.0.0.1:$BENCH_PORT" "$@"
 fi
 
 peer=../shared/bench/peer_bench.sh
-if [ -f "$peer" ]; then
+if [ "$PEERS" = 0 ]; then
+  echo "peer benchmarks: skipped (PEERS=0)"
+elif [ -f "$peer" ]; then
+  loadavg
   bash "$peer"
 else
   echo "peer benchmarks: $peer not found; skipping"
 fi
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
+loadavg
