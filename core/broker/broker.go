@@ -37,7 +37,8 @@ type Broker struct {
 
 	produces produceState
 	fetches  fetchState
-	admin    adminState // metadata-changing requests run one at a time (admin.go)
+	admin    adminState  // metadata-changing requests run one at a time (admin.go)
+	groups   groupsState // consumer groups and committed offsets (groups.go)
 }
 
 // New returns a broker that will serve once it has been stepped with Start.
@@ -80,6 +81,7 @@ func (b *Broker) start(in Start) {
 		b.apply(rec)
 	}
 	b.armRetention()
+	b.startGroups()
 	b.lg.Info("broker started", zap.Int32("node", b.cfg.NodeID),
 		zap.Int("topics", len(b.image.TopicNames())), zap.Int("partitions", len(b.replicas)))
 }
@@ -120,6 +122,9 @@ func (b *Broker) request(r Request) {
 	case *kmsg.DescribeClusterRequest:
 		b.reply(r, b.handleDescribeCluster(m))
 	default:
+		if b.routeGroupRequest(r) {
+			return
+		}
 		// net/ only passes keys listed in SupportedVersions; anything else is a bug there,
 		// but a client must not be able to crash the node with it.
 		b.lg.Warn("request for an API the broker does not serve",

@@ -30,6 +30,9 @@ type Config struct {
 	// topic config name (retention.ms, ...). Set accepts both the topic name and Kafka's
 	// broker-level name (log.retention.ms, ...).
 	TopicDefaults map[string]string
+
+	// Groups holds the group coordinator's settings (groups.go).
+	Groups GroupConfig
 }
 
 // TopicConfigDef describes one topic-level setting Sluice understands.
@@ -82,6 +85,7 @@ func DefaultConfig() Config {
 		MaxWaitingFetches:        10_000,
 		MaxWaitingProduces:       10_000,
 		TopicDefaults:            map[string]string{},
+		Groups:                   DefaultGroupConfig(),
 	}
 	for _, d := range TopicConfigDefs {
 		c.TopicDefaults[d.Name] = d.Default
@@ -124,6 +128,9 @@ func (c *Config) Set(name, value string) error {
 			err = fmt.Errorf("must be positive")
 		}
 	default:
+		if ok, err := c.Groups.set(name, value); ok {
+			return err
+		}
 		return fmt.Errorf("unknown setting %q", name)
 	}
 	if err != nil {
@@ -136,6 +143,7 @@ func (c *Config) Set(name, value string) error {
 func SettingNames() []string {
 	names := []string{"node.id", "broker.id", "cluster.id", "auto.create.topics.enable",
 		"num.partitions", "default.replication.factor", "log.retention.check.interval.ms"}
+	names = append(names, groupSettingNames...)
 	for _, d := range TopicConfigDefs {
 		names = append(names, d.Name)
 		if d.BrokerName != d.Name {

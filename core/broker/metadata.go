@@ -153,6 +153,7 @@ func (b *Broker) topicMetadata(t *meta.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = strp(t.Name)
 	mt.TopicID = t.ID
+	mt.IsInternal = isInternalTopic(t.Name)
 	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, t.Partitions)
 	us := b.cfg.NodeID
 	for p := int32(0); p < t.Partitions; p++ {

@@ -110,6 +110,9 @@ func (b *Broker) producePartition(tp core.TopicPartition, records []byte,
 	rp *kmsg.ProduceResponseTopicPartition, acks int16) (produceWait, bool) {
 	rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 	rep, code := b.replicaFor(tp)
+	if code == 0 && isInternalTopic(tp.Topic) {
+		code = kerr.InvalidTopicException.Code // only the broker writes internal topics
+	}
 	if code != 0 {
 		rp.ErrorCode = code
 		return produceWait{}, false
@@ -178,6 +181,7 @@ func (b *Broker) hwmAdvanced(tp core.TopicPartition) {
 		}
 		b.storeWaits(tp, kept)
 	}
+	b.offsetWritesDurable(tp)
 	b.fetchDataArrived(tp)
 }
 
@@ -284,5 +288,6 @@ func (b *Broker) partitionFailed(tp core.TopicPartition, code int16) {
 		w.part.ErrorCode = code
 		b.produceWaitDone(w)
 	}
+	b.offsetWritesFailed(tp, code)
 	b.fetchDataArrived(tp)
 }

@@ -104,6 +104,14 @@ func (h *history) check() {
 	}
 }
 
+// checkProgress asserts that a Tick at now left nothing due at now: a timer armed at
+// NextDeadline can never spin.
+func (h *history) checkProgress(now core.Time) {
+	if at, ok := h.g.NextDeadline(); ok && at <= now {
+		h.t.Fatalf("after Tick(%d) the next deadline is %d (state %v)", now, at, h.g.state)
+	}
+}
+
 func TestGroupPropertyRandomMembership(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		cfg := DefaultConfig()
@@ -149,6 +157,7 @@ func TestGroupPropertyRandomMembership(t *testing.T) {
 			case 6:
 				now = now.AddMillis(int64(rapid.IntRange(0, 15_000).Draw(t, "ms")))
 				g.Tick(now)
+				h.checkProgress(now)
 			}
 			h.check()
 		}
@@ -161,6 +170,7 @@ func TestGroupPropertyRandomMembership(t *testing.T) {
 			now = max(now, at)
 			g.Tick(now)
 			h.check()
+			h.checkProgress(now)
 		}
 		if h.outstanding != 0 {
 			t.Fatalf("%d requests never answered (state %v)", h.outstanding, g.state)

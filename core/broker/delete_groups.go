@@ -1,0 +1,70 @@
+package broker
+
+// DeleteGroups (API key 42), versions 0–2.
+//
+// Behaviour: deletes groups that have no members, with their committed offsets: a
+// tombstone per offset is written to the group's offsets partition and the group is
+// answered once those are durable. Per group: members → NON_EMPTY_GROUP; unknown →
+// GROUP_ID_NOT_FOUND; offsets not loaded →
+// COORDINATOR_NOT_AVAILABLE. A member joining while the tombstones are written keeps
+// the group (without offsets).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core/batch"
+	"github.com/sluicemq/sluice/core/group"
+)
+
+func (b *Broker) handleDeleteGroups(r Request, m *kmsg.DeleteGroupsRequest) {
+	resp := m.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	left := 1 // released after the loop, so that synchronous answers cannot reply early
+	finish := func() {
+		if left--; left == 0 {
+			b.reply(r, resp)
+		}
+	}
+	for _, id := range m.Groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group = id
+		resp.Groups = append(resp.Groups, rg)
+	}
+	for i, id := range m.Groups {
+		rg := &resp.Groups[i]
+		if rg.ErrorCode = b.deletableCode(id); rg.ErrorCode != 0 {
+			continue
+		}
+		var kvs []batch.KV
+		offs := b.groups.coord.Offsets(id)
+		for _, po := range offs {
+			kvs = append(kvs, batch.KV{Key: group.EncodeKey(id, po.TP)})
+		}
+		left++
+		b.writeOffsets(id, kvs, func(code int16) {
+			if rg.ErrorCode = code; code == 0 {
+				for _, po := range offs {
+					b.groups.coord.ApplyOffset(id, po.TP, nil)
+				}
+				b.groups.coord.Remove(id)
+				b.groupChanged(id)
+			}
+			finish()
+		})
+	}
+	finish()
+}
+
+func (b *Broker) deletableCode(id string) int16 {
+	if code := b.coordinatorCode(id); code != 0 {
+		return code
+	}
+	g := b.groups.coord.Group(id)
+	switch {
+	case g == nil:
+		return kerr.GroupIDNotFound.Code
+	case g.State() != group.Empty:
+		return kerr.NonEmptyGroup.Code
+	}
+	return 0
+}

@@ -1,0 +1,420 @@
+package broker
+
+// Broker-side glue of the group coordinator (core/group): settings, the internal
+// __consumer_offsets topic, durable offset writes, per-group timers and routing.
+//
+// Committed offsets live in __consumer_offsets as in Kafka: a group's commits go to
+// partition FNV-1a(group) mod offsets.topic.num.partitions, as one uncompressed batch
+// per request. The coordinator's table only changes once the batch is durable (the
+// high-water mark covers it), so OffsetFetch never shows an offset a crash could take
+// back; OffsetCommit is answered then too. At Start every partition of the topic is
+// replayed from its log start to rebuild the table. Group membership is not persisted:
+// after a restart members get UNKNOWN_MEMBER_ID and rejoin, as Kafka clients do.
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/batch"
+	"github.com/sluicemq/sluice/core/group"
+	"github.com/sluicemq/sluice/core/meta"
+)
+
+const (
+	// maxOffsetWrites bounds offset writes waiting for durability; past it commits get
+	// COORDINATOR_NOT_AVAILABLE (retriable).
+	maxOffsetWrites = 10_000
+	// replayReadBytes is how much of an offsets partition one replay read takes.
+	replayReadBytes = 1 << 20
+)
+
+// GroupConfig holds the group coordinator's settings.
+type GroupConfig struct {
+	OffsetsPartitions int32 // offsets.topic.num.partitions (Kafka: 50)
+	MetadataMaxBytes  int   // offset.metadata.max.bytes
+	Coordinator       group.Config
+}
+
+// DefaultGroupConfig returns Kafka's defaults, except 8 offsets partitions: a single
+// node gains nothing from 50 logs.
+func DefaultGroupConfig() GroupConfig {
+	return GroupConfig{OffsetsPartitions: 8, MetadataMaxBytes: 4096,
+		Coordinator: group.DefaultConfig()}
+}
+
+// groupSettingNames lists the names GroupConfig.set accepts.
+var groupSettingNames = []string{"offsets.topic.num.partitions", "offset.metadata.max.bytes",
+	"group.min.session.timeout.ms", "group.max.session.timeout.ms",
+	"group.initial.rebalance.delay.ms", "group.max.size"}
+
+// set applies one setting; ok is false when name is not a group setting.
+func (c *GroupConfig) set(name, value string) (ok bool, err error) {
+	known := false
+	for _, s := range groupSettingNames {
+		known = known || s == name
+	}
+	if !known {
+		return false, nil
+	}
+	n, err := strconv.ParseInt(value, 10, 32)
+	if err != nil || n < 0 {
+		return true, fmt.Errorf("%s: not a non-negative number: %q", name, value)
+	}
+	if n < 1 && (name == "offsets.topic.num.partitions" || name == "group.max.size") {
+		return true, fmt.Errorf("%s: must be at least 1", name)
+	}
+	switch name {
+	case "offsets.topic.num.partitions":
+		c.OffsetsPartitions = int32(n)
+	case "offset.metadata.max.bytes":
+		c.MetadataMaxBytes = int(n)
+	case "group.min.session.timeout.ms":
+		c.Coordinator.MinSessionTimeoutMs = int32(n)
+	case "group.max.session.timeout.ms":
+		c.Coordinator.MaxSessionTimeoutMs = int32(n)
+	case "group.initial.rebalance.delay.ms":
+		c.Coordinator.InitialRebalanceDelayMs = int32(n)
+	case "group.max.size":
+		c.Coordinator.MaxSize = int(n)
+	}
+	return true, nil
+}
+
+// groupsState is the broker's part of the group coordinator.
+type groupsState struct {
+	coord *group.Coordinator
+	// parts is the partition count of the offsets topic once it exists and was
+	// replayed; 0 before. Like Kafka, the topic is created on first need (a
+	// FindCoordinator or a commit), so a node that never sees a group never has it.
+	parts    int32
+	creating bool     // the topic's creation is proposed
+	created  []func() // writes waiting for the creation, run when it ends either way
+	timers   map[string]groupTimer
+	writes   map[core.TopicPartition][]*offsetWrite // in append order
+	nWrite   int
+}
+
+// groupTimer is the one live timer of a group.
+type groupTimer struct {
+	id uint64
+	at core.Time
+}
+
+// offsetWrite is a batch of offset records waiting to become durable.
+type offsetWrite struct {
+	offset int64            // durable once the high-water mark reaches it
+	done   func(code int16) // 0: durable; otherwise the commit error for the client
+}
+
+// isInternalTopic reports topics that only the broker writes.
+func isInternalTopic(name string) bool { return name == group.OffsetsTopic }
+
+// startGroups creates the coordinator and rebuilds committed offsets from the offsets
+// topic, if there is one yet.
+func (b *Broker) startGroups() {
+	b.groups.coord = group.NewCoordinator(b.cfg.Groups.Coordinator, b.rnd)
+	b.groups.timers = map[string]groupTimer{}
+	b.groups.writes = map[core.TopicPartition][]*offsetWrite{}
+	if t := b.image.Topic(group.OffsetsTopic); t != nil {
+		b.loadOffsets(t)
+	}
+}
+
+// ensureOffsetsTopic starts creating the offsets topic unless it exists or is being
+// created; then runs every queued write. The creation goes through the admin queue so
+// that no client CreateTopics races it.
+func (b *Broker) ensureOffsetsTopic() {
+	if b.groups.parts > 0 || b.groups.creating {
+		return
+	}
+	b.groups.creating = true
+	b.serialize(Request{}, func(done func()) {
+		finish := func() {
+			b.groups.creating = false
+			waiting := b.groups.created
+			b.groups.created = nil
+			done()
+			for _, fn := range waiting {
+				fn()
+			}
+		}
+		if t := b.image.Topic(group.OffsetsTopic); t != nil {
+			b.loadOffsets(t) // created meanwhile (by a client, or found at start)
+			finish()
+			return
+		}
+		b.propose(b.offsetsTopicRecord(), func(err error) {
+			if t := b.image.Topic(group.OffsetsTopic); err == nil && t != nil {
+				b.loadOffsets(t)
+			} else {
+				b.lg.Error("cannot create the offsets topic", zap.Error(err))
+			}
+			finish()
+		})
+	})
+}
+
+func (b *Broker) offsetsTopicRecord() meta.Record {
+	return meta.Record{Kind: meta.KindTopicCreated, Topic: group.OffsetsTopic,
+		TopicID: b.newTopicID(), Partitions: b.cfg.Groups.OffsetsPartitions,
+		ReplicationFactor: 1,
+		// Durable before answered, never removed by retention (a group idle for a week
+		// keeps its offsets), segments of Kafka's offsets.topic.segment.bytes.
+		Configs: []meta.Config{{Name: "log.flush.policy", Value: "always"},
+			{Name: "retention.bytes", Value: "-1"}, {Name: "retention.ms", Value: "-1"},
+			{Name: "segment.bytes", Value: "104857600"}}}
+}
+
+// loadOffsets replays every partition of the offsets topic into the coordinator.
+func (b *Broker) loadOffsets(t *meta.Topic) {
+	n := 0
+	for p := int32(0); p < t.Partitions; p++ {
+		n += b.replayOffsets(core.TopicPartition{Topic: t.Name, Partition: p})
+	}
+	b.groups.parts = t.Partitions
+	b.lg.Info("consumer group offsets loaded", zap.Int("records", n),
+		zap.Int("groups", len(b.groups.coord.GroupIDs())))
+}
+
+// replayOffsets applies one offsets partition from its log start to its high-water
+// mark and returns how many records it applied. A partition that cannot be read is
+// logged and skipped: its groups get errors, the others work.
+func (b *Broker) replayOffsets(tp core.TopicPartition) int {
+	rep := b.replicas[tp]
+	if rep == nil {
+		b.lg.Error("offsets partition not hosted; its groups are unavailable",
+			zap.Stringer("tp", tp))
+		return 0
+	}
+	n := 0
+	for off := rep.StartOffset(); off < rep.HighWatermark(); {
+		res := rep.Read(off, replayReadBytes)
+		next := off
+		err := errors.New("nothing read")
+		if res.Err == 0 && len(res.Records) > 0 {
+			err = batch.Split(res.Records, func(h batch.Header, raw []byte) error {
+				if h.NextOffset() > off {
+					n += b.replayBatch(tp, raw)
+					next = h.NextOffset()
+				}
+				return nil
+			})
+		}
+		if err != nil || next == off {
+			b.lg.Error("offsets partition replay stopped", zap.Stringer("tp", tp),
+				zap.Int64("offset", off), zap.Int16("code", res.Err), zap.Error(err))
+			return n
+		}
+		off = next
+	}
+	return n
+}
+
+func (b *Broker) replayBatch(tp core.TopicPartition, raw []byte) int {
+	kvs, err := batch.Records(raw)
+	if err != nil {
+		b.lg.Warn("unreadable batch in the offsets topic", zap.Stringer("tp", tp),
+			zap.Error(err))
+		return 0
+	}
+	n := 0
+	for _, kv := range kvs {
+		gid, otp, err := group.DecodeKey(kv.Key)
+		if err == nil && kv.Value != nil {
+			var o group.Offset
+			if o, err = group.DecodeValue(kv.Value); err == nil {
+				b.groups.coord.ApplyOffset(gid, otp, &o)
+			}
+		} else if err == nil {
+			b.groups.coord.ApplyOffset(gid, otp, nil)
+		}
+		switch {
+		case err == nil:
+			n++
+		case !errors.Is(err, group.ErrNotOffsetRecord):
+			b.lg.Warn("unreadable record in the offsets topic", zap.Stringer("tp", tp),
+				zap.Error(err))
+		}
+	}
+	return n
+}
+
+// offsetsPartition is the offsets partition that holds a group's commits.
+func (b *Broker) offsetsPartition(groupID string) core.TopicPartition {
+	return core.TopicPartition{Topic: group.OffsetsTopic,
+		Partition: group.Partition(groupID, b.groups.parts)}
+}
+
+// coordinatorCode says whether this node can serve a group now (0), or which
+// retriable error the client should get: the group's offsets partition is offline.
+func (b *Broker) coordinatorCode(groupID string) int16 {
+	if b.groups.parts == 0 {
+		return 0 // no offsets yet; the first write creates the topic
+	}
+	if rep := b.replicas[b.offsetsPartition(groupID)]; rep == nil || rep.Offline() {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return 0
+}
+
+// writeOffsets appends offset records (a nil value deletes) for groupID and calls done
+// once they are durable (0) or failed (the error for the client). It never calls done
+// with 0 before the high-water mark covers the batch.
+func (b *Broker) writeOffsets(groupID string, kvs []batch.KV, done func(code int16)) {
+	if len(kvs) == 0 {
+		done(0)
+		return
+	}
+	if b.groups.parts == 0 {
+		if b.groups.nWrite+len(b.groups.created) >= maxOffsetWrites {
+			done(kerr.CoordinatorNotAvailable.Code)
+			return
+		}
+		b.groups.created = append(b.groups.created, func() {
+			if b.groups.parts == 0 {
+				done(kerr.CoordinatorNotAvailable.Code) // creation failed; clients retry
+				return
+			}
+			b.writeOffsets(groupID, kvs, done)
+		})
+		b.ensureOffsetsTopic()
+		return
+	}
+	tp := b.offsetsPartition(groupID)
+	rep, code := b.replicaFor(tp)
+	if code == 0 && b.groups.nWrite >= maxOffsetWrites {
+		code = kerr.RequestTimedOut.Code
+	}
+	if code != 0 {
+		done(offsetWriteError(code))
+		return
+	}
+	res := rep.Append(b.now.Millis(), batch.Build(kvs, batch.NoProducer, b.now.Millis()))
+	if res.Err != 0 {
+		done(offsetWriteError(res.Err))
+		return
+	}
+	b.groups.writes[tp] = append(b.groups.writes[tp], &offsetWrite{res.WaitOffset, done})
+	b.groups.nWrite++
+	b.produces.dirty = append(b.produces.dirty, tp)
+	b.requestSyncs()
+	b.offsetWritesDurable(tp)
+}
+
+// offsetWritesDurable completes the writes on tp that the high-water mark now covers,
+// in append order. Called from hwmAdvanced.
+func (b *Broker) offsetWritesDurable(tp core.TopicPartition) {
+	ws := b.groups.writes[tp]
+	rep := b.replicas[tp]
+	i := 0
+	for rep != nil && i < len(ws) && rep.HighWatermark() >= ws[i].offset {
+		i++
+	}
+	if i == 0 {
+		return
+	}
+	b.storeOffsetWrites(tp, ws[i:])
+	for _, w := range ws[:i] {
+		w.done(0)
+	}
+}
+
+// offsetWritesFailed fails every write waiting on tp. Called from partitionFailed.
+func (b *Broker) offsetWritesFailed(tp core.TopicPartition, code int16) {
+	ws := b.groups.writes[tp]
+	b.storeOffsetWrites(tp, nil)
+	for _, w := range ws {
+		w.done(offsetWriteError(code))
+	}
+}
+
+func (b *Broker) storeOffsetWrites(tp core.TopicPartition, rest []*offsetWrite) {
+	b.groups.nWrite -= len(b.groups.writes[tp]) - len(rest)
+	if len(rest) == 0 {
+		delete(b.groups.writes, tp)
+		return
+	}
+	b.groups.writes[tp] = rest
+}
+
+// offsetWriteError maps a storage error to what Kafka answers for a failed commit.
+func offsetWriteError(code int16) int16 {
+	switch code {
+	case kerr.UnknownTopicOrPartition.Code, kerr.NotEnoughReplicas.Code,
+		kerr.NotEnoughReplicasAfterAppend.Code, kerr.RequestTimedOut.Code:
+		return kerr.CoordinatorNotAvailable.Code
+	case kerr.NotLeaderForPartition.Code, kerr.KafkaStorageError.Code:
+		return kerr.NotCoordinator.Code
+	case kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code, kerr.InvalidFetchSize.Code:
+		return kerr.InvalidCommitOffsetSize.Code
+	}
+	return code
+}
+
+// groupChanged forgets a group left with nothing in it and re-arms its timer. Every
+// handler calls it after touching a group.
+func (b *Broker) groupChanged(id string) {
+	b.groups.coord.Collect(id)
+	var at core.Time
+	ok := false
+	if g := b.groups.coord.Group(id); g != nil {
+		at, ok = g.NextDeadline()
+	}
+	t, armed := b.groups.timers[id]
+	if armed && (!ok || at < t.at) {
+		b.cancelTimer(t.id)
+		delete(b.groups.timers, id)
+		armed = false
+	}
+	// A timer armed earlier than needed stays: it fires, ticks for nothing, re-arms.
+	if !ok || armed {
+		return
+	}
+	tid := b.setTimer(at, func() { b.groupTimerFired(id) })
+	b.groups.timers[id] = groupTimer{id: tid, at: at}
+}
+
+func (b *Broker) groupTimerFired(id string) {
+	delete(b.groups.timers, id)
+	if g := b.groups.coord.Group(id); g != nil {
+		g.Tick(b.now)
+	}
+	b.groupChanged(id)
+}
+
+// routeGroupRequest handles the group APIs; false when r is not one of them.
+func (b *Broker) routeGroupRequest(r Request) bool {
+	switch m := r.Msg.(type) {
+	case *kmsg.FindCoordinatorRequest:
+		b.reply(r, b.handleFindCoordinator(m))
+	case *kmsg.JoinGroupRequest:
+		b.handleJoinGroup(r, m)
+	case *kmsg.SyncGroupRequest:
+		b.handleSyncGroup(r, m)
+	case *kmsg.HeartbeatRequest:
+		b.reply(r, b.handleHeartbeat(m))
+	case *kmsg.LeaveGroupRequest:
+		b.reply(r, b.handleLeaveGroup(m))
+	case *kmsg.OffsetCommitRequest:
+		b.handleOffsetCommit(r, m)
+	case *kmsg.OffsetFetchRequest:
+		b.reply(r, b.handleOffsetFetch(m))
+	case *kmsg.DescribeGroupsRequest:
+		b.reply(r, b.handleDescribeGroups(m))
+	case *kmsg.ListGroupsRequest:
+		b.reply(r, b.handleListGroups(m))
+	case *kmsg.DeleteGroupsRequest:
+		b.handleDeleteGroups(r, m)
+	case *kmsg.OffsetDeleteRequest:
+		b.handleOffsetDelete(r, m)
+	default:
+		return false
+	}
+	return true
+}

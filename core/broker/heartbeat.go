@@ -1,0 +1,37 @@
+package broker
+
+// Heartbeat (API key 12), versions 0–4.
+//
+// Behaviour: keeps a member's session alive. Unknown group or member →
+// UNKNOWN_MEMBER_ID; another generation → ILLEGAL_GENERATION; a rebalance under way →
+// REBALANCE_IN_PROGRESS (the member must rejoin); a static member whose instance id
+// was taken over → FENCED_INSTANCE_ID. An empty group id gets INVALID_GROUP_ID.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Broker) handleHeartbeat(m *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
+	resp := m.ResponseKind().(*kmsg.HeartbeatResponse)
+	if resp.ErrorCode = b.memberGroupCode(m.Group); resp.ErrorCode != 0 {
+		return resp
+	}
+	g := b.groups.coord.Group(m.Group)
+	if g == nil {
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp
+	}
+	resp.ErrorCode = g.Heartbeat(b.now, m.MemberID, m.InstanceID, m.Generation)
+	b.groupChanged(m.Group)
+	return resp
+}
+
+// memberGroupCode checks the group id of a membership request (join, sync, heartbeat,
+// leave): those need a non-empty id, unlike the offset APIs.
+func (b *Broker) memberGroupCode(groupID string) int16 {
+	if groupID == "" {
+		return kerr.InvalidGroupID.Code
+	}
+	return b.coordinatorCode(groupID)
+}

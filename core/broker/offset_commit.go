@@ -1,0 +1,111 @@
+package broker
+
+// OffsetCommit (API key 8), versions 0–8.
+//
+// Behaviour: stores a group's offsets durably (groups.go) and answers once they are:
+// one batch per request in the group's __consumer_offsets partition, answered when the
+// high-water mark (with the default log.flush.policy=always: the fsync) covers it.
+//
+// Who may commit (Kafka's rules): a member of the current generation; or anyone with
+// generation -1 (and v0, which has no generation) while the group has no members —
+// simple consumers and admin tools; a group that does not exist is created by such a
+// commit. During CompletingRebalance → REBALANCE_IN_PROGRESS; unknown member →
+// UNKNOWN_MEMBER_ID; another generation (or a non-existent group with a generation) →
+// ILLEGAL_GENERATION; fenced static member → FENCED_INSTANCE_ID. A valid commit counts
+// as a heartbeat. Per partition: unknown topic or partition →
+// UNKNOWN_TOPIC_OR_PARTITION; metadata longer than offset.metadata.max.bytes →
+// OFFSET_METADATA_TOO_LARGE. Storage failures map as Kafka maps them
+// (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, INVALID_COMMIT_OFFSET_SIZE). The v1
+// commit timestamp and v2–v4 retention time are ignored: offsets do not expire.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/batch"
+	"github.com/sluicemq/sluice/core/group"
+)
+
+// pendingCommit is one partition of a commit waiting for durability.
+type pendingCommit struct {
+	tp     core.TopicPartition
+	offset group.Offset
+	part   *kmsg.OffsetCommitResponseTopicPartition
+}
+
+func (b *Broker) handleOffsetCommit(r Request, m *kmsg.OffsetCommitRequest) {
+	resp := m.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, t := range m.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	code := b.commitAllowed(m)
+	var pending []pendingCommit
+	var kvs []batch.KV
+	for ti, t := range m.Topics {
+		for pi, p := range t.Partitions {
+			rp := &resp.Topics[ti].Partitions[pi]
+			if rp.ErrorCode = code; code != 0 {
+				continue
+			}
+			pc := pendingCommit{tp: core.TopicPartition{Topic: t.Topic, Partition: p.Partition},
+				part: rp, offset: group.Offset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch,
+					CommitMs: b.now.Millis()}}
+			if p.Metadata != nil {
+				pc.offset.Metadata = *p.Metadata
+			}
+			if rp.ErrorCode = b.commitPartitionCode(pc); rp.ErrorCode != 0 {
+				continue
+			}
+			pending = append(pending, pc)
+			kvs = append(kvs, batch.KV{Key: group.EncodeKey(m.Group, pc.tp),
+				Value: group.EncodeValue(pc.offset)})
+		}
+	}
+	b.writeOffsets(m.Group, kvs, func(code int16) {
+		for _, pc := range pending {
+			if code != 0 {
+				pc.part.ErrorCode = code
+				continue
+			}
+			o := pc.offset
+			b.groups.coord.ApplyOffset(m.Group, pc.tp, &o)
+		}
+		b.reply(r, resp)
+	})
+}
+
+// commitAllowed checks the request as a whole: coordinator, group and member.
+func (b *Broker) commitAllowed(m *kmsg.OffsetCommitRequest) int16 {
+	if code := b.coordinatorCode(m.Group); code != 0 {
+		return code
+	}
+	g := b.groups.coord.Group(m.Group)
+	if g == nil {
+		if m.Generation < 0 {
+			return 0
+		}
+		return kerr.IllegalGeneration.Code
+	}
+	code := g.CheckCommit(b.now, m.Generation, m.MemberID, m.InstanceID)
+	b.groupChanged(m.Group) // the commit was a heartbeat
+	return code
+}
+
+func (b *Broker) commitPartitionCode(pc pendingCommit) int16 {
+	t := b.image.Topic(pc.tp.Topic)
+	switch {
+	case t == nil || pc.tp.Partition < 0 || pc.tp.Partition >= t.Partitions:
+		return kerr.UnknownTopicOrPartition.Code
+	case len(pc.offset.Metadata) > b.cfg.Groups.MetadataMaxBytes:
+		return kerr.OffsetMetadataTooLarge.Code
+	}
+	return 0
+}
