@@ -250,7 +250,7 @@ func TestPartitionLogStartBeyondRecoveredEndStartsEmpty(t *testing.T) {
 // zeroRand makes a crash keep no unsynced byte.
 type zeroRand struct{}
 
-func (zeroRand) Intn(int) int  { return 0 }
+func (zeroRand) Intn(int) int { return 0 }
 func (zeroRand) Int63() int64 { return 0 }
 
 func TestPartitionLogScanHeadersAcrossSegments(t *testing.T) {
