@@ -348,11 +348,22 @@ func (f *memFile) Write(p []byte) (int, error) {
 	}
 	if ferr != nil {
 		half := p[:len(p)/2]
-		f.node.data = append(f.node.data, half...)
+		f.node.appendBytes(half)
 		return len(half), pathErr("write", f.path, ferr)
 	}
-	f.node.data = append(f.node.data, p...)
+	f.node.appendBytes(p)
 	return len(p), nil
+}
+
+// appendBytes grows by doubling: append's gentler growth for large slices makes a
+// simulated disk copy each segment several times over.
+func (n *memNode) appendBytes(p []byte) {
+	if need := len(n.data) + len(p); need > cap(n.data) {
+		grown := make([]byte, len(n.data), max(need, 2*cap(n.data), 4096))
+		copy(grown, n.data)
+		n.data = grown
+	}
+	n.data = append(n.data, p...)
 }
 
 func (f *memFile) Sync() error {
