@@ -1,0 +1,192 @@
+package main
+
+// `sluice node`: run one node until SIGINT or SIGTERM.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/runtime"
+)
+
+func init() {
+	register("node", command{summary: "run a Sluice node", run: runNode})
+}
+
+const nodeSynopsis = "sluice node [--id N] [--listen HOST:PORT] [--advertise HOST:PORT] " +
+	"[--data DIR] [--config FILE]"
+
+// nodeSettings are the settings of `sluice node` that are not broker.Config: they come
+// from flags, or from Kafka's names for them in the config file.
+type nodeSettings struct {
+	listen, advertise, data string
+}
+
+func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
+	fs := newFlagSet("node", nodeSynopsis, stderr)
+	id := fs.Int("id", 1, "node id (node.id)")
+	listen := fs.String("listen", "127.0.0.1:9092", "`HOST:PORT` to accept Kafka clients on")
+	advertise := fs.String("advertise", "", "`HOST:PORT` clients are told to connect to "+
+		"(default: the listen address)")
+	data := fs.String("data", "./data", "`DIR` for the partition logs and node state")
+	configFile := fs.String("config", "", "server.properties style `FILE` of key=value settings")
+	if _, err := parseCommand(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printSettings(stderr)
+			return 0
+		}
+		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	cfg := broker.DefaultConfig()
+	ns := nodeSettings{listen: *listen, advertise: *advertise, data: *data}
+	if *configFile != "" {
+		if err := loadConfigFile(*configFile, &cfg, &ns); err != nil {
+			fmt.Fprintf(stderr, "sluice node: %v\n", err)
+			return 1
+		}
+	}
+	// The command line beats the config file, which beats the defaults.
+	if set["id"] {
+		if *id < 0 || *id > 1<<31-1 {
+			return usageNode(fs, "--id must be between 0 and 2147483647, got %d", *id)
+		}
+		cfg.NodeID = int32(*id)
+	}
+	if set["listen"] {
+		ns.listen = *listen
+	}
+	if set["advertise"] {
+		ns.advertise = *advertise
+	}
+	if set["data"] {
+		ns.data = *data
+	}
+	return serveNode(runtime.Options{ListenAddr: ns.listen, AdvertisedAddr: ns.advertise,
+		DataDir: ns.data, Config: cfg, Logger: newNodeLogger(stderr)}, stderr)
+}
+
+func usageNode(fs *flag.FlagSet, format string, args ...any) int {
+	_ = usageErr(fs, format, args...)
+	return 2
+}
+
+// serveNode runs the node until a signal, then shuts it down gracefully. A second
+// signal during shutdown kills the process (the default handling is restored).
+func serveNode(opts runtime.Options, stderr io.Writer) int {
+	lg := opts.Logger
+	defer func() { _ = lg.Sync() }()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	node := runtime.NewNode(opts)
+	if err := node.Start(context.Background()); err != nil {
+		fmt.Fprintf(stderr, "sluice node: %v\n", err)
+		return 1
+	}
+	<-ctx.Done()
+	stop()
+	lg.Info("signal received, shutting down (a second signal kills the node)")
+	if err := node.Close(); err != nil {
+		fmt.Fprintf(stderr, "sluice node: shutdown: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// loadConfigFile applies a server.properties style file: key=value lines, '#' or '!'
+// comments, blank lines ignored. Kafka's listener and directory names set the node's
+// address and data directory; everything else goes through broker.Config.Set.
+func loadConfigFile(path string, cfg *broker.Config, ns *nodeSettings) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("cannot read config file: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || text[0] == '#' || text[0] == '!' {
+			continue
+		}
+		key, value, ok := strings.Cut(text, "=")
+		if !ok {
+			return fmt.Errorf("config file %s line %d: expected key=value, got %q", path, line, text)
+		}
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		if err := applySetting(key, value, cfg, ns); err != nil {
+			return fmt.Errorf("config file %s line %d: %w", path, line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	return nil
+}
+
+func applySetting(key, value string, cfg *broker.Config, ns *nodeSettings) error {
+	var err error
+	switch key {
+	case "listeners":
+		ns.listen, err = listenerAddr(key, value)
+	case "advertised.listeners":
+		ns.advertise, err = listenerAddr(key, value)
+	case "log.dirs", "log.dir":
+		if strings.Contains(value, ",") {
+			return fmt.Errorf("%s: Sluice keeps its data in one directory, got %q", key, value)
+		}
+		ns.data = value
+	default:
+		err = cfg.Set(key, value)
+	}
+	return err
+}
+
+// listenerAddr accepts Kafka's listener syntax for one plaintext listener:
+// PLAINTEXT://host:port or host:port.
+func listenerAddr(key, value string) (string, error) {
+	if strings.Contains(value, ",") {
+		return "", fmt.Errorf("%s: only one listener is supported, got %q", key, value)
+	}
+	if scheme, addr, ok := strings.Cut(value, "://"); ok {
+		if !strings.EqualFold(scheme, "PLAINTEXT") {
+			return "", fmt.Errorf("%s: only PLAINTEXT listeners are supported, got %q", key, value)
+		}
+		value = addr
+	}
+	return value, nil
+}
+
+// printSettings lists what a config file may contain (for `sluice node -h`).
+func printSettings(w io.Writer) {
+	fmt.Fprintln(w, "\nconfig file settings (key=value):")
+	fmt.Fprintln(w, "  listeners, advertised.listeners, log.dirs")
+	for _, name := range broker.SettingNames() {
+		fmt.Fprintf(w, "  %s\n", name)
+	}
+}
+
+// newNodeLogger is a production-style zap logger (JSON, info and above, sampled so that
+// a flood of bad connections cannot drown the log) writing to stderr.
+func newNodeLogger(stderr io.Writer) *zap.Logger {
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(stderr)),
+		zap.InfoLevel)
+	core = zapcore.NewSamplerWithOptions(core, time.Second, 100, 100)
+	return zap.New(core, zap.AddCaller(), zap.AddStacktrace(zap.ErrorLevel))
+}

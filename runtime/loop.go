@@ -1,0 +1,132 @@
+package runtime
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/core/meta"
+	"github.com/sluicemq/sluice/core/replica"
+	"github.com/sluicemq/sluice/disk"
+)
+
+// loop is the event loop: the only goroutine that steps the broker after Start (E5).
+// Completions (fsyncs, metadata commits) are taken before new requests: they finish
+// work already accepted and free the resources new requests would wait for.
+func (n *Node) loop() {
+	defer close(n.loopDone)
+	for {
+		select {
+		case in := <-n.completions:
+			n.step(in)
+			continue
+		default:
+		}
+		select {
+		case in := <-n.completions:
+			n.step(in)
+		case in := <-n.inbox:
+			n.step(in)
+		case <-n.timers.C():
+			n.fireTimers()
+		case <-n.stopLoop:
+			return
+		}
+	}
+}
+
+func (n *Node) step(in broker.Input) { n.b.Step(n.now(), in) }
+
+// fireTimers steps every timer that is due, oldest first.
+func (n *Node) fireTimers() {
+	n.fired = n.timers.due(n.now(), n.fired[:0])
+	for _, id := range n.fired {
+		n.step(broker.TimerFired{ID: id})
+	}
+}
+
+// deliverCompletion hands a finished effect to the loop; false once the node stops.
+func (n *Node) deliverCompletion(in broker.Input) bool {
+	select {
+	case n.completions <- in:
+		return true
+	case <-n.stopping:
+		return false
+	}
+}
+
+// sink is the wire server's way into the loop. It blocks while the inbox is full: that
+// is the backpressure on connection readers. The server has finished delivering before
+// the loop stops (Close shuts the server down first), so it cannot block forever; the
+// stopLoop case is a guard.
+type sink struct{ n *Node }
+
+func (s sink) Request(r broker.Request) { s.put(r) }
+func (s sink) ConnClosed(conn uint64)   { s.put(broker.ConnClosed{Conn: conn}) }
+
+func (s sink) put(in broker.Input) {
+	select {
+	case s.n.inbox <- in:
+	case <-s.n.stopLoop:
+	}
+}
+
+// env implements broker.Env. Its methods run on the loop goroutine, inside Step, and
+// never wait for I/O other than opening or removing a log.
+type env struct{ n *Node }
+
+var _ broker.Env = env{}
+
+// Reply hands the answer to the connection's writer, which keeps request order (E1).
+func (e env) Reply(r broker.Reply) { e.n.srv.Reply(r) }
+
+// SetTimer arms a timer; the loop delivers TimerFired at or after at (E4).
+func (e env) SetTimer(at core.Time, id uint64) { e.n.timers.add(e.n.now(), at, id) }
+
+// SyncLog queues log.Sync on the sync pool; SyncDone follows once it returned (E2).
+func (e env) SyncLog(tp core.TopicPartition, incarnation, token uint64, log replica.Log) {
+	e.n.syncer.submit(tp, incarnation, token, log)
+}
+
+// OpenLog opens, recovering, or creates the partition's log in logs/<topic>-<partition>.
+func (e env) OpenLog(tp core.TopicPartition, cfg replica.SegmentConfig) (replica.Log, error) {
+	n := e.n
+	if old := n.logs[tp]; old != nil {
+		return nil, fmt.Errorf("log of %s is already open", tp)
+	}
+	pl, err := disk.OpenPartitionLog(disk.OSFS{}, n.logDir(tp), n.state, logStatePrefix(tp),
+		cfg, n.now().Millis(), n.lg)
+	if err != nil {
+		return nil, err
+	}
+	l := &nodeLog{PartitionLog: pl, n: n, tp: tp}
+	n.logs[tp] = l
+	return l, nil
+}
+
+// RemoveLog deletes a closed partition log's files and node-local state.
+func (e env) RemoveLog(tp core.TopicPartition) error {
+	n := e.n
+	if n.logs[tp] != nil {
+		return fmt.Errorf("log of %s is still open", tp)
+	}
+	return disk.RemovePartitionLog(disk.OSFS{}, n.logDir(tp), n.state, logStatePrefix(tp))
+}
+
+// ProposeMeta queues the record for the metadata log; MetaCommitted follows (E3).
+func (e env) ProposeMeta(rec meta.Record, token uint64) { e.n.metaW.submit(rec, token) }
+
+func (e env) Logger() *zap.Logger { return e.n.lg }
+
+// logDir is the partition's directory. Topic names are limited to [a-zA-Z0-9._-], and
+// the partition is the text after the last '-', so two partitions never share a name.
+func (n *Node) logDir(tp core.TopicPartition) string {
+	return filepath.Join(n.logsDir(), tp.String())
+}
+
+// logStatePrefix is the partition's key prefix in the state store; it ends with '/' so
+// that no partition's prefix is a prefix of another's.
+func logStatePrefix(tp core.TopicPartition) string { return "log/" + tp.String() + "/" }

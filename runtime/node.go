@@ -1,0 +1,252 @@
+package runtime
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand"
+	stdnet "net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/core/replica"
+	"github.com/sluicemq/sluice/disk"
+	kafkanet "github.com/sluicemq/sluice/net"
+)
+
+// Node is one running Sluice node: the broker actor, its event loop, and the real I/O
+// around it. Create it with NewNode, then Start; Close shuts it down.
+type Node struct {
+	opts Options
+	lg   *zap.Logger
+
+	clockStart time.Time // wall clock with a monotonic reading, taken at Start
+	clockBase  int64     // clockStart in ns since the epoch
+	lastNow    core.Time
+
+	state   *disk.PebbleState
+	metaLog *disk.MetaLog
+	srv     *kafkanet.Server
+	b       *broker.Broker
+
+	inbox       chan broker.Input // from connection readers: requests, closed connections
+	completions chan broker.Input // from the sync pool and the metadata writer
+	stopLoop    chan struct{}     // closed to end the event loop
+	loopDone    chan struct{}
+	stopping    chan struct{} // closed once helpers must stop delivering
+
+	timers  *timers
+	fired   []uint64
+	logs    map[core.TopicPartition]*nodeLog // open logs; owned by the loop
+	syncer  *syncer
+	metaW   *metaWriter
+	started bool
+
+	closeOnce sync.Once
+	closeErr  error
+	closed    chan struct{}
+}
+
+// NewNode returns a node that will run with opts once started.
+func NewNode(opts Options) *Node {
+	opts.defaults()
+	return &Node{
+		opts:        opts,
+		lg:          opts.Logger,
+		inbox:       make(chan broker.Input, opts.InboxSize),
+		completions: make(chan broker.Input, opts.InboxSize),
+		stopLoop:    make(chan struct{}),
+		loopDone:    make(chan struct{}),
+		stopping:    make(chan struct{}),
+		timers:      newTimers(),
+		logs:        map[core.TopicPartition]*nodeLog{},
+		closed:      make(chan struct{}),
+	}
+}
+
+// Start opens the node's state, recovers its metadata and partition logs, and starts
+// serving. It returns once clients can connect. When ctx ends, the node shuts down as
+// Close does. On error everything opened so far is closed again.
+func (n *Node) Start(ctx context.Context) error {
+	if n.started {
+		return errors.New("node already started")
+	}
+	n.started = true
+	n.clockStart = time.Now()
+	n.clockBase = n.clockStart.UnixNano()
+	if err := n.open(); err != nil {
+		n.release()
+		return err
+	}
+	go n.loop()
+	n.srv.Start()
+	n.lg.Info("node serving", zap.Int32("node", n.opts.Config.NodeID),
+		zap.String("listen", n.srv.Addr()), zap.String("advertise", n.opts.AdvertisedAddr),
+		zap.String("data", n.opts.DataDir))
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = n.Close()
+		case <-n.closed:
+		}
+	}()
+	return nil
+}
+
+// open does everything of Start that can fail, before any goroutine runs.
+func (n *Node) open() error {
+	// Listen first: a busy port is the likeliest failure and needs no cleanup of state.
+	var err error
+	if n.srv, err = kafkanet.Listen(n.opts.ListenAddr, sink{n}, kafkanet.Options{
+		MaxRequestBytes: n.opts.MaxRequestBytes, Logger: n.lg.Named("net"),
+	}); err != nil {
+		return fmt.Errorf("listen on %s: %w", n.opts.ListenAddr, err)
+	}
+	if err := n.setAdvertised(); err != nil {
+		return err
+	}
+	for _, dir := range []string{n.logsDir(), n.stateDir()} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create data directory: %w", err)
+		}
+	}
+	if n.state, err = disk.OpenPebbleState(n.stateDir(), n.lg); err != nil {
+		return fmt.Errorf("open node state in %s: %w", n.stateDir(), err)
+	}
+	if n.metaLog, err = disk.NewMetaLog(n.state); err != nil {
+		return fmt.Errorf("open metadata log: %w", err)
+	}
+	records, err := n.metaLog.Load()
+	if err != nil {
+		return fmt.Errorf("load metadata log: %w", err)
+	}
+	n.syncer = newSyncer(n.opts.SyncWorkers, n.deliverCompletion)
+	n.metaW = newMetaWriter(n.metaLog, n.deliverCompletion)
+	n.b = broker.New(n.opts.Config, env{n}, rand.New(rand.NewSource(seed())))
+	// Start runs here, before the loop goroutine exists, so it is still one step at a
+	// time (E5); it opens and recovers every partition log.
+	n.step(broker.Start{Records: records})
+	return nil
+}
+
+// setAdvertised fills the broker's advertised host and port, defaulting to the address
+// actually listened on (which knows the real port when 0 was asked for).
+func (n *Node) setAdvertised() error {
+	if n.opts.AdvertisedAddr == "" {
+		n.opts.AdvertisedAddr = n.srv.Addr()
+	}
+	host, portStr, err := stdnet.SplitHostPort(n.opts.AdvertisedAddr)
+	if err != nil {
+		return fmt.Errorf("advertised address %q: %w", n.opts.AdvertisedAddr, err)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || port == 0 {
+		return fmt.Errorf("advertised address %q: port must be 1-65535", n.opts.AdvertisedAddr)
+	}
+	if ip := stdnet.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return fmt.Errorf("advertised address %q: clients cannot connect to an unspecified "+
+			"host; give --advertise a reachable host name or address", n.opts.AdvertisedAddr)
+	}
+	n.opts.Config.AdvertisedHost, n.opts.Config.AdvertisedPort = host, int32(port)
+	return nil
+}
+
+// Addr is the address the node listens on (with the real port when 0 was asked).
+func (n *Node) Addr() string { return n.srv.Addr() }
+
+func (n *Node) logsDir() string  { return filepath.Join(n.opts.DataDir, "logs") }
+func (n *Node) stateDir() string { return filepath.Join(n.opts.DataDir, "state") }
+
+// now is the node's clock: the wall clock at start plus monotonic time since, so it
+// never goes backwards when the wall clock is stepped.
+func (n *Node) now() core.Time {
+	t := core.Time(n.clockBase + int64(time.Since(n.clockStart)))
+	if t < n.lastNow {
+		t = n.lastNow
+	}
+	n.lastNow = t
+	return t
+}
+
+func seed() int64 {
+	var b [8]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return time.Now().UnixNano()
+	}
+	return int64(binary.LittleEndian.Uint64(b[:]))
+}
+
+// Close shuts the node down: it stops accepting connections and reading requests, lets
+// the requests already read be answered (up to DrainTimeout), stops the event loop,
+// syncs and closes every open log, and closes the state store. It is safe to call more
+// than once; every call returns the first call's result.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		defer close(n.closed)
+		if !n.started {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), n.opts.DrainTimeout)
+		err := n.srv.Shutdown(ctx)
+		cancel()
+		close(n.stopLoop)
+		<-n.loopDone
+		n.closeErr = errors.Join(err, n.release())
+		n.lg.Info("node stopped", zap.Error(n.closeErr))
+	})
+	return n.closeErr
+}
+
+// release stops the helpers and closes logs and state; the loop is not running.
+func (n *Node) release() error {
+	close(n.stopping)
+	if n.syncer != nil {
+		n.syncer.stop()
+	}
+	if n.metaW != nil {
+		n.metaW.stop()
+	}
+	n.timers.stop()
+	var errs []error
+	for tp, l := range n.logs {
+		if err := l.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("sync %s: %w", tp, err))
+		}
+		if err := l.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", tp, err))
+		}
+	}
+	if n.srv != nil && n.b == nil { // failed start: the listener is still open
+		errs = append(errs, n.srv.Close())
+	}
+	if n.state != nil {
+		errs = append(errs, n.state.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// nodeLog is a partition log the node opened. It forgets itself when the broker closes
+// it, so that shutdown syncs and closes exactly the logs still open.
+type nodeLog struct {
+	*disk.PartitionLog
+	n  *Node
+	tp core.TopicPartition
+}
+
+var _ replica.Log = (*nodeLog)(nil)
+
+func (l *nodeLog) Close() error {
+	if l.n.logs[l.tp] == l {
+		delete(l.n.logs, l.tp)
+	}
+	return l.PartitionLog.Close()
+}

@@ -1,0 +1,63 @@
+package runtime
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core/broker"
+)
+
+// Options configure a Node. Zero values take the defaults named on each field.
+type Options struct {
+	// ListenAddr is host:port to accept Kafka clients on; port 0 picks a free port
+	// (Node.Addr tells which). Default 127.0.0.1:9092.
+	ListenAddr string
+	// AdvertisedAddr is host:port clients are told to connect to (Metadata). Default:
+	// the address actually listened on.
+	AdvertisedAddr string
+	// DataDir holds the partition logs and the node's state. Default ./data.
+	DataDir string
+	// Config is the broker's configuration. A zero Config (no TopicDefaults) means
+	// broker.DefaultConfig(). AdvertisedHost and AdvertisedPort are overwritten from
+	// AdvertisedAddr.
+	Config broker.Config
+	// Logger receives the node's logs. Default: none.
+	Logger *zap.Logger
+
+	// DrainTimeout bounds how long Close waits for answers to requests already read
+	// (a long-polling fetch answers at its max wait). Default 5s.
+	DrainTimeout time.Duration
+	// SyncWorkers is the number of goroutines running fsyncs. Default 4.
+	SyncWorkers int
+	// InboxSize bounds the inputs waiting for the event loop; connection readers block
+	// when it is full. Default 4096.
+	InboxSize int
+	// MaxRequestBytes is the largest request frame (socket.request.max.bytes). Default
+	// 100 MiB.
+	MaxRequestBytes int
+}
+
+func (o *Options) defaults() {
+	if o.ListenAddr == "" {
+		o.ListenAddr = "127.0.0.1:9092"
+	}
+	if o.DataDir == "" {
+		o.DataDir = "data"
+	}
+	if o.Config.TopicDefaults == nil {
+		o.Config = broker.DefaultConfig()
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 5 * time.Second
+	}
+	if o.SyncWorkers <= 0 {
+		o.SyncWorkers = 4
+	}
+	if o.InboxSize <= 0 {
+		o.InboxSize = 4096
+	}
+}
