@@ -22,7 +22,8 @@ func benchBatches(n int) ([]batch.Header, [][]byte) {
 func benchAppend(b *testing.B, fsys FS, dir string, syncEvery int) {
 	const n = 1024
 	hs, bs := benchBatches(n)
-	l, err := OpenPartitionLog(fsys, dir, NewMemState(), "p/", replica.SegmentConfig{SegmentBytes: 64 << 20}, 0, zap.NewNop())
+	cfg := replica.SegmentConfig{SegmentBytes: 64 << 20}
+	l, err := OpenPartitionLog(fsys, dir, NewMemState(), "p/", cfg, 0, zap.NewNop())
 	require.NoError(b, err)
 	defer l.Close()
 	b.SetBytes(int64(len(bs[0])))
@@ -50,7 +51,9 @@ func BenchmarkAppendMemFS(b *testing.B)           { benchAppend(b, NewMemFS(), "
 func BenchmarkReadOSFS(b *testing.B) {
 	const n = 2048
 	hs, bs := benchBatches(n)
-	l, err := OpenPartitionLog(OSFS{}, b.TempDir()+"/p", NewMemState(), "p/", replica.SegmentConfig{}, 0, zap.NewNop())
+	dir := b.TempDir() + "/p"
+	l, err := OpenPartitionLog(OSFS{}, dir, NewMemState(), "p/", replica.SegmentConfig{}, 0,
+		zap.NewNop())
 	require.NoError(b, err)
 	defer l.Close()
 	for i := range bs {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"math"
 
 	"github.com/sluicemq/sluice/core/batch"
 )
@@ -47,7 +48,8 @@ func (x *segIndex) add(h *batch.Header, base, pos int64, interval int) {
 	if h.MaxTimestamp > x.maxTs {
 		x.maxTs, x.maxTsOff = h.MaxTimestamp, h.BaseOffset
 		if len(x.times) == 0 || pos-x.lastTime >= int64(interval) {
-			x.times = append(x.times, timeEntry{ts: h.MaxTimestamp, rel: uint32(h.BaseOffset - base), pos: uint32(pos)})
+			e := timeEntry{ts: h.MaxTimestamp, rel: uint32(h.BaseOffset - base), pos: uint32(pos)}
+			x.times = append(x.times, e)
 			x.lastTime = pos
 		}
 	}
@@ -216,7 +218,11 @@ func decodeIndexes(offB, timeB []byte) (indexHeader, segIndex, error) {
 			rel: binary.BigEndian.Uint32(p[8:]),
 			pos: binary.BigEndian.Uint32(p[12:]),
 		}
-		if int64(e.pos) >= oh.size || e.ts > oh.maxTs || (i > 0 && (e.pos <= x.times[i-1].pos || e.ts <= x.times[i-1].ts)) {
+		prev := timeEntry{ts: math.MinInt64}
+		if i > 0 {
+			prev = x.times[i-1]
+		}
+		if int64(e.pos) >= oh.size || e.ts > oh.maxTs || (i > 0 && e.pos <= prev.pos) || e.ts <= prev.ts {
 			return oh, x, errBadIndex
 		}
 		x.times[i] = e

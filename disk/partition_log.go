@@ -98,6 +98,8 @@ func (l *PartitionLog) createdKey(base int64) []byte {
 	return fmt.Appendf(nil, "%sseg/%020d", l.prefix, base)
 }
 
+func be64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+
 func (l *PartitionLog) active() *segment { return l.segs[len(l.segs)-1] }
 
 // usable returns the error every call reports once the log is closed or offline.
@@ -153,7 +155,7 @@ func (l *PartitionLog) Append(nowMs int64, h batch.Header, b []byte) error {
 	if act.size == 0 {
 		// segment.ms counts from the first batch; record it before the batch exists so
 		// a recovered segment never looks younger than it is.
-		if err := l.state.Set(l.createdKey(act.base), binary.BigEndian.AppendUint64(nil, uint64(nowMs))); err != nil {
+		if err := l.state.Set(l.createdKey(act.base), be64(nowMs)); err != nil {
 			return fmt.Errorf("append to %s: record segment time: %w", l.dir, err)
 		}
 		act.createdMs = nowMs
@@ -308,7 +310,7 @@ func (l *PartitionLog) SetStartOffset(offset int64) error {
 		return fmt.Errorf("set start offset of %s to %d: %w (end offset %d)", l.dir, offset,
 			ErrOutOfRange, l.active().next)
 	}
-	if err := l.state.Set(l.startKey(), binary.BigEndian.AppendUint64(nil, uint64(offset))); err != nil {
+	if err := l.state.Set(l.startKey(), be64(offset)); err != nil {
 		return fmt.Errorf("set start offset of %s: %w", l.dir, err)
 	}
 	l.start = offset

@@ -112,16 +112,18 @@ func TestPartitionLogCreatedTimeSurvivesReopen(t *testing.T) {
 	l := openTestLog(t, m, st, replica.SegmentConfig{SegmentMs: 100})
 	appendBatch(t, l, 5000, 1, 10, 1)
 	require.NoError(t, l.Close())
-	l, err := OpenPartitionLog(m, "data/t-0", st, "log/t-0/", replica.SegmentConfig{SegmentMs: 100}, 9999, zap.NewNop())
+	cfg := replica.SegmentConfig{SegmentMs: 100}
+	l, err := OpenPartitionLog(m, "data/t-0", st, "log/t-0/", cfg, 9999, zap.NewNop())
 	require.NoError(t, err)
 	defer l.Close()
 	require.Equal(t, int64(5000), l.Segments()[0].CreatedMs)
 	appendBatch(t, l, 5100, 1, 10, 1)
-	require.Len(t, l.Segments(), 2, "the segment's age counts from its first batch, not from the reopen")
+	require.Len(t, l.Segments(), 2, "age counts from the first batch, not from the reopen")
 }
 
 func TestPartitionLogTimestamps(t *testing.T) {
-	l := openTestLog(t, NewMemFS(), NewMemState(), replica.SegmentConfig{SegmentBytes: 1500, IndexInterval: 200})
+	cfg := replica.SegmentConfig{SegmentBytes: 1500, IndexInterval: 200}
+	l := openTestLog(t, NewMemFS(), NewMemState(), cfg)
 	defer l.Close()
 	ts, off := l.MaxTimestamp()
 	require.Equal(t, int64(-1), ts)
@@ -482,7 +484,10 @@ func TestRemovePartitionLog(t *testing.T) {
 	_, err := m.Stat("data/t-0")
 	require.Error(t, err)
 	var keys []string
-	require.NoError(t, st.Scan(nil, func(k, _ []byte) error { keys = append(keys, string(k)); return nil }))
+	require.NoError(t, st.Scan(nil, func(k, _ []byte) error {
+		keys = append(keys, string(k))
+		return nil
+	}))
 	require.Equal(t, []string{"log/t-1/start"}, keys)
 	l = openTestLog(t, m, st, smallSegments)
 	defer l.Close()

@@ -130,7 +130,8 @@ func (l *PartitionLog) newEmptySegment(base, nowMs int64) error {
 	if err != nil {
 		return err
 	}
-	l.segs = append(l.segs, &segment{base: base, f: f, next: base, createdMs: nowMs, idx: newSegIndex()})
+	seg := &segment{base: base, f: f, next: base, createdMs: nowMs, idx: newSegIndex()}
+	l.segs = append(l.segs, seg)
 	return nil
 }
 
@@ -248,8 +249,11 @@ func (l *PartitionLog) loadIndexes(seg *segment, size int64) (indexHeader, segIn
 	if !l.batchAt(seg, 0, seg.base) {
 		return h, idx, false
 	}
-	if n := len(idx.offs); n > 0 && !l.batchAt(seg, int64(idx.offs[n-1].pos), seg.base+int64(idx.offs[n-1].rel)) {
-		return h, idx, false
+	if n := len(idx.offs); n > 0 {
+		last := idx.offs[n-1]
+		if !l.batchAt(seg, int64(last.pos), seg.base+int64(last.rel)) {
+			return h, idx, false
+		}
 	}
 	return h, idx, true
 }

@@ -66,7 +66,9 @@ type corruptError struct {
 	err error
 }
 
-func (e *corruptError) Error() string { return fmt.Sprintf("bad batch at byte %d: %v", e.pos, e.err) }
+func (e *corruptError) Error() string {
+	return fmt.Sprintf("bad batch at byte %d: %v", e.pos, e.err)
+}
 func (e *corruptError) Unwrap() error { return e.err }
 
 var errShortBatch = errors.New("batch extends past the end of the segment")

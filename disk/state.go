@@ -51,13 +51,6 @@ func (s *MemState) Clone() *MemState {
 	return c
 }
 
-// Reopen returns a usable handle on the same contents after Close, as reopening a
-// pebble directory would.
-func (s *MemState) Reopen() *MemState {
-	c := s.Clone()
-	return c
-}
-
 // Get implements StateStore.
 func (s *MemState) Get(key []byte) ([]byte, bool, error) {
 	s.mu.Lock()

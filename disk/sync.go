@@ -67,8 +67,10 @@ func (l *PartitionLog) Sync() error {
 // instead. A failure is logged, not returned: indexes only speed up recovery.
 func (l *PartitionLog) writeIndexes(seg *segment, size int64) {
 	l.mu.Lock()
-	done := seg.indexedSize >= size || seg.indexFailed
-	h := indexHeader{base: seg.base, size: size, next: seg.next, maxTs: seg.idx.maxTs, maxTsOff: seg.idx.maxTsOff}
+	// A segment that grew since size was taken is not what the caller meant to certify.
+	done := seg.indexedSize >= size || seg.indexFailed || seg.size != size
+	h := indexHeader{base: seg.base, size: size, next: seg.next,
+		maxTs: seg.idx.maxTs, maxTsOff: seg.idx.maxTsOff}
 	offs, times := seg.idx.offs, seg.idx.times
 	l.mu.Unlock()
 	if done {
@@ -185,7 +187,8 @@ func (l *PartitionLog) removeSegment(s *segment) error {
 
 func removeSegmentFiles(fsys FS, dir string, base int64) error {
 	for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
-		if err := fsys.Remove(segmentFile(dir, base, suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		err := fsys.Remove(segmentFile(dir, base, suffix))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
