@@ -241,7 +241,7 @@ var configTypes = map[string]kmsg.ConfigType{
 	"retention.bytes":                 kmsg.ConfigTypeLong,
 	"retention.ms":                    kmsg.ConfigTypeLong,
 	"segment.bytes":                   kmsg.ConfigTypeInt,
-	"index.interval.bytes":             kmsg.ConfigTypeInt,
+	"index.interval.bytes":            kmsg.ConfigTypeInt,
 	"segment.ms":                      kmsg.ConfigTypeLong,
 	"num.partitions":                  kmsg.ConfigTypeInt,
 	"default.replication.factor":      kmsg.ConfigTypeInt,
