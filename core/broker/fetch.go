@@ -84,6 +84,8 @@ func (b *Broker) readFetchPartition(topic string, p *kmsg.FetchRequestTopicParti
 	budget int, strict bool) kmsg.FetchResponseTopicPartition {
 	rp := kmsg.NewFetchResponseTopicPartition()
 	rp.Partition = p.Partition
+	// Never null: librdkafka rejects a null record set (Fetch v4–v11) as a parse error.
+	rp.RecordBatches = []byte{}
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 	rep, code := b.replicaFor(core.TopicPartition{Topic: topic, Partition: p.Partition})
 	if code != 0 {
@@ -96,7 +98,7 @@ func (b *Broker) readFetchPartition(topic string, p *kmsg.FetchRequestTopicParti
 	rp.HighWatermark, rp.LastStableOffset = res.HighWatermark, res.HighWatermark
 	rp.LogStartOffset = res.StartOffset
 	// Only the first non-empty partition may exceed the limit (KIP-74).
-	if !strict || len(res.Records) <= limit {
+	if res.Records != nil && (!strict || len(res.Records) <= limit) {
 		rp.RecordBatches = res.Records
 	}
 	return rp

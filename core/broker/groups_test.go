@@ -292,3 +292,20 @@ func TestGroupSettings(t *testing.T) {
 	h.settle()
 	require.Equal(t, int32(3), h.b.image.Topic(group.OffsetsTopic).Partitions)
 }
+
+// TestFetchEmptyRecordSetIsNotNull guards kcat -G: librdkafka (Fetch v11) fails to parse
+// a partition whose record set is null, so a consumer at the end of a partition never
+// sees end-of-partition and never commits.
+func TestFetchEmptyRecordSetIsNotNull(t *testing.T) {
+	h := newHarness(t)
+	h.mustCreate("t", 1)
+	resp := h.b.readFetchPartition("t", &kmsg.FetchRequestTopicPartition{Partition: 0,
+		PartitionMaxBytes: 1 << 20}, 1<<20, false)
+	require.NotNil(t, resp.RecordBatches)
+	missing := h.b.readFetchPartition("missing", &kmsg.FetchRequestTopicPartition{},
+		1<<20, false)
+	require.NotNil(t, missing.RecordBatches)
+	wire := (&kmsg.FetchResponse{Version: 11, Topics: []kmsg.FetchResponseTopic{{Topic: "t",
+		Partitions: []kmsg.FetchResponseTopicPartition{resp}}}}).AppendTo(nil)
+	require.Equal(t, []byte{0, 0, 0, 0}, wire[len(wire)-4:], "record set size 0, not -1")
+}
