@@ -196,12 +196,12 @@ func (kv *keyValues) ptrMap() map[string]*string {
 	return m
 }
 
-// names is a repeatable plain-string flag (--delete-config).
-type names []string
+// nameList is a repeatable plain-string flag (--delete-config).
+type nameList []string
 
-func (n *names) String() string { return strings.Join(*n, ",") }
+func (n *nameList) String() string { return strings.Join(*n, ",") }
 
-func (n *names) Set(s string) error {
+func (n *nameList) Set(s string) error {
 	if s = strings.TrimSpace(s); s == "" {
 		return errors.New("empty name")
 	}

@@ -196,7 +196,7 @@ type alterOptions struct {
 	topic      string
 	partitions int
 	set        keyValues
-	unset      names
+	unset      nameList
 }
 
 func parseAlter(args []string, stderr io.Writer) (alterOptions, error) {
