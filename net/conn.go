@@ -30,6 +30,8 @@ type conn struct {
 	nc  net.Conn
 	lg  *zap.Logger
 
+	clientID string // the last request's client id; only the reader uses it
+
 	mu         sync.Mutex
 	q          fifo
 	inBytes    int  // request bytes in q
@@ -154,13 +156,14 @@ func (c *conn) waitRoom() bool {
 
 // handle decodes one request frame and routes it; false closes the connection.
 func (c *conn) handle(body []byte) bool {
-	h, rest, err := parseHeader(body)
+	h, rest, err := parseHeader(body, c.clientID)
 	if err != nil {
 		corr, _ := peekCorrelation(body)
 		c.lg.Warn("closing connection: malformed request header", zap.Int32("correlation_id", corr),
 			zap.Error(err))
 		return false
 	}
+	c.clientID = h.clientID
 	if h.key == int16(kmsg.ApiVersions) {
 		return c.apiVersions(h, rest, len(body))
 	}

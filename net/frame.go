@@ -20,10 +20,12 @@ type header struct {
 var errShortHeader = errors.New("frame too short for a request header")
 
 // parseHeader reads the fixed part of a request header (key, version, correlation id,
-// nullable client id) from body and returns the rest. Whether tagged fields follow
+// nullable client id) from body and returns the rest. A client id equal to prevClientID
+// reuses that string: a connection sends the same id every time, and this saves an
+// allocation per request. Whether tagged fields follow
 // depends on the key and version, so skipTags is the caller's next step for flexible
 // requests.
-func parseHeader(body []byte) (header, []byte, error) {
+func parseHeader(body []byte, prevClientID string) (header, []byte, error) {
 	if len(body) < 10 {
 		return header{}, nil, errShortHeader
 	}
@@ -41,7 +43,11 @@ func parseHeader(body []byte) (header, []byte, error) {
 	case n > len(rest):
 		return h, nil, fmt.Errorf("client id length %d exceeds the %d bytes left", n, len(rest))
 	default:
-		h.clientID = string(rest[:n])
+		if string(rest[:n]) == prevClientID { // compared without allocating
+			h.clientID = prevClientID
+		} else {
+			h.clientID = string(rest[:n])
+		}
 		rest = rest[n:]
 	}
 	return h, rest, nil

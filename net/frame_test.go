@@ -12,7 +12,7 @@ func TestParseHeaderNullClientIDAndTags(t *testing.T) {
 	body := []byte{0, 3, 0, 12, 0, 0, 0, 9, 0xff, 0xff, // Metadata v12, corr 9, null id
 		2, 1, 2, 0xaa, 0xbb, 5, 0, // two tagged fields, then the body starts
 		0x42}
-	h, rest, err := parseHeader(body)
+	h, rest, err := parseHeader(body, "")
 	require.NoError(t, err)
 	require.Equal(t, header{key: 3, version: 12, corr: 9}, h)
 	rest, err = skipTags(rest)
@@ -21,9 +21,9 @@ func TestParseHeaderNullClientIDAndTags(t *testing.T) {
 }
 
 func TestParseHeaderRejectsBadClientIDLength(t *testing.T) {
-	_, _, err := parseHeader([]byte{0, 3, 0, 1, 0, 0, 0, 1, 0, 5, 'a'})
+	_, _, err := parseHeader([]byte{0, 3, 0, 1, 0, 0, 0, 1, 0, 5, 'a'}, "")
 	require.Error(t, err)
-	_, _, err = parseHeader([]byte{0, 3, 0, 1, 0, 0, 0, 1, 0xff, 0xfe})
+	_, _, err = parseHeader([]byte{0, 3, 0, 1, 0, 0, 0, 1, 0xff, 0xfe}, "")
 	require.Error(t, err)
 }
 
@@ -78,7 +78,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		f.Add(frame(1, req)[4:])
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		h, rest, err := parseHeader(body)
+		h, rest, err := parseHeader(body, "")
 		if err != nil {
 			return
 		}
