@@ -5,9 +5,10 @@ package broker
 // Behaviour: this single node coordinates every group, so the answer is always this
 // node — unless the group's offsets partition is offline: COORDINATOR_NOT_AVAILABLE,
 // which clients retry. As in Kafka, the first group lookup creates __consumer_offsets
-// (commits wait for it). v4 batches keys: one entry per key, in request order. Transaction coordinators (key type 1) are this node too:
-// InitProducerId then refuses transactional ids until transactions exist, which clients
-// report at once instead of retrying forever. Other key types get INVALID_REQUEST.
+// (commits wait for it). v4 batches keys: one entry per key, in request order.
+// Transaction coordinators (key type 1) are this node too: InitProducerId then refuses
+// transactional ids until transactions exist, which clients report at once instead of
+// retrying forever. Other key types get INVALID_REQUEST.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,7 +20,8 @@ const (
 	coordinatorTransaction = 1
 )
 
-func (b *Broker) handleFindCoordinator(m *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+func (b *Broker) handleFindCoordinator(
+	m *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := m.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if m.Version >= 4 {
 		for _, key := range m.CoordinatorKeys {

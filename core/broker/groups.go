@@ -39,13 +39,16 @@ type GroupConfig struct {
 	OffsetsPartitions int32 // offsets.topic.num.partitions (Kafka: 50)
 	MetadataMaxBytes  int   // offset.metadata.max.bytes
 	Coordinator       group.Config
+	// CompactAfterRecords is how many records an offsets partition takes before it may
+	// be rewritten to its live offsets (groups_compact.go).
+	CompactAfterRecords int
 }
 
 // DefaultGroupConfig returns Kafka's defaults, except 8 offsets partitions: a single
 // node gains nothing from 50 logs.
 func DefaultGroupConfig() GroupConfig {
 	return GroupConfig{OffsetsPartitions: 8, MetadataMaxBytes: 4096,
-		Coordinator: group.DefaultConfig()}
+		Coordinator: group.DefaultConfig(), CompactAfterRecords: 50_000}
 }
 
 // groupSettingNames lists the names GroupConfig.set accepts.
@@ -98,6 +101,7 @@ type groupsState struct {
 	timers   map[string]groupTimer
 	writes   map[core.TopicPartition][]*offsetWrite // in append order
 	nWrite   int
+	compact  compactState
 }
 
 // groupTimer is the one live timer of a group.
@@ -121,6 +125,8 @@ func (b *Broker) startGroups() {
 	b.groups.coord = group.NewCoordinator(b.cfg.Groups.Coordinator, b.rnd)
 	b.groups.timers = map[string]groupTimer{}
 	b.groups.writes = map[core.TopicPartition][]*offsetWrite{}
+	b.groups.compact = compactState{since: map[core.TopicPartition]int{},
+		running: map[core.TopicPartition]bool{}}
 	if t := b.image.Topic(group.OffsetsTopic); t != nil {
 		b.loadOffsets(t)
 	}
@@ -193,6 +199,7 @@ func (b *Broker) replayOffsets(tp core.TopicPartition) int {
 		return 0
 	}
 	n := 0
+	defer func() { b.groups.compact.since[tp] = n }()
 	for off := rep.StartOffset(); off < rep.HighWatermark(); {
 		res := rep.Read(off, replayReadBytes)
 		next := off
@@ -302,6 +309,7 @@ func (b *Broker) writeOffsets(groupID string, kvs []batch.KV, done func(code int
 	}
 	b.groups.writes[tp] = append(b.groups.writes[tp], &offsetWrite{res.WaitOffset, done})
 	b.groups.nWrite++
+	b.groups.compact.since[tp] += len(kvs)
 	b.produces.dirty = append(b.produces.dirty, tp)
 	b.requestSyncs()
 	b.offsetWritesDurable(tp)
@@ -323,6 +331,7 @@ func (b *Broker) offsetWritesDurable(tp core.TopicPartition) {
 	for _, w := range ws[:i] {
 		w.done(0)
 	}
+	b.maybeCompactOffsets(tp)
 }
 
 // offsetWritesFailed fails every write waiting on tp. Called from partitionFailed.
