@@ -248,6 +248,17 @@ func TestGroupJoinValidation(t *testing.T) {
 	require.Equal(t, kerr.UnknownMemberID.Code, (*f.join(f.joinReq("ghost")))[0].Err)
 }
 
+func TestGroupMaxSizeCountsHandedOutIDs(t *testing.T) {
+	f := newFixture(t, 0)
+	f.c.cfg.MaxSize = 2
+	a, _ := f.newMember()
+	first := f.join(f.joinReq(""))
+	require.Equal(t, kerr.MemberIDRequired.Code, (*first)[0].Err)
+	require.Equal(t, kerr.GroupMaxSizeReached.Code, (*f.join(f.joinReq("")))[0].Err)
+	require.Zero(t, f.g.Leave(f.now, a, nil))
+	require.Equal(t, kerr.MemberIDRequired.Code, (*f.join(f.joinReq("")))[0].Err)
+}
+
 func TestGroupProtocolVoteWithLeaderTieBreak(t *testing.T) {
 	f := newFixture(t, 1000)
 	ra := f.joinReq("")

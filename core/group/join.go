@@ -70,10 +70,23 @@ func (g *Group) checkJoin(req JoinRequest) int16 {
 	case len(g.members) > 0 &&
 		(req.ProtocolType != g.protocolType || !g.supportsOneOf(req.Protocols)):
 		return kerr.InconsistentGroupProtocol.Code
-	case g.members[req.MemberID] == nil && len(g.members) >= g.cfg.MaxSize:
+	case req.MemberID == "" && !g.knownInstance(req.InstanceID) &&
+		len(g.members)+len(g.pending) >= g.cfg.MaxSize:
+		// Handed-out ids count too: a client looping on MEMBER_ID_REQUIRED cannot grow
+		// the group without bound.
 		return kerr.GroupMaxSizeReached.Code
 	}
 	return 0
+}
+
+// knownInstance reports a static member that is already in the group (a rejoin under a
+// new id replaces it rather than adding one).
+func (g *Group) knownInstance(instanceID *string) bool {
+	if instanceID == nil {
+		return false
+	}
+	_, ok := g.static[*instanceID]
+	return ok
 }
 
 // joinNew handles a member without an id.
