@@ -41,6 +41,15 @@ func startNodeAt(t *testing.T, dir, addr string) *runtime.Node {
 	return n
 }
 
+// startNodeB is startNode for benchmarks (no per-test logger: logs would dominate).
+func startNodeB(b *testing.B) *runtime.Node {
+	b.Helper()
+	n := runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0", DataDir: b.TempDir()})
+	require.NoError(b, n.Start(context.Background()))
+	b.Cleanup(func() { require.NoError(b, n.Close()) })
+	return n
+}
+
 // newClient is a kgo client with short timeouts, closed when the test ends.
 func newClient(t *testing.T, n *runtime.Node, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()

@@ -84,7 +84,8 @@ func (n *Node) Start(ctx context.Context) error {
 	n.clockStart = time.Now()
 	n.clockBase = n.clockStart.UnixNano()
 	if err := n.open(); err != nil {
-		n.release()
+		_ = n.release()
+		n.closeOnce.Do(func() { close(n.closed) }) // nothing left for Close to do
 		return err
 	}
 	go n.loop()

@@ -1,7 +1,9 @@
 package runtime_test
 
 import (
+	"context"
 	"encoding/binary"
+	stdnet "net"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/runtime"
 )
 
 func TestNodeApiVersionsNegotiatesWithKgo(t *testing.T) {
@@ -106,4 +109,28 @@ func TestNodeProduceV2GetsUnsupportedVersion(t *testing.T) {
 	mresp.SetVersion(1)
 	require.Equal(t, int32(12), readResponse(t, nc, mresp))
 	require.Len(t, mresp.Brokers, 1)
+}
+
+func TestNodeStartFailsCleanlyOnBusyPort(t *testing.T) {
+	n := startNode(t, "")
+	other := runtime.NewNode(runtime.Options{ListenAddr: n.Addr(), DataDir: t.TempDir()})
+	err := other.Start(testCtx(t, 5*time.Second))
+	require.ErrorContains(t, err, "listen on "+n.Addr())
+	require.NoError(t, other.Close(), "Close after a failed Start is a no-op")
+}
+
+func TestNodeStopsWhenStartContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	n := runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0", DataDir: t.TempDir()})
+	require.NoError(t, n.Start(ctx))
+	addr := n.Addr()
+	cancel()
+	require.Eventually(t, func() bool {
+		nc, err := stdnet.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			nc.Close()
+		}
+		return err != nil
+	}, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, n.Close())
 }

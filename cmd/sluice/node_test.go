@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicemq/sluice/core/broker"
+)
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "server.properties")
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	return path
+}
+
+func TestNodeConfigFileAppliesSettings(t *testing.T) {
+	path := writeConfig(t, `# a comment
+! another comment
+
+node.id = 7
+num.partitions=5
+log.retention.ms=1000
+listeners=PLAINTEXT://127.0.0.1:19093
+advertised.listeners=broker.example:19093
+log.dirs=/var/lib/sluice
+`)
+	cfg := broker.DefaultConfig()
+	var ns nodeSettings
+	require.NoError(t, loadConfigFile(path, &cfg, &ns))
+	require.Equal(t, int32(7), cfg.NodeID)
+	require.Equal(t, int32(5), cfg.NumPartitions)
+	require.Equal(t, "1000", cfg.TopicDefaults["retention.ms"])
+	require.Equal(t, nodeSettings{listen: "127.0.0.1:19093", advertise: "broker.example:19093",
+		data: "/var/lib/sluice"}, ns)
+}
+
+func TestNodeConfigFileErrorsNameTheLine(t *testing.T) {
+	for text, want := range map[string]string{
+		"num.partitions=3\n\nretention.msx=5\n": `line 3: unknown setting "retention.msx"`,
+		"num.partitions\n":                      `line 1: expected key=value, got "num.partitions"`,
+		"num.partitions=zero\n":                 `line 1: num.partitions: not a number: "zero"`,
+		"listeners=SSL://:9093\n":               `line 1: listeners: only PLAINTEXT listeners`,
+		"log.dirs=/a,/b\n":                      `line 1: log.dirs: Sluice keeps its data in one`,
+	} {
+		path := writeConfig(t, text)
+		cfg := broker.DefaultConfig()
+		err := loadConfigFile(path, &cfg, &nodeSettings{})
+		require.ErrorContains(t, err, "config file "+path+" "+want)
+	}
+}
+
+func TestNodeCommandReportsBadConfigAndFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	path := writeConfig(t, "bogus=1\n")
+	code := run([]string{"node", "--config", path}, nil, &stderr, &stderr)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr.String(), `line 1: unknown setting "bogus"`)
+
+	stderr.Reset()
+	require.Equal(t, 2, run([]string{"node", "--id", "-3"}, nil, &stderr, &stderr))
+	require.Contains(t, stderr.String(), "--id must be between 0 and 2147483647")
+
+	stderr.Reset()
+	require.Equal(t, 2, run([]string{"node", "stray"}, nil, &stderr, &stderr))
+	require.Contains(t, stderr.String(), `unexpected argument "stray"`)
+
+	stderr.Reset()
+	code = run([]string{"node", "--listen", "127.0.0.1:0", "--advertise", "0.0.0.0:9092",
+		"--data", t.TempDir()}, nil, &stderr, &stderr)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr.String(), "cannot connect to an unspecified host")
+}
