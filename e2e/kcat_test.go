@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// kcatPath finds kcat. CI installs it (.ci/run); a developer machine without it skips
+// these tests with a message saying how to get it.
+func kcatPath(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("kcat")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("kcat is not installed but CI must run the kcat tests (.ci/run installs it)")
+		}
+		t.Skip("kcat not installed (apt-get install kcat)")
+	}
+	return p
+}
+
+// kcat runs kcat with args, feeding stdin, bounded by timeout.
+func kcat(t *testing.T, timeout time.Duration, stdin []byte, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx(t, timeout), kcatPath(t), args...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		err = fmt.Errorf("kcat %v: %w\nstderr:\n%s", args, err, errb.String())
+	}
+	return out.String(), err
+}
+
+func TestKcatMetadataListsBrokerAndTopics(t *testing.T) {
+	kcatPath(t)
+	n := startNode(t, "")
+	// Producing to a new topic auto-creates it (num.partitions=3).
+	_, err := kcat(t, 20*time.Second, []byte("a:1\n"), "-b", n.addr, "-t", "auto", "-P", "-K:")
+	require.NoError(t, err)
+	out, err := kcat(t, 20*time.Second, nil, "-b", n.addr, "-L")
+	require.NoError(t, err)
+	require.Contains(t, out, "broker 1 at "+n.addr)
+	require.Contains(t, out, `topic "auto" with 3 partitions`)
+}
+
+// TestKcatProducesAndConsumes100kInOrder is the issue's acceptance run: 100k keyed
+// messages with acks 0, 1 and all, idempotence on, zstd, read back in order per
+// partition.
+func TestKcatProducesAndConsumes100kInOrder(t *testing.T) {
+	kcatPath(t)
+	if testing.Short() {
+		t.Skip("100k messages through real processes")
+	}
+	n := startNode(t, "")
+	const total = 100_000
+	var in bytes.Buffer
+	for i := 0; i < total; i++ {
+		fmt.Fprintf(&in, "k%d:%d\n", i%16, i)
+	}
+	file := filepath.Join(t.TempDir(), "in.txt")
+	require.NoError(t, os.WriteFile(file, in.Bytes(), 0o600))
+	runs := []struct {
+		topic string
+		extra []string
+	}{
+		{"acks0", []string{"-X", "acks=0"}},
+		{"acks1", []string{"-X", "acks=1"}},
+		{"acksall", []string{"-X", "acks=all", "-X", "enable.idempotence=true", "-z", "zstd"}},
+	}
+	for _, r := range runs {
+		t.Run(r.topic, func(t *testing.T) {
+			args := append([]string{"-b", n.addr, "-t", r.topic, "-P", "-K:", "-l", file}, r.extra...)
+			_, err := kcat(t, 120*time.Second, nil, args...)
+			require.NoError(t, err)
+			out, err := kcat(t, 120*time.Second, nil, "-b", n.addr, "-t", r.topic, "-C",
+				"-o", "beginning", "-e", "-f", "%p %o %k %s\n")
+			require.NoError(t, err)
+			checkKcatOutput(t, out, total, r.topic != "acks0")
+		})
+	}
+}
+
+// checkKcatOutput checks per-partition offsets ascend without gaps, each key stays in
+// one partition in production order, and (when exact) every message arrived once.
+func checkKcatOutput(t *testing.T, out string, total int, exact bool) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	nextOff := map[string]int64{}
+	keyPart := map[string]string{}
+	lastVal := map[string]int{}
+	seen := make([]bool, total)
+	for _, line := range lines {
+		f := strings.Fields(line)
+		require.Len(t, f, 4, "line %q", line)
+		part, key := f[0], f[2]
+		off, err := strconv.ParseInt(f[1], 10, 64)
+		require.NoError(t, err)
+		val, err := strconv.Atoi(f[3])
+		require.NoError(t, err)
+		require.Equal(t, nextOff[part], off, "partition %s: offsets must be dense", part)
+		nextOff[part] = off + 1
+		if p, ok := keyPart[key]; ok {
+			require.Equal(t, p, part, "key %s moved partition", key)
+		}
+		keyPart[key] = part
+		if last, ok := lastVal[key]; ok {
+			require.Greater(t, val, last, "key %s out of order", key)
+		}
+		lastVal[key] = val
+		require.False(t, seen[val], "message %d read twice", val)
+		seen[val] = true
+	}
+	if exact {
+		require.Len(t, lines, total)
+	} else {
+		require.NotEmpty(t, lines)
+	}
+}
