@@ -74,6 +74,9 @@ func (b *Broker) checkGrowth(t *kmsg.CreatePartitionsRequestTopic) (int16, strin
 		return kerr.UnknownTopicOrPartition.Code,
 			fmt.Sprintf("Topic '%s' does not exist.", t.Topic)
 	}
+	if isInternalTopic(topic.Name) { // its partition count maps groups to partitions
+		return kerr.InvalidTopicException.Code, "Cannot add partitions to internal topic"
+	}
 	switch {
 	case t.Count == topic.Partitions:
 		return kerr.InvalidPartitions.Code,

@@ -43,6 +43,9 @@ func (b *Broker) deleteTopics(r Request, m *kmsg.DeleteTopicsRequest, done func(
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		topic, code, msg := b.deletionTarget(t)
+		if code == 0 && isInternalTopic(topic.Name) {
+			code, msg = kerr.InvalidTopicException.Code, "Cannot delete internal topic "+topic.Name
+		}
 		waits = append(waits, -1)
 		if code != 0 {
 			rt.ErrorCode, rt.ErrorMessage = code, strp(msg)

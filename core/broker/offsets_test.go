@@ -277,3 +277,23 @@ func TestOffsetsPartitionIsCompactedToLiveOffsets(t *testing.T) {
 	lg := kmsg.NewPtrListGroupsRequest()
 	require.Len(t, h.do(lg).(*kmsg.ListGroupsResponse).Groups, 1)
 }
+
+func TestOffsetsTopicCannotBeDeletedOrGrown(t *testing.T) {
+	h := newHarness(t)
+	h.do(&kmsg.FindCoordinatorRequest{Version: 4, CoordinatorKeys: []string{"g"}})
+	h.settle()
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.Version = 6
+	dt := kmsg.NewDeleteTopicsRequestTopic()
+	dt.Topic = strp(group.OffsetsTopic)
+	del.Topics = append(del.Topics, dt)
+	requireCode(t, kerr.InvalidTopicException, h.deleteTopics(del).Topics[0].ErrorCode)
+
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	ct := kmsg.NewCreatePartitionsRequestTopic()
+	ct.Topic, ct.Count = group.OffsetsTopic, 20
+	cp.Topics = append(cp.Topics, ct)
+	resp := h.do(cp).(*kmsg.CreatePartitionsResponse)
+	requireCode(t, kerr.InvalidTopicException, resp.Topics[0].ErrorCode)
+	require.Equal(t, int32(8), h.b.image.Topic(group.OffsetsTopic).Partitions)
+}
