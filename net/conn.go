@@ -20,7 +20,7 @@ import (
 
 // readBufferBytes is the socket read buffer of a connection: large enough that small
 // requests arrive in few syscalls, small enough for thousands of connections.
-const readBufferBytes = 64 << 10
+const readBufferBytes = 32 << 10
 
 // conn is one client connection: its reader and writer goroutines share the in-flight
 // FIFO under mu.

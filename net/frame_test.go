@@ -45,6 +45,7 @@ func TestReadBodyGrowsLargeBodies(t *testing.T) {
 
 func TestFIFOFindAcrossWrap(t *testing.T) {
 	q := newFIFO(4)
+	q.ring = make([]slot, 4) // start at full size so that the ids wrap around
 	for id := uint64(1); id <= 3; id++ {
 		q.push(slot{id: id})
 	}
@@ -62,6 +63,27 @@ func TestFIFOFindAcrossWrap(t *testing.T) {
 	require.Nil(t, q.find(4))
 	require.Nil(t, q.find(1))
 	require.False(t, q.headDone())
+}
+
+func TestFIFOGrowsKeepingOrder(t *testing.T) {
+	q := newFIFO(100)
+	q.push(slot{id: 1})
+	q.push(slot{id: 2})
+	q.at(0).done = true
+	popped, _ := q.popDone(nil)
+	require.Len(t, popped, 1)
+	for id := uint64(3); id <= 100; id++ { // grows several times from a moved head
+		require.False(t, q.full())
+		q.push(slot{id: id})
+	}
+	require.False(t, q.full())
+	q.push(slot{id: 101})
+	require.True(t, q.full())
+	require.Len(t, q.ring, 100)
+	for i := range q.n {
+		require.Equal(t, uint64(i+2), q.at(i).id)
+	}
+	require.NotNil(t, q.find(57))
 }
 
 // FuzzDecodeRequest feeds arbitrary request bodies (after the size prefix) through the

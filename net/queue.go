@@ -15,20 +15,27 @@ type slot struct {
 	close bool          // close the connection after this slot
 }
 
-// fifo is a connection's in-flight requests in arrival order: a fixed-size ring, so its
-// bound is the per-connection in-flight limit. Request ids are assigned from a
-// server-wide increasing counter, so the ids in a fifo are strictly increasing and a
-// reply finds its slot by binary search.
+// fifo is a connection's in-flight requests in arrival order: a ring that grows by
+// doubling up to max, the per-connection in-flight limit (most connections never need
+// more than a few slots). Request ids are assigned from a server-wide increasing
+// counter, so the ids in a fifo are strictly increasing and a reply finds its slot by
+// binary search.
 type fifo struct {
 	ring []slot
 	head int // index of the oldest slot
 	n    int
+	max  int
 }
 
-func newFIFO(capacity int) fifo { return fifo{ring: make([]slot, capacity)} }
+// initialSlots is the ring size a new connection starts with.
+const initialSlots = 8
+
+func newFIFO(max int) fifo {
+	return fifo{ring: make([]slot, min(initialSlots, max)), max: max}
+}
 
 func (q *fifo) len() int   { return q.n }
-func (q *fifo) full() bool { return q.n == len(q.ring) }
+func (q *fifo) full() bool { return q.n >= q.max }
 
 func (q *fifo) at(i int) *slot {
 	j := q.head + i
@@ -40,6 +47,13 @@ func (q *fifo) at(i int) *slot {
 
 // push appends s; the caller checks full first.
 func (q *fifo) push(s slot) {
+	if q.n == len(q.ring) {
+		grown := make([]slot, min(2*len(q.ring), q.max))
+		for i := range q.n {
+			grown[i] = *q.at(i)
+		}
+		q.ring, q.head = grown, 0
+	}
 	*q.at(q.n) = s
 	q.n++
 }

@@ -12,15 +12,16 @@ const (
 	// flushBytes is how much encoded output the writer gathers before a write: ready
 	// responses go out together in one syscall, big fetches do not pile up in memory.
 	flushBytes = 1 << 20
-	// keepBufferBytes is the largest write buffer a connection keeps between batches.
-	keepBufferBytes = 4 << 20
+	// keepBufferBytes is the largest write buffer a connection keeps between batches; a
+	// bigger one (a large fetch) is dropped so idle connections stay small.
+	keepBufferBytes = 2 << 20
 )
 
 // writeLoop writes the responses at the head of the FIFO whenever they are ready.
 func (c *conn) writeLoop() {
 	defer c.srv.goroutines.Done()
 	var batch []slot
-	buf := make([]byte, 0, 64<<10)
+	var buf []byte // grows to the largest batch written, up to keepBufferBytes
 	for {
 		select {
 		case <-c.wake:
@@ -51,7 +52,7 @@ func (c *conn) writeLoop() {
 				return
 			}
 			if cap(buf) > keepBufferBytes {
-				buf = make([]byte, 0, 64<<10)
+				buf = nil
 			}
 		}
 	}
@@ -107,7 +108,9 @@ func (c *conn) appendResponse(buf []byte, s *slot) (_ []byte, err error) {
 			buf, err = buf[:start], fmt.Errorf("encoder panicked: %v", r)
 		}
 	}()
-	resp.SetVersion(s.version)
+	if resp.GetVersion() != s.version { // the broker sets it; a mismatch would be a bug
+		resp.SetVersion(s.version)
+	}
 	buf = append(buf, 0, 0, 0, 0)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(s.corr))
 	if resp.IsFlexible() && s.key != int16(kmsg.ApiVersions) {
