@@ -19,6 +19,8 @@ package broker
 // commit timestamp and v2–v4 retention time are ignored: offsets do not expire.
 
 import (
+	"math"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -87,6 +89,9 @@ func (b *Broker) commitAllowed(m *kmsg.OffsetCommitRequest) int16 {
 	if code := b.coordinatorCode(m.Group); code != 0 {
 		return code
 	}
+	if len(m.Group) > math.MaxInt16 {
+		return kerr.InvalidGroupID.Code // the record key holds it with an int16 length
+	}
 	g := b.groups.coord.Group(m.Group)
 	if g == nil {
 		if m.Generation < 0 {
@@ -104,7 +109,7 @@ func (b *Broker) commitPartitionCode(pc pendingCommit) int16 {
 	switch {
 	case t == nil || pc.tp.Partition < 0 || pc.tp.Partition >= t.Partitions:
 		return kerr.UnknownTopicOrPartition.Code
-	case len(pc.offset.Metadata) > b.cfg.Groups.MetadataMaxBytes:
+	case len(pc.offset.Metadata) > min(b.cfg.Groups.MetadataMaxBytes, math.MaxInt16):
 		return kerr.OffsetMetadataTooLarge.Code
 	}
 	return 0

@@ -297,3 +297,14 @@ func TestOffsetsTopicCannotBeDeletedOrGrown(t *testing.T) {
 	requireCode(t, kerr.InvalidTopicException, resp.Topics[0].ErrorCode)
 	require.Equal(t, int32(8), h.b.image.Topic(group.OffsetsTopic).Partitions)
 }
+
+func TestOffsetCommitRefusesWhatTheRecordCannotHold(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Groups.MetadataMaxBytes = 1 << 20 })
+	h.mustCreate("t", 1)
+	long := string(make([]byte, 1<<15))
+	requireCode(t, kerr.InvalidGroupID, commitCodes(h.do(commitReq(long, -1, "", "t",
+		int32(0), int64(1))))[0])
+	req := commitReq("g", -1, "", "t", int32(0), int64(1))
+	req.Topics[0].Partitions[0].Metadata = strp(long)
+	requireCode(t, kerr.OffsetMetadataTooLarge, commitCodes(h.do(req))[0])
+}
