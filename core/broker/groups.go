@@ -139,16 +139,15 @@ func (b *Broker) ensureOffsetsTopic() {
 	if b.groups.parts > 0 || b.groups.creating {
 		return
 	}
+	if len(b.admin.queue) >= maxQueuedAdmin {
+		b.offsetsCreationEnded() // overloaded: fail the waiting writes; a retry tries again
+		return
+	}
 	b.groups.creating = true
 	b.serialize(Request{}, func(done func()) {
 		finish := func() {
-			b.groups.creating = false
-			waiting := b.groups.created
-			b.groups.created = nil
 			done()
-			for _, fn := range waiting {
-				fn()
-			}
+			b.offsetsCreationEnded()
 		}
 		if t := b.image.Topic(group.OffsetsTopic); t != nil {
 			b.loadOffsets(t) // created meanwhile (by a client, or found at start)
@@ -164,6 +163,17 @@ func (b *Broker) ensureOffsetsTopic() {
 			finish()
 		})
 	})
+}
+
+// offsetsCreationEnded runs the writes that waited for the offsets topic; they fail
+// (retriably) if it still does not exist.
+func (b *Broker) offsetsCreationEnded() {
+	b.groups.creating = false
+	waiting := b.groups.created
+	b.groups.created = nil
+	for _, fn := range waiting {
+		fn()
+	}
 }
 
 func (b *Broker) offsetsTopicRecord() meta.Record {

@@ -308,3 +308,15 @@ func TestOffsetCommitRefusesWhatTheRecordCannotHold(t *testing.T) {
 	req.Topics[0].Partitions[0].Metadata = strp(long)
 	requireCode(t, kerr.OffsetMetadataTooLarge, commitCodes(h.do(req))[0])
 }
+
+func TestOffsetsTopicCreationFailureIsRetriable(t *testing.T) {
+	h := newHarness(t)
+	h.mustCreate("t", 1)
+	h.env.metaErr = errors.New("metadata log down")
+	requireCode(t, kerr.CoordinatorNotAvailable, commitCodes(h.do(commitReq("g", -1, "", "t",
+		int32(0), int64(1))))[0])
+	h.env.metaErr = nil
+	requireCode(t, nil, commitCodes(h.do(commitReq("g", -1, "", "t", int32(0), int64(2))))[0])
+	off, _ := h.fetchOffset(8, "g", "t", 0)
+	require.Equal(t, int64(2), off)
+}
