@@ -54,12 +54,14 @@ type view struct {
 	hasFin bool
 	finals map[int64]string // offsets observed by the final read
 	out    []Anomaly
+	counts map[string]int
+	bad    map[int64]bool // offsets already reported inconsistent
 }
 
 func newView(h *History, tp core.TopicPartition) *view {
 	v := &view{h: h, tp: tp, writes: map[string]*write{}, byVal: map[string]int{},
 		valW: map[string]string{}, o2v: map[int64]string{}, occ: map[string][]int64{},
-		finals: map[int64]string{}}
+		finals: map[int64]string{}, counts: map[string]int{}, bad: map[int64]bool{}}
 	v.final, v.hasFin = h.final(tp)
 	for i := range h.Ops {
 		op := &h.Ops[i]
@@ -91,7 +93,14 @@ func (v *view) addAppend(op *Op) {
 	w.attempts = append(w.attempts, op)
 }
 
+// maxPerKind bounds the anomalies kept per kind and partition; the rest are counted.
+const maxPerKind = 10
+
 func (v *view) flag(kind string, off int64, format string, args ...any) {
+	v.counts[kind]++
+	if v.counts[kind] > maxPerKind {
+		return
+	}
 	v.out = append(v.out, Anomaly{Kind: kind, TP: v.tp, Offset: off,
 		Detail: fmt.Sprintf(format, args...)})
 }
@@ -102,8 +111,14 @@ func (v *view) observe() {
 		v.checkRead(r)
 		for _, rec := range r.Records {
 			if prev, ok := v.o2v[rec.Offset]; ok && prev != rec.Value {
-				v.flag(Inconsistent, rec.Offset, "read %q, earlier read %q (op %d)",
-					rec.Value, prev, r.ID)
+				if !v.bad[rec.Offset] {
+					v.bad[rec.Offset] = true
+					v.flag(Inconsistent, rec.Offset, "read %q, earlier read %q (op %d)",
+						rec.Value, prev, r.ID)
+				}
+				if r.Final {
+					v.finals[rec.Offset] = rec.Value
+				}
 				continue
 			}
 			if _, ok := v.o2v[rec.Offset]; !ok {

@@ -13,12 +13,11 @@ import (
 const never = math.MaxInt64
 
 // appendIn is a porcupine input: an append of n records that lands when the committed
-// length equals one of cands, or (mayNot) does not land at all.
+// length equals base.
 type appendIn struct {
-	op     int // history op id, -1 for a filler
-	n      int64
-	cands  []int64
-	mayNot bool
+	op   int // history op id, -1 for a filler
+	base int64
+	n    int64
 }
 
 // readIn observes the committed length (a fetch's or ListOffsets' high-water mark).
@@ -28,44 +27,31 @@ type readIn struct {
 }
 
 // logModel is the partition as porcupine sees it: its committed length (the
-// high-water mark), which only grows. Contents are checked by the anomaly checker.
-var logModel = porcupine.NondeterministicModel{
-	Init: func() []interface{} { return []interface{}{int64(0)} },
-	Step: func(state, input, _ interface{}) []interface{} {
+// high-water mark), which only grows. Contents are checked by the anomaly checker, and
+// every append given to porcupine has one known base offset (see operations), so the
+// model is deterministic and its search stays close to linear.
+var logModel = porcupine.Model{
+	Init: func() interface{} { return int64(0) },
+	Step: func(state, input, _ interface{}) (bool, interface{}) {
 		s := state.(int64)
 		switch in := input.(type) {
 		case appendIn:
-			var next []interface{}
-			if in.mayNot {
-				next = append(next, s)
+			if s == in.base {
+				return true, s + in.n
 			}
-			for _, c := range in.cands {
-				if c == s {
-					next = append(next, s+in.n)
-					break
-				}
-			}
-			return next
 		case readIn:
-			if s == in.hwm {
-				return []interface{}{s}
-			}
+			return s == in.hwm, s
 		}
-		return nil
+		return false, s
 	},
 	Hash: func(state interface{}) uint64 { return uint64(state.(int64)) },
 	DescribeOperation: func(input, _ interface{}) string {
 		switch in := input.(type) {
 		case appendIn:
-			who := fmt.Sprintf("op %d", in.op)
 			if in.op < 0 {
-				who = "unobserved"
+				return fmt.Sprintf("unobserved writes: [%d, %d)", in.base, in.base+in.n)
 			}
-			may := ""
-			if in.mayNot {
-				may = " (may not happen)"
-			}
-			return fmt.Sprintf("%s: append %d at %v%s", who, in.n, in.cands, may)
+			return fmt.Sprintf("op %d: append [%d, %d)", in.op, in.base, in.base+in.n)
 		case readIn:
 			return fmt.Sprintf("op %d: read hwm=%d", in.op, in.hwm)
 		}
@@ -75,93 +61,89 @@ var logModel = porcupine.NondeterministicModel{
 }
 
 // Model returns the porcupine model of one partition (for visualization).
-func Model() porcupine.Model { return logModel.ToModel() }
+func Model() porcupine.Model { return logModel }
 
-// operations turns a partition's view into porcupine operations.
+// operations turns a partition's view into porcupine operations. Each append that
+// took effect is placed at one base offset: its acknowledged one, or where reads saw
+// it. Appends that may have taken effect but were never seen are left out; the offsets
+// nobody accounts for become filler appends (something was written there, at some
+// time), so the model can still check every high-water mark.
 func (v *view) operations() []porcupine.Operation {
 	var ops []porcupine.Operation
-	covered := map[int64]bool{} // offsets some must-happen op or observation accounts for
+	covered := map[int64]bool{}
 	maxEnd := int64(0)
-	add := func(a *Op, in appendIn, ret int64) {
-		call := a.Call
-		ops = append(ops, porcupine.Operation{ClientId: a.Client, Input: in, Call: call,
-			Output: nil, Return: ret})
-		if len(in.cands) == 1 && !in.mayNot {
-			for o := in.cands[0]; o < in.cands[0]+in.n; o++ {
-				covered[o] = true
-			}
-			maxEnd = max(maxEnd, in.cands[0]+in.n)
+	place := func(a *Op, base, n, ret int64) {
+		ops = append(ops, porcupine.Operation{ClientId: a.Client,
+			Input: appendIn{op: a.ID, base: base, n: n}, Call: a.Call, Return: ret})
+		for o := base; o < base+n; o++ {
+			covered[o] = true
 		}
+		maxEnd = max(maxEnd, base+n)
 	}
 	for _, wid := range v.order {
-		v.writeOps(v.writes[wid], add)
+		v.writeOps(v.writes[wid], place)
 	}
 	for off := range v.o2v {
 		covered[off] = true
 		maxEnd = max(maxEnd, off+1)
 	}
+	cuts := map[int64]bool{}
 	for _, r := range v.reads {
 		ops = append(ops, porcupine.Operation{ClientId: r.Client,
 			Input: readIn{op: r.ID, hwm: r.HWM}, Call: r.Call, Return: r.Return})
 		maxEnd = max(maxEnd, r.HWM)
+		cuts[r.HWM] = true
 	}
-	return append(ops, fillers(covered, maxEnd)...)
+	return append(ops, fillers(covered, cuts, maxEnd)...)
 }
 
-// writeOps adds the porcupine operations of one logical write's attempts.
-func (v *view) writeOps(w *write, add func(*Op, appendIn, int64)) {
+// writeOps places the attempts of one logical write.
+//
+// Acknowledged attempts sit at their returned offset: acks=all ones with their real
+// return time, acks=1 ones with an unknown return time (acks=1 says where, not when
+// the data becomes visible) and only if no crash could have undone them or a read saw
+// them there. The remaining observed copies go to the attempts whose outcome is
+// unknown, earliest invocation to lowest offset: if any assignment of copies to
+// attempts is linearizable this one is, since an earlier-invoked attempt can stand in
+// for a later one anywhere.
+func (v *view) writeOps(w *write, place func(a *Op, base, n, ret int64)) {
 	n := int64(len(w.values))
+	seen := v.bases(w)
+	isSeen := func(b int64) bool {
+		i := sort.Search(len(seen), func(i int) bool { return seen[i] >= b })
+		return i < len(seen) && seen[i] == b
+	}
 	claimed := map[int64]bool{}
 	var unresolved []*Op
 	for _, a := range w.attempts {
 		switch {
-		case a.Outcome == OK && a.Acks == -1:
-			cands := []int64{a.Offset}
-			if a.Offset < 0 {
-				cands = v.bases(w)
-			}
-			for _, c := range cands {
-				claimed[c] = true
-			}
-			add(a, appendIn{op: a.ID, n: n, cands: v.consistent(w, cands)}, a.Return)
-		case a.Outcome == OK && a.Acks == 1 && a.Offset >= 0:
+		case a.Outcome == OK && a.Acks == -1 && a.Offset >= 0:
 			claimed[a.Offset] = true
-			// acks=1 says where, not when: the data becomes visible at the next fsync.
-			add(a, appendIn{op: a.ID, n: n, cands: v.consistent(w, []int64{a.Offset}),
-				mayNot: v.h.crashAfter(a.Return)}, never)
-		default:
+			place(a, a.Offset, n, a.Return)
+		case a.Outcome == OK && a.Acks == 1 && a.Offset >= 0:
+			if !v.h.crashAfter(a.Return) || isSeen(a.Offset) {
+				claimed[a.Offset] = true
+				place(a, a.Offset, n, never)
+			}
+		case a.Outcome == OK:
+			unresolved = append(unresolved, a) // acknowledged without an offset
+		case a.Outcome == Unknown:
 			unresolved = append(unresolved, a)
 		}
 	}
-	var free []int64
-	for _, b := range v.bases(w) {
-		if !claimed[b] {
-			free = append(free, b)
+	sort.SliceStable(unresolved, func(i, j int) bool { return unresolved[i].Call < unresolved[j].Call })
+	for _, b := range seen {
+		if claimed[b] || len(unresolved) == 0 {
+			continue
 		}
-	}
-	if len(free) == 0 {
-		return // never observed: whether it happened cannot matter to any read
-	}
-	for _, a := range unresolved {
-		add(a, appendIn{op: a.ID, n: n, cands: free, mayNot: true}, never)
-	}
-}
-
-// consistent keeps the candidate base offsets at which no read saw another value:
-// an acknowledged write whose offset holds something else has nowhere to go, and
-// porcupine then rejects the history.
-func (v *view) consistent(w *write, cands []int64) []int64 {
-	var out []int64
-next:
-	for _, c := range cands {
-		for i, val := range w.values {
-			if got, ok := v.o2v[c+int64(i)]; ok && got != val {
-				continue next
-			}
+		a := unresolved[0]
+		unresolved = unresolved[1:]
+		ret := int64(never)
+		if a.Outcome == OK {
+			ret = a.Return
 		}
-		out = append(out, c)
+		place(a, b, n, ret)
 	}
-	return out
 }
 
 // bases returns the base offsets at which the write was observed, ascending.
@@ -181,9 +163,10 @@ func (v *view) bases(w *write) []int64 {
 }
 
 // fillers stands in for writes nobody observed: each maximal run of offsets below
-// maxEnd that no observation or must-happen append accounts for was filled by
-// something, at some time.
-func fillers(covered map[int64]bool, maxEnd int64) []porcupine.Operation {
+// maxEnd that no observation or placed append accounts for was filled by something,
+// at some time. Runs are cut at every high-water mark a read reported, since a batch
+// boundary lies there.
+func fillers(covered, cuts map[int64]bool, maxEnd int64) []porcupine.Operation {
 	var ops []porcupine.Operation
 	for off := int64(0); off < maxEnd; {
 		if covered[off] {
@@ -191,12 +174,11 @@ func fillers(covered map[int64]bool, maxEnd int64) []porcupine.Operation {
 			continue
 		}
 		start := off
-		for off < maxEnd && !covered[off] {
+		for off < maxEnd && !covered[off] && (off == start || !cuts[off]) {
 			off++
 		}
 		ops = append(ops, porcupine.Operation{ClientId: 0,
-			Input: appendIn{op: -1, n: off - start, cands: []int64{start}}, Call: 0,
-			Return: never})
+			Input: appendIn{op: -1, base: start, n: off - start}, Call: 0, Return: never})
 	}
 	return ops
 }

@@ -1,0 +1,159 @@
+package sim
+
+import (
+	"sort"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// admin creates the run's topics at the start, then (when enabled) now and then adds
+// partitions or changes retention and segment settings, as an operator would.
+type admin struct {
+	clientBase
+	spec     AdminSpec
+	topics   []TopicSpec
+	created  bool
+	busyReq  bool
+	draining bool
+	parts    map[string]int32
+}
+
+func newAdmin(w *World, actor int32) *admin {
+	a := &admin{spec: w.cfg.Admin, topics: w.cfg.Topics, parts: map[string]int32{}}
+	a.clientBase = newClientBase(w, actor, "admin", a.pump)
+	for _, t := range a.topics {
+		a.parts[t.Name] = t.Partitions
+	}
+	return a
+}
+
+func (a *admin) start()         { a.wakeIn(0) }
+func (a *admin) heal()          { a.draining = true }
+func (a *admin) busy() string   { return "" }
+func (a *admin) timeout() int64 { return 3000 }
+
+func (a *admin) pump() {
+	if a.backingOff() || a.busyReq {
+		return
+	}
+	if !a.created {
+		a.createTopics()
+		return
+	}
+	if a.draining || !a.spec.On || len(a.topics) == 0 {
+		return
+	}
+	t := a.topics[a.rnd.Intn(len(a.topics))]
+	switch a.rnd.Intn(3) {
+	case 0:
+		if a.parts[t.Name] < a.spec.MaxPartitions {
+			a.createPartitions(t.Name, a.parts[t.Name]+1)
+			return
+		}
+		a.alterConfig(t.Name)
+	default:
+		a.alterConfig(t.Name)
+	}
+}
+
+// next schedules the next change.
+func (a *admin) next(err error) {
+	a.busyReq = false
+	if err != nil {
+		a.wakeIn(200 * ms)
+		return
+	}
+	a.wakeIn(a.rnd.Exp(10*ms, a.spec.EveryMs*ms))
+}
+
+func (a *admin) createTopics() {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(a.timeout())
+	for _, t := range a.topics {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Name, t.Partitions, 1
+		names := make([]string, 0, len(t.Configs))
+		for k := range t.Configs {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = k, kmsg.StringPtr(t.Configs[k])
+			rt.Configs = append(rt.Configs, c)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	a.busyReq = true
+	a.send(req, a.timeout(), func(r kmsg.Response, err error) {
+		if err == nil {
+			ok := true
+			for _, t := range r.(*kmsg.CreateTopicsResponse).Topics {
+				a.code("create-topics", t.ErrorCode)
+				if t.ErrorCode != 0 && t.ErrorCode != kerr.TopicAlreadyExists.Code {
+					ok = false
+				}
+			}
+			a.created = ok
+		}
+		a.next(err)
+	})
+}
+
+func (a *admin) createPartitions(topic string, count int32) {
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.TimeoutMillis = int32(a.timeout())
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = topic, count
+	req.Topics = append(req.Topics, rt)
+	a.busyReq = true
+	a.send(req, a.timeout(), func(r kmsg.Response, err error) {
+		if err == nil {
+			for _, t := range r.(*kmsg.CreatePartitionsResponse).Topics {
+				a.code("create-partitions", t.ErrorCode)
+				if t.ErrorCode == 0 || t.ErrorCode == kerr.InvalidPartitions.Code {
+					a.parts[topic] = max(a.parts[topic], count)
+				}
+			}
+		}
+		a.next(err)
+	})
+}
+
+// alterConfig sets or removes one retention or segment setting.
+func (a *admin) alterConfig(topic string) {
+	type change struct {
+		name   string
+		values []int
+	}
+	changes := []change{
+		{"retention.ms", []int{1000, 5000, 30000, 604800000}},
+		{"retention.bytes", []int{4096, 65536, -1}},
+		{"segment.bytes", []int{1024, 16384, 1 << 20}},
+	}
+	ch := changes[a.rnd.Intn(len(changes))]
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name = ch.name
+	if a.rnd.Chance(0.2) {
+		c.Op = kmsg.IncrementalAlterConfigOpDelete
+	} else {
+		c.Op = kmsg.IncrementalAlterConfigOpSet
+		c.Value = kmsg.StringPtr(strconv.Itoa(ch.values[a.rnd.Intn(len(ch.values))]))
+	}
+	res.Configs = append(res.Configs, c)
+	req.Resources = append(req.Resources, res)
+	a.busyReq = true
+	a.send(req, a.timeout(), func(r kmsg.Response, err error) {
+		if err == nil {
+			for _, rr := range r.(*kmsg.IncrementalAlterConfigsResponse).Resources {
+				a.code("alter-configs", rr.ErrorCode)
+			}
+		}
+		a.next(err)
+	})
+}

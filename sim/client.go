@@ -1,0 +1,241 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/linearizability"
+)
+
+// client is one simulated client actor. Clients speak kmsg requests and responses, the
+// types real clients use, over simulated connections.
+type client interface {
+	start()
+	// heal: the faults have stopped; finish outstanding work, start no new work.
+	heal()
+	// busy describes outstanding work the client must still finish ("" when none).
+	busy() string
+	base() *clientBase
+}
+
+var (
+	errTimeout  = errors.New("request timed out")
+	errConnLost = errors.New("connection lost")
+)
+
+// clientBase is the plumbing every client shares: one connection at a time, request
+// timeouts (which close the connection, as Kafka clients do), reconnect backoff, the
+// API versions it speaks, and its own wake-ups.
+type clientBase struct {
+	w     *World
+	actor int32
+	name  string
+	rnd   *Rand
+	n     *node
+	c     *conn
+	vers  map[int16]int16
+
+	calls        []*call
+	nextCorr     uint64
+	backoffUntil int64
+	lastOK       int64 // time of the last response
+	wakeAt       int64
+	pump         func()
+}
+
+// call is one request waiting for its response.
+type call struct {
+	corr     uint64
+	c        *conn
+	sent     int64
+	done     func(resp kmsg.Response, err error)
+	finished bool
+}
+
+func newClientBase(w *World, actor int32, name string, pump func()) clientBase {
+	cb := clientBase{w: w, actor: actor, name: name, rnd: newStream(w.cfg.Seed, name),
+		n: w.nodes[0], pump: pump}
+	cb.vers = map[int16]int16{}
+	for _, v := range broker.SupportedVersions {
+		req := kmsg.RequestForKey(v.Key)
+		if req == nil {
+			continue
+		}
+		lo, hi := v.Min, min(v.Max, req.MaxVersion())
+		if v.Key == int16(kmsg.Produce) {
+			lo = broker.ProduceMinBatchVersion
+		}
+		if w.cfg.MaxVers {
+			cb.vers[v.Key] = hi
+		} else {
+			cb.vers[v.Key] = int16(cb.rnd.Between(int64(lo), int64(hi)))
+		}
+	}
+	return cb
+}
+
+func (cb *clientBase) base() *clientBase { return cb }
+
+// send sends req with a client-side timeout. done (nil for acks=0 produces, which get
+// no response) receives the response, or errTimeout/errConnLost: outcome unknown.
+func (cb *clientBase) send(req kmsg.Request, timeoutMs int64, done func(kmsg.Response, error)) {
+	if cb.c == nil || !cb.c.clientOpen {
+		cb.c = cb.w.dial(cb, cb.n)
+	}
+	req.SetVersion(cb.vers[req.Key()])
+	cb.nextCorr++
+	cl := &call{corr: cb.nextCorr, c: cb.c, sent: cb.w.now, done: done}
+	if done != nil {
+		cb.calls = append(cb.calls, cl)
+		cb.w.after(timeoutMs*ms, KindClientWake, cb.actor, cl.corr, 1, func() {
+			if !cl.finished {
+				cb.finish(cl, nil, errTimeout)
+				cb.dropConn(cl.c)
+			}
+		})
+	}
+	cb.w.sendRequest(cb.c, cl.corr, req)
+}
+
+// dropConn closes c from this end and fails every request still waiting on it.
+func (cb *clientBase) dropConn(c *conn) {
+	cb.w.closeFromClient(c)
+	cb.connLost(c)
+}
+
+func (cb *clientBase) finish(cl *call, resp kmsg.Response, err error) {
+	cl.finished = true
+	for i, x := range cb.calls {
+		if x == cl {
+			cb.calls = append(cb.calls[:i], cb.calls[i+1:]...)
+			break
+		}
+	}
+	if err == nil {
+		cb.lastOK = cb.w.now
+	}
+	cl.done(resp, err)
+}
+
+// response delivers a response from the network.
+func (cb *clientBase) response(c *conn, corr uint64, resp kmsg.Response) {
+	for _, cl := range cb.calls {
+		if cl.c == c && cl.corr == corr {
+			cb.finish(cl, resp, nil)
+			return
+		}
+	}
+}
+
+// connLost fails every request on c (their outcome is unknown) and backs off before the
+// next connection.
+func (cb *clientBase) connLost(c *conn) {
+	if cb.c == c {
+		cb.c = nil
+		cb.backoffUntil = cb.w.now + 20*ms + cb.rnd.Between(0, 100)*ms
+	}
+	var lost []*call
+	for _, cl := range cb.calls {
+		if cl.c == c {
+			lost = append(lost, cl)
+		}
+	}
+	for _, cl := range lost {
+		if !cl.finished {
+			cb.finish(cl, nil, errConnLost)
+		}
+	}
+	cb.wakeIn(cb.backoffUntil - cb.w.now)
+}
+
+// wakeIn runs the client's pump after d nanoseconds (coalescing wake-ups).
+func (cb *clientBase) wakeIn(d int64) {
+	t := cb.w.now + max(d, 0)
+	if cb.wakeAt > cb.w.now && cb.wakeAt <= t {
+		return
+	}
+	cb.wakeAt = t
+	cb.w.at(t, KindClientWake, cb.actor, 0, 0, func() {
+		if cb.wakeAt == t {
+			cb.wakeAt = 0
+		}
+		cb.pump()
+	})
+}
+
+// backingOff reports whether the client must wait before sending, arranging a wake-up.
+func (cb *clientBase) backingOff() bool {
+	if cb.w.now < cb.backoffUntil {
+		cb.wakeIn(cb.backoffUntil - cb.w.now)
+		return true
+	}
+	return false
+}
+
+// code counts an error code a client saw, for the summary.
+func (cb *clientBase) code(api string, code int16) {
+	if code != 0 {
+		cb.w.stats.Codes[api+":"+errName(code)]++
+	}
+}
+
+func errName(code int16) string {
+	if e := kerr.ErrorForCode(code); e != nil {
+		var ke *kerr.Error
+		if errors.As(e, &ke) {
+			return ke.Message
+		}
+		return e.Error()
+	}
+	return fmt.Sprintf("code%d", code)
+}
+
+// requestMetadata asks for the named topics; done gets partition counts (0: unknown).
+func (cb *clientBase) requestMetadata(topics []string, timeoutMs int64,
+	done func(counts map[string]int32, err error)) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	cb.send(req, timeoutMs, func(r kmsg.Response, err error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		resp := r.(*kmsg.MetadataResponse)
+		counts := map[string]int32{}
+		for _, t := range resp.Topics {
+			if t.Topic == nil {
+				continue
+			}
+			cb.code("metadata", t.ErrorCode)
+			if t.ErrorCode != 0 {
+				continue
+			}
+			for _, p := range t.Partitions {
+				counts[*t.Topic] = max(counts[*t.Topic], p.Partition+1)
+			}
+		}
+		done(counts, nil)
+	})
+}
+
+// record adds op to the history and folds its outcome into the trace.
+func (w *World) record(op linearizability.Op) int {
+	id := w.hist.Add(op)
+	w.tr.note("op", int64(op.Kind), int64(op.Client), op.Call, int64(op.TP.Partition))
+	return id
+}
+
+// resolve updates an op's outcome and folds it into the trace.
+func (w *World) resolve(id int, out linearizability.Outcome, offset int64, code int16) {
+	op := w.hist.Op(id)
+	op.Outcome, op.Return, op.Offset, op.ErrCode = out, w.now, offset, code
+	w.tr.note("resolve", int64(id), int64(out), offset, int64(code))
+}

@@ -1,0 +1,163 @@
+package sim
+
+// The fault scheduler. Each enabled fault kind has its own chain of arrivals
+// (exponentially spaced, drawn from the "faults" stream); an arrival applies the fault
+// and schedules the next one. At the heal every spell ends, crashed nodes restart,
+// paused nodes resume, and nodes that saw disk errors restart their process.
+
+type faultKind uint8
+
+const (
+	fCrash faultKind = iota
+	fSlowDisk
+	fDiskErrors
+	fClog
+	fReset
+	fPartition
+	fPause
+)
+
+var faultNames = [...]string{"crash", "slowdisk", "diskerrors", "clog", "reset",
+	"partition", "pause"}
+
+func (w *World) spell(k faultKind) Spell {
+	f := w.cfg.Faults
+	return [...]Spell{f.Crash, f.SlowDisk, f.DiskErrors, f.Clog, f.Reset, f.Partition,
+		f.Pause}[k]
+}
+
+func (w *World) startFaults() {
+	for k := fCrash; k <= fPause; k++ {
+		if s := w.spell(k); s.On && s.EveryMs > 0 {
+			w.scheduleFault(k)
+		}
+	}
+}
+
+func (w *World) scheduleFault(k faultKind) {
+	d := w.faultR.Exp(ms, w.spell(k).EveryMs*ms)
+	w.after(d, KindFault, -1, uint64(k), 0, func() {
+		if w.phase != phaseSafety {
+			return
+		}
+		w.injectFault(k)
+		w.scheduleFault(k)
+	})
+}
+
+// duration draws how long one spell of kind k lasts.
+func (w *World) duration(k faultKind) int64 {
+	return w.faultR.Exp(ms, w.spell(k).ForMs*ms)
+}
+
+func (w *World) injectFault(k faultKind) {
+	n := w.nodes[w.faultR.Intn(len(w.nodes))]
+	switch k {
+	case fCrash:
+		if !n.up {
+			return
+		}
+		n.crash()
+		gen := n.gen
+		w.after(w.duration(k), KindRestart, n.id, gen, 0, func() {
+			if n.gen == gen {
+				n.restart()
+			}
+		})
+	case fSlowDisk:
+		n.slowUntil = max(n.slowUntil, w.now+w.duration(k))
+	case fDiskErrors:
+		n.errUntil = max(n.errUntil, w.now+w.duration(k))
+	case fClog:
+		n.clogUntil = max(n.clogUntil, w.now+w.duration(k))
+	case fReset:
+		conns := w.openConns()
+		if len(conns) == 0 {
+			return
+		}
+		w.resetConn(conns[w.faultR.Intn(len(conns))])
+	case fPartition:
+		w.partition(w.duration(k))
+	case fPause:
+		n.pause(w.duration(k))
+	}
+	w.stats.Faults[faultNames[k]]++
+}
+
+// partition cuts one client off the node for d: both directions, or only one.
+func (w *World) partition(d int64) {
+	cl := w.clients[w.faultR.Intn(len(w.clients))].base()
+	b := w.blocked[cl.actor]
+	if b == nil {
+		b = &[2]int64{}
+		w.blocked[cl.actor] = b
+	}
+	dirs := []int{toNode, toClient}
+	if w.faultR.Chance(w.cfg.Faults.OneWayChance) {
+		dirs = dirs[w.faultR.Intn(2):][:1]
+	}
+	for _, dir := range dirs {
+		b[dir] = max(b[dir], w.now+d)
+	}
+}
+
+// heal ends the safety phase: no new faults, every spell over, every node up.
+func (w *World) heal() {
+	w.phase = phaseHeal
+	w.healAt = w.now
+	for _, b := range w.blocked {
+		b[toNode], b[toClient] = min(b[toNode], w.now), min(b[toClient], w.now)
+	}
+	for _, n := range w.nodes {
+		n.slowUntil, n.errUntil, n.clogUntil = w.now, w.now, w.now
+		switch {
+		case !n.up:
+			n.restart()
+		case n.hadDiskErr:
+			n.restartProcess()
+		case n.paused:
+			n.resume()
+		}
+	}
+	for _, c := range w.clients {
+		c.heal()
+	}
+	w.waitForDrain()
+}
+
+// waitForDrain starts the final read once no client has outstanding work, or once half
+// the liveness budget is spent (reporting who is stuck).
+func (w *World) waitForDrain() {
+	if w.phase != phaseHeal {
+		return
+	}
+	stuck := w.stuckClients()
+	if len(stuck) == 0 {
+		w.startFinal()
+		return
+	}
+	if w.now-w.healAt >= w.cfg.HealMs*ms/2 {
+		for _, s := range stuck {
+			w.fail("liveness", "%s %dms after the faults stopped", s, (w.now-w.healAt)/ms)
+		}
+		w.startFinal()
+		return
+	}
+	w.after(50*ms, KindPhase, -1, uint64(phaseHeal), 1, w.waitForDrain)
+}
+
+func (w *World) stuckClients() []string {
+	var out []string
+	for _, c := range w.clients {
+		if s := c.busy(); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (w *World) startFinal() {
+	w.phase = phaseFinal
+	w.final = newFinalReader(w, int32(100+len(w.clients)))
+	w.final.start()
+}

@@ -1,0 +1,94 @@
+package sim
+
+import (
+	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/core/meta"
+	"github.com/sluicemq/sluice/disk"
+	"github.com/sluicemq/sluice/linearizability"
+)
+
+// metaLog is the simulator's model of the metadata log contract: a proposal commits
+// after a small latency, in proposal order, and is durable once committed. When the
+// proposing node crashes, a prefix of its pending proposals may still commit (the
+// quorum got them) and the rest are lost: the awkward "unknown outcome" case.
+type metaLog struct {
+	w       *World
+	log     *disk.MetaLog
+	tail    int64
+	pending []*proposal
+	r       *Rand
+}
+
+type proposal struct {
+	n       *node
+	gen     uint64
+	rec     meta.Record
+	token   uint64
+	settled bool
+}
+
+func newMetaLog(w *World) *metaLog {
+	// The records go through the real on-disk encoding (disk.MetaLog over a MemState).
+	lg, err := disk.NewMetaLog(disk.NewMemState())
+	if err != nil {
+		panic("sim: empty metadata log cannot fail to open: " + err.Error())
+	}
+	return &metaLog{w: w, log: lg, r: newStream(w.cfg.Seed, "meta")}
+}
+
+func (m *metaLog) committed() ([]meta.Record, error) { return m.log.Load() }
+
+func (m *metaLog) propose(n *node, rec meta.Record, token uint64) {
+	p := &proposal{n: n, gen: n.gen, rec: rec, token: token}
+	m.pending = append(m.pending, p)
+	tm := m.w.cfg.Timing
+	t := max(m.w.now+m.r.Exp(tm.MetaFloorUs*us, tm.MetaMeanUs*us), m.tail)
+	m.tail = t
+	m.w.at(t, KindMetaCommit, n.id, token, 0, func() { m.commit(p) })
+}
+
+// commit makes p durable and tells the proposer, if it is still the same incarnation.
+func (m *metaLog) commit(p *proposal) {
+	if p.settled {
+		return
+	}
+	m.settle(p)
+	err := m.log.Append(p.rec)
+	if p.n.up && p.n.gen == p.gen {
+		p.n.input(broker.MetaCommitted{Token: p.token, Record: p.rec, Err: err})
+	}
+}
+
+func (m *metaLog) settle(p *proposal) {
+	p.settled = true
+	for i, q := range m.pending {
+		if q == p {
+			m.pending = append(m.pending[:i], m.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+// nodeStopped resolves the stopped node's pending proposals: a random prefix commits,
+// the rest is lost.
+func (m *metaLog) nodeStopped(n *node) {
+	var mine []*proposal
+	for _, p := range m.pending {
+		if p.n == n {
+			mine = append(mine, p)
+		}
+	}
+	keep := m.r.Intn(len(mine) + 1)
+	for i, p := range mine {
+		m.settle(p)
+		if i < keep {
+			if err := m.log.Append(p.rec); err != nil {
+				m.w.fail("world", "metadata log append: %v", err)
+			}
+		}
+	}
+}
+
+func linearizabilityCrash(node int32, at int64) linearizability.Crash {
+	return linearizability.Crash{Node: node, At: at}
+}

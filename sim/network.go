@@ -1,0 +1,302 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core/broker"
+)
+
+const (
+	toNode   = 0
+	toClient = 1
+)
+
+// conn is one client connection to a node. Each direction is a FIFO stream (as over
+// TCP): a message never overtakes one sent before it on the same connection.
+type conn struct {
+	id   uint64
+	cl   *clientBase
+	n    *node
+	gen  uint64 // the node incarnation that accepted it (0: none yet)
+	last [2]int64
+
+	clientOpen bool // the client still reads from it
+	nodeOpen   bool // the node still answers on it
+	reset      bool // messages in flight are lost
+
+	// Node side: request ids in arrival order, and replies the broker gave early. The
+	// driver, not the broker, keeps replies in request order (contract rule E1).
+	order []uint64
+	ready map[uint64]broker.Reply
+	corr  map[uint64]uint64 // request id → client correlation id
+}
+
+// dial opens a new connection from cl to n.
+func (w *World) dial(cl *clientBase, n *node) *conn {
+	w.nextConn++
+	c := &conn{id: w.nextConn, cl: cl, n: n, clientOpen: true, nodeOpen: true,
+		ready: map[uint64]broker.Reply{}, corr: map[uint64]uint64{}}
+	w.conns[c.id] = c
+	return c
+}
+
+// pathTime is when a message sent now in direction dir on c arrives: after the path's
+// latency (longer while the node's links are clogged), after any partition on the path
+// heals, and never before the previous message in that direction.
+func (w *World) pathTime(c *conn, dir int) int64 {
+	t := w.cfg.Timing
+	lat := w.netR.Exp(t.NetFloorUs*us, t.NetMeanUs*us)
+	if w.now < c.n.clogUntil {
+		lat *= w.cfg.Faults.ClogFactor
+	}
+	base := w.now
+	if b := w.blocked[c.cl.actor]; b != nil && b[dir] > base {
+		base = b[dir]
+	}
+	at := max(base+lat, c.last[dir])
+	c.last[dir] = at
+	return at
+}
+
+// sendRequest carries req from the client to the node.
+func (w *World) sendRequest(c *conn, corr uint64, req kmsg.Request) {
+	msg, err := w.carryRequest(req)
+	if err != nil {
+		w.fail("codec", "request %s v%d: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+		return
+	}
+	w.at(w.pathTime(c, toNode), KindToNode, c.n.id, c.id, corr, func() {
+		w.arriveRequest(c, corr, msg)
+	})
+}
+
+func (w *World) arriveRequest(c *conn, corr uint64, msg kmsg.Request) {
+	n := c.n
+	if c.reset || !c.nodeOpen {
+		return
+	}
+	if !n.up || (c.gen != 0 && c.gen != n.gen) {
+		w.refuse(c) // nobody listens, or the process that accepted it is gone
+		return
+	}
+	if c.gen == 0 {
+		c.gen = n.gen
+		n.conns[c.id] = c
+	}
+	n.nextID++
+	id := n.nextID
+	c.order = append(c.order, id)
+	c.corr[id] = corr
+	n.input(broker.Request{Conn: c.id, ID: id, ClientID: c.cl.name, Msg: msg})
+}
+
+// refuse answers a message to a dead node with a reset.
+func (w *World) refuse(c *conn) {
+	c.nodeOpen = false
+	if c.clientOpen {
+		w.at(w.now+w.netR.Exp(w.cfg.Timing.NetFloorUs*us, w.cfg.Timing.NetMeanUs*us),
+			KindToClient, c.cl.actor, c.id, 0, func() { w.connLost(c) })
+	}
+}
+
+// reply takes one broker reply and sends every reply that is now next in line.
+func (w *World) reply(n *node, r broker.Reply) {
+	c := w.conns[r.Conn]
+	if c == nil || c.n != n || c.reset || !c.nodeOpen {
+		return
+	}
+	if _, dup := c.ready[r.ID]; dup {
+		w.fail("world", "node %d replied twice to request %d", n.id, r.ID)
+		return
+	}
+	c.ready[r.ID] = r
+	for len(c.order) > 0 {
+		next, ok := c.ready[c.order[0]]
+		if !ok {
+			return
+		}
+		delete(c.ready, c.order[0])
+		corr := c.corr[c.order[0]]
+		delete(c.corr, c.order[0])
+		c.order = c.order[1:]
+		if next.Msg != nil {
+			w.sendReply(c, corr, next.Msg)
+		}
+		if next.Close {
+			w.closeFromNode(c)
+			return
+		}
+	}
+}
+
+func (w *World) sendReply(c *conn, corr uint64, resp kmsg.Response) {
+	msg, err := w.carryResponse(resp)
+	if err != nil {
+		w.fail("codec", "response %s v%d: %v", kmsg.NameForKey(resp.Key()),
+			resp.GetVersion(), err)
+		return
+	}
+	w.at(w.pathTime(c, toClient), KindToClient, c.cl.actor, c.id, corr, func() {
+		if !c.reset && c.clientOpen {
+			c.cl.response(c, corr, msg)
+		}
+	})
+}
+
+// closeFromNode closes c at the broker's request, after the replies already sent.
+func (w *World) closeFromNode(c *conn) {
+	c.nodeOpen = false
+	delete(c.n.conns, c.id)
+	c.n.input(broker.ConnClosed{Conn: c.id})
+	w.at(w.pathTime(c, toClient), KindToClient, c.cl.actor, c.id, 0, func() {
+		if !c.reset {
+			w.connLost(c)
+		}
+	})
+}
+
+// closeFromClient closes c from the client's end: requests already sent still arrive,
+// then the node learns the connection is gone.
+func (w *World) closeFromClient(c *conn) {
+	if !c.clientOpen {
+		return
+	}
+	c.clientOpen = false
+	w.at(w.pathTime(c, toNode), KindToNode, c.n.id, c.id, 0, func() {
+		if c.reset || !c.nodeOpen {
+			w.forget(c)
+			return
+		}
+		c.nodeOpen = false
+		if c.n.up && c.gen == c.n.gen {
+			delete(c.n.conns, c.id)
+			c.n.input(broker.ConnClosed{Conn: c.id})
+		}
+		w.forget(c)
+	})
+}
+
+// resetConn breaks c at once: what is in flight is lost, both ends learn it after a
+// network delay (the node only if the incarnation that accepted it is still up).
+func (w *World) resetConn(c *conn) {
+	if c.reset {
+		return
+	}
+	c.reset = true
+	lat := func() int64 {
+		return w.netR.Exp(w.cfg.Timing.NetFloorUs*us, w.cfg.Timing.NetMeanUs*us)
+	}
+	if c.nodeOpen {
+		c.nodeOpen = false
+		n, gen := c.n, c.gen
+		delete(n.conns, c.id)
+		w.after(lat(), KindToNode, n.id, c.id, 1, func() {
+			if n.up && gen == n.gen {
+				n.input(broker.ConnClosed{Conn: c.id})
+			}
+		})
+	}
+	if c.clientOpen {
+		w.after(lat(), KindToClient, c.cl.actor, c.id, 1, func() { w.connLost(c) })
+	}
+}
+
+// connLost tells the client its connection is gone.
+func (w *World) connLost(c *conn) {
+	if !c.clientOpen {
+		return
+	}
+	c.clientOpen = false
+	w.forget(c)
+	c.cl.connLost(c)
+}
+
+// forget drops a connection both ends are done with, keeping the table bounded.
+func (w *World) forget(c *conn) {
+	if !c.clientOpen && !c.nodeOpen {
+		delete(w.conns, c.id)
+	}
+}
+
+// openConns returns every connection still open at both ends, by id.
+func (w *World) openConns() []*conn {
+	ids := make([]uint64, 0, len(w.conns))
+	for id, c := range w.conns {
+		if c.clientOpen && c.nodeOpen && !c.reset {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	out := make([]*conn, len(ids))
+	for i, id := range ids {
+		out[i] = w.conns[id]
+	}
+	return out
+}
+
+// carryRequest is what the node receives for req: a decoded copy made with the real
+// codec when the run exercises it, else a copy of the mutable parts (the broker writes
+// offsets into produced batches in place; the client keeps its bytes for retries).
+func (w *World) carryRequest(req kmsg.Request) (kmsg.Request, error) {
+	if w.cfg.Codec {
+		raw := req.AppendTo(nil)
+		out := kmsg.RequestForKey(req.Key())
+		if out == nil {
+			return nil, fmt.Errorf("no request type for key %d", req.Key())
+		}
+		out.SetVersion(req.GetVersion())
+		if err := out.ReadFrom(raw); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	p, ok := req.(*kmsg.ProduceRequest)
+	if !ok {
+		return req, nil
+	}
+	cp := *p
+	cp.Topics = append([]kmsg.ProduceRequestTopic(nil), p.Topics...)
+	for i := range cp.Topics {
+		parts := append([]kmsg.ProduceRequestTopicPartition(nil), cp.Topics[i].Partitions...)
+		for j := range parts {
+			parts[j].Records = append([]byte(nil), parts[j].Records...)
+		}
+		cp.Topics[i].Partitions = parts
+	}
+	return &cp, nil
+}
+
+// carryResponse is what the client receives for resp: encoded and decoded, or with
+// fetched bytes copied (they may alias the log's buffers, which later writes and
+// crashes change).
+func (w *World) carryResponse(resp kmsg.Response) (kmsg.Response, error) {
+	if w.cfg.Codec {
+		raw := resp.AppendTo(nil)
+		out := kmsg.ResponseForKey(resp.Key())
+		if out == nil {
+			return nil, fmt.Errorf("no response type for key %d", resp.Key())
+		}
+		out.SetVersion(resp.GetVersion())
+		if err := out.ReadFrom(raw); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	f, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return resp, nil
+	}
+	cp := *f
+	cp.Topics = append([]kmsg.FetchResponseTopic(nil), f.Topics...)
+	for i := range cp.Topics {
+		parts := append([]kmsg.FetchResponseTopicPartition(nil), cp.Topics[i].Partitions...)
+		for j := range parts {
+			parts[j].RecordBatches = append([]byte(nil), parts[j].RecordBatches...)
+		}
+		cp.Topics[i].Partitions = parts
+	}
+	return &cp, nil
+}

@@ -1,0 +1,285 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/core/meta"
+	"github.com/sluicemq/sluice/core/replica"
+	"github.com/sluicemq/sluice/disk"
+)
+
+// maxPausedInputs bounds the inputs a paused node may queue; past it the run fails
+// (something is flooding a node that cannot answer).
+const maxPausedInputs = 100_000
+
+// node is one simulated machine: a crashable in-memory disk, node-local state, and the
+// real broker actor, rebuilt at every restart.
+type node struct {
+	w     *World
+	id    int32
+	fs    *disk.MemFS
+	state *disk.MemState
+	lg    *zap.Logger
+
+	b      *broker.Broker
+	gen    uint64 // incarnation: effects of an older one are dropped
+	up     bool
+	skewNs int64
+	nextID uint64 // request ids, unique per node
+
+	paused  bool
+	pauseID uint64
+	pending []broker.Input
+
+	rnd    *Rand // the broker's randomness
+	crashR *Rand // torn writes at a crash
+	diskR  *Rand // fsync latencies and injected disk errors
+	clockR *Rand
+
+	slowUntil, errUntil, clogUntil int64
+	hadDiskErr                     bool
+	syncTail                       map[core.TopicPartition]int64
+	conns                          map[uint64]*conn
+}
+
+func newNode(w *World, id int32) *node {
+	name := fmt.Sprintf("node%d", id)
+	n := &node{w: w, id: id, fs: disk.NewMemFS(), state: disk.NewMemState(),
+		rnd: newStream(w.cfg.Seed, name+"/broker"), crashR: newStream(w.cfg.Seed, name+"/crash"),
+		diskR: newStream(w.cfg.Seed, name+"/disk"), clockR: newStream(w.cfg.Seed, name+"/clock"),
+		conns: map[uint64]*conn{}}
+	n.lg = newLogger(w, w.logOut, w.logLevel, name)
+	n.fs.SetFault(n.diskFault)
+	return n
+}
+
+// brokerNow is the wall-clock time the broker sees: virtual time plus this
+// incarnation's skew.
+func (n *node) brokerNow() core.Time { return core.Time(epochNs + n.w.now + n.skewNs) }
+
+// boot starts a new incarnation: a fresh broker stepped with Start and the committed
+// metadata, after which it recovers every partition from the disk.
+func (n *node) boot() {
+	n.gen++
+	n.up = true
+	n.syncTail = map[core.TopicPartition]int64{}
+	if s := n.w.cfg.Faults.ClockSkewMs; s > 0 {
+		n.skewNs = n.clockR.Between(-s, s) * ms
+	}
+	cfg := n.w.brokerCfg
+	cfg.NodeID = n.id + 1
+	n.b = broker.New(cfg, nodeEnv{n: n, gen: n.gen}, n.rnd)
+	recs, err := n.w.meta.committed()
+	if err != nil {
+		n.w.fail("world", "node %d: metadata log unreadable: %v", n.id, err)
+		return
+	}
+	n.step(broker.Start{Records: recs})
+}
+
+// input hands the broker one input, or queues it while the node is paused.
+func (n *node) input(in broker.Input) {
+	if !n.up {
+		return
+	}
+	if n.paused {
+		if len(n.pending) >= maxPausedInputs {
+			n.w.fail("world", "node %d queued %d inputs while paused", n.id, len(n.pending))
+			n.w.stopped = true
+			return
+		}
+		n.pending = append(n.pending, in)
+		return
+	}
+	n.step(in)
+}
+
+func (n *node) step(in broker.Input) { n.b.Step(n.brokerNow(), in) }
+
+// crash is a power loss: unsynced bytes are lost (the last write may tear), the broker
+// and every pending effect vanish, connections break.
+func (n *node) crash() {
+	n.stop("crash")
+	n.fs.Crash(n.crashR)
+	n.w.hist.Crashes = append(n.w.hist.Crashes,
+		linearizabilityCrash(n.id, n.w.now))
+}
+
+// restartProcess kills and restarts the process without losing the page cache (used at
+// heal time so partitions that went offline after disk errors recover).
+func (n *node) restartProcess() {
+	n.stop("process restart")
+	n.w.after(n.w.cfg.Timing.RestartDelayMs*ms, KindRestart, n.id, n.gen, 0, n.restart)
+}
+
+// stop discards the incarnation.
+func (n *node) stop(why string) {
+	n.lg.Info("node stopping", zap.String("why", why))
+	n.up, n.paused, n.pending, n.b = false, false, nil, nil
+	n.hadDiskErr = false
+	n.w.meta.nodeStopped(n)
+	ids := make([]uint64, 0, len(n.conns))
+	for id := range n.conns {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		n.w.resetConn(n.conns[id])
+	}
+	n.conns = map[uint64]*conn{}
+	n.gen++ // effects scheduled by the old incarnation are now stale
+}
+
+// restart boots a stopped node (a scheduled restart may find it already up).
+func (n *node) restart() {
+	if n.up {
+		return
+	}
+	n.w.stats.Faults["restart"]++
+	n.boot()
+}
+
+// pause stops the node stepping for d nanoseconds.
+func (n *node) pause(d int64) {
+	if !n.up || n.paused {
+		return
+	}
+	n.paused = true
+	n.pauseID++
+	id, gen := n.pauseID, n.gen
+	n.w.after(d, KindResume, n.id, id, 0, func() {
+		if n.gen == gen && n.pauseID == id {
+			n.resume()
+		}
+	})
+}
+
+// resume steps every queued input, in arrival order, at the resume time.
+func (n *node) resume() {
+	if !n.paused {
+		return
+	}
+	n.paused = false
+	queued := n.pending
+	n.pending = nil
+	for i, in := range queued {
+		if !n.up || n.paused {
+			n.pending = append(n.pending, queued[i:]...)
+			return
+		}
+		n.step(in)
+	}
+}
+
+// diskFault is the MemFS fault hook: during a disk-error spell, writes and fsyncs fail
+// with the configured chance.
+func (n *node) diskFault(op disk.Op, path string) error {
+	if n.w.now >= n.errUntil || (op != disk.OpWrite && op != disk.OpSync) {
+		return nil
+	}
+	if !n.diskR.Chance(n.w.cfg.Faults.DiskErrorChance) {
+		return nil
+	}
+	n.hadDiskErr = true
+	n.w.stats.Faults["disk-error-"+op.String()]++
+	if n.diskR.Chance(0.5) {
+		return syscall.ENOSPC
+	}
+	return syscall.EIO
+}
+
+// fsyncDelay draws one fsync's latency, longer during a slow-disk spell.
+func (n *node) fsyncDelay() int64 {
+	t := n.w.cfg.Timing
+	d := n.diskR.Exp(t.FsyncFloorUs*us, t.FsyncMeanUs*us)
+	if n.w.now < n.slowUntil {
+		d *= n.w.cfg.Faults.SlowDiskFactor
+	}
+	return d
+}
+
+// logDir names a partition's directory on the node's disk.
+func logDir(tp core.TopicPartition) string {
+	return fmt.Sprintf("/data/%s-%d", tp.Topic, tp.Partition)
+}
+
+func statePrefix(tp core.TopicPartition) string {
+	return fmt.Sprintf("log/%s/%d/", tp.Topic, tp.Partition)
+}
+
+// nodeEnv is the broker's Env for one incarnation. Effects asked for by a discarded
+// incarnation are dropped, so nothing from before a crash leaks into the next one.
+type nodeEnv struct {
+	n   *node
+	gen uint64
+}
+
+var _ broker.Env = nodeEnv{}
+
+func (e nodeEnv) live() bool { return e.n.up && e.n.gen == e.gen }
+
+func (e nodeEnv) Reply(r broker.Reply) {
+	if e.live() {
+		e.n.w.reply(e.n, r)
+	}
+}
+
+func (e nodeEnv) SetTimer(at core.Time, id uint64) {
+	if !e.live() {
+		return
+	}
+	n := e.n
+	t := int64(at) - epochNs - n.skewNs
+	n.w.at(t, KindTimer, n.id, id, 0, func() {
+		if e.live() {
+			n.input(broker.TimerFired{ID: id})
+		}
+	})
+}
+
+func (e nodeEnv) SyncLog(tp core.TopicPartition, inc, token uint64, log replica.Log) {
+	if !e.live() {
+		return
+	}
+	n := e.n
+	// One file's fsyncs complete in order; different partitions' may overtake.
+	t := max(n.w.now+n.fsyncDelay(), n.syncTail[tp])
+	n.syncTail[tp] = t
+	n.w.at(t, KindSyncDone, n.id, token, inc, func() {
+		if !e.live() {
+			return // the machine crashed: the fsync never happened
+		}
+		err := log.Sync()
+		n.input(broker.SyncDone{TP: tp, Incarnation: inc, Token: token, Err: err})
+	})
+}
+
+func (e nodeEnv) OpenLog(tp core.TopicPartition, cfg replica.SegmentConfig) (replica.Log, error) {
+	if !e.live() {
+		return nil, errors.New("node is down")
+	}
+	n := e.n
+	return openLog(n, tp, cfg)
+}
+
+func (e nodeEnv) RemoveLog(tp core.TopicPartition) error {
+	if !e.live() {
+		return errors.New("node is down")
+	}
+	return removeLog(e.n, tp)
+}
+
+func (e nodeEnv) ProposeMeta(rec meta.Record, token uint64) {
+	if e.live() {
+		e.n.w.meta.propose(e.n, rec, token)
+	}
+}
+
+func (e nodeEnv) Logger() *zap.Logger { return e.n.lg }

@@ -1,0 +1,438 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sluicemq/sluice/core/broker"
+)
+
+// Spell describes one intermittent fault: it starts on average every EveryMs of virtual
+// time (exponential arrivals) and lasts on average ForMs.
+type Spell struct {
+	On      bool
+	EveryMs int64
+	ForMs   int64
+}
+
+func (s Spell) String() string {
+	if !s.On {
+		return "off"
+	}
+	return fmt.Sprintf("every~%dms for~%dms", s.EveryMs, s.ForMs)
+}
+
+// Faults is the one options struct holding every fault kind the world can inject. Each
+// field is drawn per seed (swarm testing), can be overridden with --set faults.<name>,
+// and is printed in the run summary.
+type Faults struct {
+	// Crash: the node's machine loses power (unsynced bytes lost, the last write may
+	// tear, pending I/O dropped), stays down ~ForMs, then restarts and recovers.
+	Crash Spell
+	// SlowDisk: for a spell, fsync latency is multiplied by SlowDiskFactor.
+	SlowDisk       Spell
+	SlowDiskFactor int64
+	// DiskErrors: for a spell, each write or fsync fails with DiskErrorChance (EIO or
+	// ENOSPC). After the run heals, nodes that saw errors are restarted (process restart)
+	// so offline partitions recover.
+	DiskErrors      Spell
+	DiskErrorChance float64
+	// Clog: for a spell, every network path to the node is ClogFactor times slower.
+	Clog       Spell
+	ClogFactor int64
+	// Reset: a random open connection is reset; its in-flight requests have unknown
+	// outcome (ForMs unused).
+	Reset Spell
+	// Partition: a client cannot reach the node (or, with OneWayChance, only one
+	// direction is cut) for a spell. Messages wait for the heal, as TCP retransmits.
+	Partition    Spell
+	OneWayChance float64
+	// Pause: the node stops stepping for a spell (a GC pause, SIGSTOP); its inputs queue.
+	Pause Spell
+	// ClockSkewMs: each node incarnation's wall clock is offset by up to ±ClockSkewMs
+	// (0: off). Virtual monotonic time never goes back within one incarnation.
+	ClockSkewMs int64
+}
+
+// Timing holds the latency distributions: exponential with a floor, in microseconds.
+type Timing struct {
+	NetFloorUs, NetMeanUs     int64
+	FsyncFloorUs, FsyncMeanUs int64
+	MetaFloorUs, MetaMeanUs   int64
+	RestartDelayMs            int64 // time a restarting process takes before Start
+}
+
+// TopicSpec is one topic the admin client creates at the start.
+type TopicSpec struct {
+	Name       string
+	Partitions int32
+	Configs    map[string]string // topic config overrides
+}
+
+// ProducerSpec configures one producer client.
+type ProducerSpec struct {
+	Topic       string
+	Acks        int16 // 0, 1 or -1 (all)
+	Idempotent  bool  // requires Acks == -1, as in Kafka
+	BatchMax    int   // records per batch: 1..BatchMax
+	Keys        int   // distinct keys
+	MaxInFlight int   // per partition, <= 5
+	PartsPerReq int   // partitions per Produce request, >= 1
+	IntervalMs  int64 // mean time between new batches
+	TimeoutMs   int64 // request timeout
+	BackoffMs   int64 // retry backoff
+	QueueMax    int   // unacknowledged batches per partition before it stops making more
+}
+
+// ReaderSpec configures one reader client.
+type ReaderSpec struct {
+	Topic       string
+	MaxWaitMs   int32
+	MinBytes    int32
+	MaxBytes    int32
+	PartMax     int32 // per-partition max bytes
+	TimeoutMs   int64
+	SeekChance  float64 // per fetch: jump to a random offset in [start, HWM]
+	ListChance  float64 // per fetch: also ask ListOffsets latest
+	BackoffMs   int64
+	IdleEveryMs int64
+}
+
+// AdminSpec configures the admin client's changes after the initial topic creation.
+type AdminSpec struct {
+	On            bool
+	EveryMs       int64
+	MaxPartitions int32
+}
+
+// Config is one run's complete configuration. Draw derives it from a seed; Set
+// overrides single fields afterwards.
+type Config struct {
+	Seed      uint64
+	Nodes     int
+	SafetyMs  int64 // virtual time with faults and load
+	HealMs    int64 // liveness budget after the faults stop
+	Codec     bool  // pass every request and response through the wire codec
+	MaxVers   bool  // clients use the highest version (else a random one per client)
+	Broker    map[string]string
+	Faults    Faults
+	Timing    Timing
+	Topics    []TopicSpec
+	Producers []ProducerSpec
+	Readers   []ReaderSpec
+	Admin     AdminSpec
+}
+
+// DefaultSafetyMs is the default virtual run time of the safety phase.
+const DefaultSafetyMs = 8_000
+
+// Draw derives a run's configuration from its seed: the swarm-testing step. Everything
+// that varies between runs is drawn here, before any event, from the "config" stream.
+func Draw(seed uint64) Config {
+	r := newStream(seed, "config")
+	c := Config{Seed: seed, Nodes: 1, SafetyMs: DefaultSafetyMs, HealMs: 30_000,
+		Codec: r.Chance(0.5), MaxVers: r.Chance(0.5), Broker: map[string]string{}}
+	c.Broker["log.retention.check.interval.ms"] = strconv.Itoa(Pick(r, 200, 1000, 5000))
+	c.Broker["num.partitions"] = strconv.Itoa(1 + r.Intn(3))
+	c.Timing = drawTiming(r)
+	c.Faults = drawFaults(r)
+	nTopics := 1 + r.Intn(2)
+	for i := 0; i < nTopics; i++ {
+		c.Topics = append(c.Topics, drawTopic(r, i))
+	}
+	for i, n := 0, 1+r.Intn(4); i < n; i++ {
+		c.Producers = append(c.Producers, drawProducer(r, c.Topics[r.Intn(nTopics)].Name))
+	}
+	for i, n := 0, 1+r.Intn(3); i < n; i++ {
+		c.Readers = append(c.Readers, drawReader(r, c.Topics[r.Intn(nTopics)].Name))
+	}
+	c.Admin = AdminSpec{On: r.Chance(0.5), EveryMs: r.Between(300, 3000),
+		MaxPartitions: int32(r.Between(2, 6))}
+	return c
+}
+
+func drawTiming(r *Rand) Timing {
+	return Timing{
+		NetFloorUs: r.Between(20, 300), NetMeanUs: Pick[int64](r, 50, 300, 2000, 10000),
+		FsyncFloorUs: r.Between(50, 1000), FsyncMeanUs: Pick[int64](r, 100, 1000, 5000),
+		MetaFloorUs: r.Between(100, 2000), MetaMeanUs: Pick[int64](r, 500, 3000, 20000),
+		RestartDelayMs: r.Between(5, 200),
+	}
+}
+
+func drawSpell(r *Rand, p float64, everyLo, everyHi, forLo, forHi int64) Spell {
+	return Spell{On: r.Chance(p), EveryMs: r.Between(everyLo, everyHi),
+		ForMs: r.Between(forLo, forHi)}
+}
+
+func drawFaults(r *Rand) Faults {
+	f := Faults{
+		Crash:      drawSpell(r, 0.4, 1000, 4000, 50, 1500),
+		SlowDisk:   drawSpell(r, 0.4, 300, 3000, 50, 2000),
+		DiskErrors: drawSpell(r, 0.25, 1000, 5000, 10, 500),
+		Clog:       drawSpell(r, 0.3, 500, 3000, 50, 1500),
+		Reset:      drawSpell(r, 0.4, 100, 2000, 0, 0),
+		Partition:  drawSpell(r, 0.3, 500, 4000, 50, 3000),
+		Pause:      drawSpell(r, 0.3, 500, 4000, 10, 1500),
+	}
+	f.SlowDiskFactor = Pick[int64](r, 5, 20, 100)
+	f.DiskErrorChance = Pick(r, 0.01, 0.1, 0.5)
+	f.ClogFactor = Pick[int64](r, 10, 100)
+	f.OneWayChance = Pick(r, 0.0, 0.5)
+	if r.Chance(0.4) {
+		f.ClockSkewMs = Pick[int64](r, 10, 1000, 60_000)
+	}
+	return f
+}
+
+func drawTopic(r *Rand, i int) TopicSpec {
+	t := TopicSpec{Name: fmt.Sprintf("t%d", i), Partitions: int32(1 + r.Intn(4)),
+		Configs: map[string]string{}}
+	if r.Chance(0.6) {
+		t.Configs["segment.bytes"] = strconv.Itoa(Pick(r, 1024, 4096, 65536))
+	}
+	if r.Chance(0.2) {
+		t.Configs["segment.ms"] = strconv.Itoa(Pick(r, 100, 1000))
+	}
+	if r.Chance(0.25) {
+		t.Configs["retention.ms"] = strconv.Itoa(Pick(r, 500, 3000, 10000))
+	}
+	if r.Chance(0.25) {
+		t.Configs["retention.bytes"] = strconv.Itoa(Pick(r, 2048, 16384))
+	}
+	if r.Chance(0.2) {
+		t.Configs["message.timestamp.type"] = "LogAppendTime"
+	}
+	if r.Chance(0.2) {
+		t.Configs["index.interval.bytes"] = strconv.Itoa(Pick(r, 0, 100, 1000))
+	}
+	return t
+}
+
+func drawProducer(r *Rand, topic string) ProducerSpec {
+	p := ProducerSpec{Topic: topic, Acks: Pick[int16](r, 0, 1, -1, -1),
+		BatchMax: Pick(r, 1, 5, 20), Keys: Pick(r, 1, 4, 50),
+		MaxInFlight: 1 + r.Intn(5), PartsPerReq: 1 + r.Intn(3),
+		IntervalMs: Pick[int64](r, 2, 10, 50), TimeoutMs: Pick[int64](r, 300, 1000, 5000),
+		BackoffMs: Pick[int64](r, 10, 100, 500), QueueMax: Pick(r, 5, 20)}
+	p.Idempotent = p.Acks == -1 && r.Chance(0.6)
+	return p
+}
+
+func drawReader(r *Rand, topic string) ReaderSpec {
+	return ReaderSpec{Topic: topic, MaxWaitMs: int32(Pick(r, 0, 50, 500)),
+		MinBytes: int32(Pick(r, 1, 1, 1000)), MaxBytes: int32(Pick(r, 1000, 100000, 1<<20)),
+		PartMax: int32(Pick(r, 500, 10000, 1<<20)), TimeoutMs: Pick[int64](r, 1000, 5000),
+		SeekChance: Pick(r, 0.0, 0.02, 0.1), ListChance: Pick(r, 0.0, 0.1, 0.3),
+		BackoffMs: Pick[int64](r, 10, 100), IdleEveryMs: Pick[int64](r, 0, 200)}
+}
+
+// faultSpells maps --set faults.<name> to the spell it switches.
+func (c *Config) faultSpells() map[string]*Spell {
+	f := &c.Faults
+	return map[string]*Spell{"crash": &f.Crash, "slowdisk": &f.SlowDisk,
+		"diskerrors": &f.DiskErrors, "clog": &f.Clog, "reset": &f.Reset,
+		"partition": &f.Partition, "pause": &f.Pause}
+}
+
+// SettingHelp lists the simulator's own --set names (broker and topic settings are
+// listed by broker.SettingNames).
+var SettingHelp = []string{
+	"faults=off                     no faults at all",
+	"faults.<kind>=on|off           kind: crash slowdisk diskerrors clog reset partition pause",
+	"faults.<kind>.every.ms=N       mean interval of a fault kind",
+	"faults.skew.ms=N               wall-clock skew bound per node (0 = off)",
+	"producer.acks=0|1|all          every producer (all turns idempotence off unless set)",
+	"producer.idempotent=true|false every producer (true forces acks=all)",
+	"producer.batch.max=N           records per batch, at most",
+	"producers=N readers=N          number of clients (copies of the first one drawn)",
+	"admin=on|off                   admin changes during the run",
+	"codec=on|off                   pass messages through the wire codec",
+	"heal.ms=N                      liveness budget after faults stop",
+}
+
+// Set overrides one setting by name: a simulator setting (SettingHelp) or a broker or
+// topic setting that broker.Config.Set accepts.
+func (c *Config) Set(name, value string) error {
+	if ok, err := c.setSim(name, value); ok {
+		return err
+	}
+	probe := broker.DefaultConfig()
+	if err := probe.Set(name, value); err != nil {
+		return fmt.Errorf("--set %s: %w", name, err)
+	}
+	c.Broker[name] = value
+	return nil
+}
+
+func (c *Config) setSim(name, value string) (bool, error) {
+	switch {
+	case name == "faults":
+		if value != "off" {
+			return true, fmt.Errorf("faults: only \"off\" is accepted")
+		}
+		for _, s := range c.faultSpells() {
+			s.On = false
+		}
+		c.Faults.ClockSkewMs = 0
+		return true, nil
+	case name == "faults.skew.ms":
+		return true, setInt64(&c.Faults.ClockSkewMs, value)
+	case strings.HasPrefix(name, "faults."):
+		return true, c.setFault(strings.TrimPrefix(name, "faults."), value)
+	case strings.HasPrefix(name, "producer"):
+		return true, c.setProducers(name, value)
+	case name == "readers":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 || n > 64 {
+			return true, fmt.Errorf("readers: want 0..64, got %q", value)
+		}
+		c.Readers = resize(c.Readers, n)
+		return true, nil
+	case name == "admin":
+		on, err := onOff(value)
+		c.Admin.On = on
+		return true, err
+	case name == "codec":
+		on, err := onOff(value)
+		c.Codec = on
+		return true, err
+	case name == "heal.ms":
+		return true, setInt64(&c.HealMs, value)
+	}
+	return false, nil
+}
+
+func (c *Config) setFault(rest, value string) error {
+	kind, field, _ := strings.Cut(rest, ".")
+	s, ok := c.faultSpells()[kind]
+	if !ok {
+		return fmt.Errorf("faults.%s: unknown fault kind", kind)
+	}
+	switch field {
+	case "":
+		on, err := onOff(value)
+		s.On = on
+		return err
+	case "every.ms":
+		return setInt64(&s.EveryMs, value)
+	case "for.ms":
+		return setInt64(&s.ForMs, value)
+	}
+	return fmt.Errorf("faults.%s: unknown field %q", kind, field)
+}
+
+func (c *Config) setProducers(name, value string) error {
+	if name == "producers" {
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 || n > 64 {
+			return fmt.Errorf("producers: want 0..64, got %q", value)
+		}
+		c.Producers = resize(c.Producers, n)
+		return nil
+	}
+	for i := range c.Producers {
+		p := &c.Producers[i]
+		switch name {
+		case "producer.acks":
+			switch value {
+			case "0", "1":
+				p.Acks, p.Idempotent = int16(value[0]-'0'), false
+			case "all", "-1":
+				p.Acks = -1
+			default:
+				return fmt.Errorf("producer.acks: want 0, 1 or all, got %q", value)
+			}
+		case "producer.idempotent":
+			on, err := strconv.ParseBool(value)
+			if err != nil {
+				return fmt.Errorf("producer.idempotent: %w", err)
+			}
+			p.Idempotent = on
+			if on {
+				p.Acks = -1
+			}
+		case "producer.batch.max":
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 1 || n > 1000 {
+				return fmt.Errorf("producer.batch.max: want 1..1000, got %q", value)
+			}
+			p.BatchMax = n
+		default:
+			return fmt.Errorf("unknown producer setting %q", name)
+		}
+	}
+	return nil
+}
+
+// resize grows a slice of client specs by copying its first element, or shrinks it.
+func resize[T any](s []T, n int) []T {
+	for len(s) < n && len(s) > 0 {
+		s = append(s, s[0])
+	}
+	return s[:min(n, len(s))]
+}
+
+func onOff(v string) (bool, error) {
+	switch v {
+	case "on", "true", "1":
+		return true, nil
+	case "off", "false", "0":
+		return false, nil
+	}
+	return false, fmt.Errorf("want on or off, got %q", v)
+}
+
+func setInt64(dst *int64, v string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want a non-negative number, got %q", v)
+	}
+	*dst = n
+	return nil
+}
+
+// Summary describes the configuration in a few lines, sorted where maps are involved.
+func (c Config) Summary() []string {
+	f := c.Faults
+	lines := []string{
+		fmt.Sprintf("nodes=%d safety=%dms heal=%dms codec=%v maxversions=%v",
+			c.Nodes, c.SafetyMs, c.HealMs, c.Codec, c.MaxVers),
+		fmt.Sprintf("faults: crash=%s slowdisk=%s(x%d) diskerrors=%s(p=%.2f) clog=%s(x%d)",
+			f.Crash, f.SlowDisk, f.SlowDiskFactor, f.DiskErrors, f.DiskErrorChance, f.Clog,
+			f.ClogFactor),
+		fmt.Sprintf("faults: reset=%s partition=%s(oneway=%.1f) pause=%s skew=%dms",
+			f.Reset, f.Partition, f.OneWayChance, f.Pause, f.ClockSkewMs),
+		fmt.Sprintf("timing: net=%d+~%dus fsync=%d+~%dus meta=%d+~%dus",
+			c.Timing.NetFloorUs, c.Timing.NetMeanUs, c.Timing.FsyncFloorUs,
+			c.Timing.FsyncMeanUs, c.Timing.MetaFloorUs, c.Timing.MetaMeanUs),
+		"broker: " + sortedKV(c.Broker),
+	}
+	for _, t := range c.Topics {
+		lines = append(lines, fmt.Sprintf("topic %s partitions=%d %s", t.Name,
+			t.Partitions, sortedKV(t.Configs)))
+	}
+	for i, p := range c.Producers {
+		lines = append(lines, fmt.Sprintf("producer %d: %+v", i, p))
+	}
+	for i, r := range c.Readers {
+		lines = append(lines, fmt.Sprintf("reader %d: %+v", i, r))
+	}
+	lines = append(lines, fmt.Sprintf("admin: %+v", c.Admin))
+	return lines
+}
+
+func sortedKV(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,281 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/batch"
+	"github.com/sluicemq/sluice/linearizability"
+)
+
+// reader consumes every partition of one topic from offset 0 with long-polling
+// fetches, occasionally jumping to a random offset or asking ListOffsets for the
+// high-water mark. Every successful response is recorded as a read.
+type reader struct {
+	clientBase
+	spec ReaderSpec
+	num  int
+
+	parts    []*rPart
+	metaBusy bool
+	metaNext int64
+	fetching bool
+	listing  bool
+	draining bool
+	healedOK bool // a fetch succeeded after the heal
+}
+
+type rPart struct {
+	tp       core.TopicPartition
+	pos      int64
+	start    int64 // last known log start offset
+	hwm      int64
+	resetPos bool // ask ListOffsets(earliest) before fetching
+}
+
+func newReader(w *World, actor int32, num int, spec ReaderSpec) *reader {
+	r := &reader{spec: spec, num: num}
+	r.clientBase = newClientBase(w, actor, fmt.Sprintf("reader%d", num), r.pump)
+	return r
+}
+
+func (r *reader) start() { r.wakeIn(r.rnd.Between(0, 100) * ms) }
+
+func (r *reader) heal() { r.draining = true; r.wakeIn(0) }
+
+func (r *reader) busy() string {
+	if r.draining && !r.healedOK && len(r.parts) > 0 {
+		return r.name + " has not completed a fetch since the heal"
+	}
+	return ""
+}
+
+func (r *reader) pump() {
+	if r.backingOff() {
+		return
+	}
+	if r.w.now >= r.metaNext && !r.metaBusy {
+		r.refreshMetadata()
+	}
+	if len(r.parts) == 0 || r.fetching || r.listing {
+		return
+	}
+	var reset []*rPart
+	for _, p := range r.parts {
+		if p.resetPos {
+			reset = append(reset, p)
+		}
+	}
+	if len(reset) > 0 {
+		r.listOffsets(reset, -2)
+		return
+	}
+	if r.rnd.Chance(r.spec.ListChance) {
+		r.listOffsets(r.parts, -1)
+		return
+	}
+	r.fetch()
+}
+
+func (r *reader) refreshMetadata() {
+	r.metaBusy = true
+	r.requestMetadata([]string{r.spec.Topic}, r.spec.TimeoutMs, func(c map[string]int32,
+		err error) {
+		r.metaBusy = false
+		r.metaNext = r.w.now + 2000*ms
+		if err != nil || c[r.spec.Topic] == 0 {
+			r.metaNext = r.w.now + r.spec.BackoffMs*ms
+			r.wakeIn(r.spec.BackoffMs * ms)
+			return
+		}
+		for int32(len(r.parts)) < c[r.spec.Topic] {
+			tp := core.TopicPartition{Topic: r.spec.Topic, Partition: int32(len(r.parts))}
+			r.parts = append(r.parts, &rPart{tp: tp})
+		}
+		r.wakeIn(0)
+	})
+}
+
+func (r *reader) fetch() {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = r.spec.MaxWaitMs
+	req.MinBytes = r.spec.MinBytes
+	req.MaxBytes = r.spec.MaxBytes
+	req.SessionID, req.SessionEpoch = 0, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = r.spec.Topic
+	for _, p := range r.parts {
+		if r.rnd.Chance(r.spec.SeekChance) && p.hwm > p.start {
+			p.pos = r.rnd.Between(p.start, p.hwm)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = p.tp.Partition
+		rp.FetchOffset = p.pos
+		rp.PartitionMaxBytes = r.spec.PartMax
+		rp.CurrentLeaderEpoch, rp.LogStartOffset = -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	r.fetching = true
+	call := r.w.now
+	r.send(req, int64(r.spec.MaxWaitMs)+r.spec.TimeoutMs, func(resp kmsg.Response, err error) {
+		r.fetching = false
+		if err != nil {
+			r.wakeIn(r.spec.BackoffMs * ms)
+			return
+		}
+		r.fetched(call, resp.(*kmsg.FetchResponse))
+	})
+}
+
+func (r *reader) fetched(call int64, resp *kmsg.FetchResponse) {
+	r.code("fetch", resp.ErrorCode)
+	backoff := resp.ErrorCode != 0
+	for _, t := range resp.Topics {
+		for i := range t.Partitions {
+			rp := &t.Partitions[i]
+			if rp.Partition < 0 || int(rp.Partition) >= len(r.parts) || t.Topic != r.spec.Topic {
+				r.w.fail("anomaly", "%s: fetch answered for unknown partition %s-%d", r.name,
+					t.Topic, rp.Partition)
+				continue
+			}
+			if !r.fetchedPartition(call, r.parts[rp.Partition], rp) {
+				backoff = true
+			}
+		}
+	}
+	if r.draining {
+		r.healedOK = true
+	}
+	switch {
+	case backoff:
+		r.wakeIn(r.spec.BackoffMs * ms)
+	case r.empty(resp):
+		// Caught up: a client without long poll would spin; real ones wait a little.
+		r.wakeIn(max(r.spec.IdleEveryMs, 20) * ms)
+	default:
+		r.wakeIn(r.spec.IdleEveryMs * ms)
+	}
+}
+
+func (r *reader) empty(resp *kmsg.FetchResponse) bool {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if len(p.RecordBatches) > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// fetchedPartition records one partition's answer; false asks for a backoff.
+func (r *reader) fetchedPartition(call int64, p *rPart, rp *kmsg.FetchResponseTopicPartition) bool {
+	r.code("fetch", rp.ErrorCode)
+	switch rp.ErrorCode {
+	case 0:
+	case kerr.OffsetOutOfRange.Code:
+		p.resetPos = true
+		return true
+	default:
+		if rp.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+			r.metaNext = 0
+		}
+		return false
+	}
+	recs, err := decodeBatches(rp.RecordBatches)
+	if err != nil {
+		r.w.fail("anomaly", "%s: fetch of %s at %d returned a bad batch: %v", r.name, p.tp,
+			p.pos, err)
+		return false
+	}
+	r.w.record(linearizability.Op{Kind: linearizability.OpRead, Client: int(r.actor),
+		TP: p.tp, Call: call, Return: r.w.now, Outcome: linearizability.OK,
+		FetchOffset: p.pos, Records: recs, HWM: rp.HighWatermark,
+		LogStart: rp.LogStartOffset})
+	r.w.tr.note("read", rp.HighWatermark, int64(len(recs)))
+	p.hwm = rp.HighWatermark
+	if rp.LogStartOffset >= 0 {
+		p.start = rp.LogStartOffset
+	}
+	if n := len(recs); n > 0 && recs[n-1].Offset >= p.pos {
+		p.pos = recs[n-1].Offset + 1
+	}
+	return true
+}
+
+// decodeBatches decodes every whole batch of a fetch response. A trailing partial
+// batch (allowed by the protocol when a size limit cuts it) is ignored.
+func decodeBatches(raw []byte) ([]linearizability.Record, error) {
+	var out []linearizability.Record
+	for len(raw) >= batch.HeaderSize {
+		h, err := batch.ParseHeader(raw)
+		if err != nil {
+			return out, err
+		}
+		if h.Size() > len(raw) {
+			break
+		}
+		kvs, err := batch.Records(raw[:h.Size()])
+		if err != nil {
+			return out, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+		}
+		for i, kv := range kvs {
+			out = append(out, linearizability.Record{Offset: h.BaseOffset + int64(i),
+				Key: string(kv.Key), Value: string(kv.Value)})
+		}
+		raw = raw[h.Size():]
+	}
+	return out, nil
+}
+
+// listOffsets asks for the earliest (-2) or latest (-1) offset of parts. Latest
+// answers are recorded as reads of the high-water mark.
+func (r *reader) listOffsets(parts []*rPart, ts int64) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = r.spec.Topic
+	for _, p := range parts {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p.tp.Partition, ts, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	r.listing = true
+	call := r.w.now
+	r.send(req, r.spec.TimeoutMs, func(resp kmsg.Response, err error) {
+		r.listing = false
+		if err != nil {
+			r.wakeIn(r.spec.BackoffMs * ms)
+			return
+		}
+		for _, t := range resp.(*kmsg.ListOffsetsResponse).Topics {
+			for _, rp := range t.Partitions {
+				if t.Topic == r.spec.Topic && rp.Partition >= 0 && int(rp.Partition) < len(r.parts) {
+					r.listed(call, r.parts[rp.Partition], ts, rp)
+				}
+			}
+		}
+		r.wakeIn(0)
+	})
+}
+
+func (r *reader) listed(call int64, p *rPart, ts int64, rp kmsg.ListOffsetsResponseTopicPartition) {
+	r.code("list-offsets", rp.ErrorCode)
+	if rp.ErrorCode != 0 {
+		return
+	}
+	if ts == -2 {
+		p.pos, p.start, p.resetPos = rp.Offset, rp.Offset, false
+		return
+	}
+	r.w.record(linearizability.Op{Kind: linearizability.OpRead, Client: int(r.actor),
+		TP: p.tp, Call: call, Return: r.w.now, Outcome: linearizability.OK,
+		FetchOffset: -1, HWM: rp.Offset})
+	p.hwm = rp.Offset
+}

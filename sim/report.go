@@ -1,0 +1,199 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/linearizability"
+)
+
+// Stats counts what happened in a run, for its summary.
+type Stats struct {
+	Events    uint64
+	VirtualNs int64
+	Faults    map[string]int // injected faults by kind, restarts, disk errors
+	Codes     map[string]int // error codes clients saw, "api:ERROR_NAME"
+}
+
+// Result is the outcome of one run.
+type Result struct {
+	Seed     uint64
+	Pass     bool
+	Trace    string
+	Config   Config
+	Failures []Failure
+	Report   *linearizability.Report
+	Stats    Stats
+	LogTail  string
+}
+
+func (w *World) result(rep *linearizability.Report) Result {
+	w.stats.Events = w.tr.events
+	w.stats.VirtualNs = w.now
+	return Result{Seed: w.cfg.Seed, Pass: len(w.failures) == 0, Trace: w.tr.sum(),
+		Config: w.cfg, Failures: w.failures, Report: rep, Stats: w.stats,
+		LogTail: w.LogTail()}
+}
+
+// Line is the one-line verdict: PASS or FAIL, the seed and the trace hash.
+func (r *Result) Line() string {
+	verdict := "PASS"
+	if !r.Pass {
+		verdict = "FAIL"
+	}
+	return fmt.Sprintf("%s seed=%d trace=%s events=%d virtual=%.1fs", verdict, r.Seed,
+		r.Trace, r.Stats.Events, float64(r.Stats.VirtualNs)/1e9)
+}
+
+// Summary describes the run: configuration, faults injected, errors seen, history
+// totals and failures.
+func (r *Result) Summary() []string {
+	lines := append([]string{fmt.Sprintf("seed %d", r.Seed)}, r.Config.Summary()...)
+	lines = append(lines, "injected: "+sortedCounts(r.Stats.Faults))
+	lines = append(lines, "client errors: "+sortedCounts(r.Stats.Codes))
+	if r.Report != nil {
+		lines = append(lines, r.Report.Summary(20)...)
+	}
+	for i, f := range r.Failures {
+		if i == 20 {
+			lines = append(lines, fmt.Sprintf("... and %d more failures", len(r.Failures)-i))
+			break
+		}
+		lines = append(lines, "FAILURE "+f.String())
+	}
+	return lines
+}
+
+// Kinds lists the distinct failure kinds, sorted.
+func (r *Result) Kinds() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range r.Failures {
+		k := f.Kind
+		if f.Kind == "anomaly" {
+			k, _, _ = strings.Cut(f.Detail, " ")
+		}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Has reports whether the run failed with the given failure or anomaly kind.
+func (r *Result) Has(kind string) bool {
+	for _, k := range r.Kinds() {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedCounts(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// WriteArtifacts reruns a failed seed verbosely (the run is deterministic) and writes
+// into dir: summary.txt, events.log (every event and every node's debug log on the
+// virtual clock), history.txt and porcupine's HTML view of the failing partition. It
+// returns an error if the rerun's trace differs, which would itself be a determinism bug.
+func WriteArtifacts(cfg Config, first Result, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	events, err := os.Create(filepath.Join(dir, "events.log"))
+	if err != nil {
+		return err
+	}
+	defer events.Close()
+	w, err := New(cfg, Options{Verbose: events})
+	if err != nil {
+		return err
+	}
+	res := w.Run()
+	var b strings.Builder
+	for _, l := range res.Summary() {
+		b.WriteString(l + "\n")
+	}
+	b.WriteString(res.Line() + "\n")
+	if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	if err := writeHistory(w.History(), filepath.Join(dir, "history.txt")); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(w.History())
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "history.json"), raw, 0o644); err != nil {
+		return err
+	}
+	if res.Report != nil {
+		if tp, ok := res.Report.Failing(); ok {
+			path := filepath.Join(dir, fmt.Sprintf("porcupine-%s.html", tp))
+			if err := res.Report.Visualize(tp, path, 30*time.Second); err != nil {
+				return err
+			}
+		}
+	}
+	if res.Trace != first.Trace {
+		return fmt.Errorf("the verbose rerun's trace %s differs from the run's %s: the "+
+			"simulation is not deterministic", res.Trace, first.Trace)
+	}
+	return nil
+}
+
+func writeHistory(h *linearizability.History, path string) error {
+	var b strings.Builder
+	for _, c := range h.Crashes {
+		fmt.Fprintf(&b, "%s crash node=%d\n", fmtTime(c.At), c.Node)
+	}
+	for _, f := range h.Finals {
+		fmt.Fprintf(&b, "final %s read [%d, %d)\n", f.TP, f.Start, f.End)
+	}
+	for i := range h.Ops {
+		b.WriteString(describeOp(&h.Ops[i]) + "\n")
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func describeOp(op *linearizability.Op) string {
+	ret := "never"
+	if op.Outcome != linearizability.Unknown {
+		ret = fmtTime(op.Return)
+	}
+	head := fmt.Sprintf("op %d client=%d %s call %s return %s %s", op.ID, op.Client,
+		core.TopicPartition(op.TP), fmtTime(op.Call), ret, op.Outcome)
+	if op.Kind == linearizability.OpAppend {
+		return fmt.Sprintf("%s append write=%s n=%d acks=%d idem=%v offset=%d err=%d", head,
+			op.Write, len(op.Values), op.Acks, op.Idempotent, op.Offset, op.ErrCode)
+	}
+	first, last := int64(-1), int64(-1)
+	if n := len(op.Records); n > 0 {
+		first, last = op.Records[0].Offset, op.Records[n-1].Offset
+	}
+	return fmt.Sprintf("%s read from=%d records=[%d,%d] hwm=%d start=%d final=%v", head,
+		op.FetchOffset, first, last, op.HWM, op.LogStart, op.Final)
+}

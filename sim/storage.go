@@ -1,0 +1,22 @@
+package sim
+
+import (
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/replica"
+	"github.com/sluicemq/sluice/disk"
+)
+
+// openLog opens (recovering) a partition's log on the node's crashable disk with the
+// real storage code, so every restart exercises the real recovery path.
+func openLog(n *node, tp core.TopicPartition, cfg replica.SegmentConfig) (replica.Log, error) {
+	l, err := disk.OpenPartitionLog(n.fs, logDir(tp), n.state, statePrefix(tp), cfg,
+		n.brokerNow().Millis(), n.lg)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func removeLog(n *node, tp core.TopicPartition) error {
+	return disk.RemovePartitionLog(n.fs, logDir(tp), n.state, statePrefix(tp))
+}

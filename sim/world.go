@@ -1,0 +1,254 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+
+	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/linearizability"
+)
+
+// epochNs is the wall-clock instant virtual time 0 stands for (2026-01-01T00:00:00Z).
+// Kafka timestamps and retention work on wall time, so it must look like a real date.
+const epochNs = 1767225600 * int64(time.Second)
+
+const (
+	maxQueuedEvents = 1 << 20
+	maxEvents       = 50_000_000
+	ms              = int64(time.Millisecond)
+	us              = int64(time.Microsecond)
+)
+
+type phase uint8
+
+const (
+	phaseSafety phase = iota // load and faults
+	phaseHeal                // faults stopped; producers drain
+	phaseFinal               // the final reader reads every partition
+	phaseDone
+)
+
+// Options are how a run is observed, not what it does: they never change the trace.
+type Options struct {
+	// Verbose, when set, receives the event log and every node's debug log in order.
+	// Otherwise logs go at Info level to a small ring buffer.
+	Verbose io.Writer
+	// CheckTimeout bounds porcupine per partition (0: linearizability's default).
+	CheckTimeout time.Duration
+}
+
+// World is one seeded, single-threaded simulation of a Sluice cluster and its clients.
+type World struct {
+	cfg  Config
+	opts Options
+	now  int64 // virtual ns since epochNs
+	q    eventQueue
+	tr   *tracer
+
+	netR   *Rand
+	faultR *Rand
+
+	brokerCfg broker.Config
+	nodes     []*node
+	meta      *metaLog
+	clients   []client
+	conns     map[uint64]*conn
+	nextConn  uint64
+	blocked   map[int32]*[2]int64 // client actor → [toNode, toClient] blocked until
+
+	hist     linearizability.History
+	phase    phase
+	healAt   int64
+	stopped  bool
+	failures []Failure
+	stats    Stats
+	ring     *ringWriter
+	logOut   zapcore.WriteSyncer
+	logLevel zapcore.Level
+	final    *finalReader
+}
+
+// Failure is one reason a run failed.
+type Failure struct {
+	Kind   string // panic, liveness, anomaly, linearizability, unexpected-error, world
+	Detail string
+}
+
+func (f Failure) String() string { return f.Kind + ": " + f.Detail }
+
+// New builds the world of cfg. It fails only on an invalid configuration.
+func New(cfg Config, opts Options) (*World, error) {
+	w := &World{cfg: cfg, opts: opts, tr: newTracer(), conns: map[uint64]*conn{},
+		blocked: map[int32]*[2]int64{}}
+	w.q.limit = maxQueuedEvents
+	w.netR = newStream(cfg.Seed, "net")
+	w.faultR = newStream(cfg.Seed, "faults")
+	w.stats.Faults = map[string]int{}
+	w.stats.Codes = map[string]int{}
+	if opts.Verbose != nil {
+		w.tr.log = opts.Verbose
+		w.logOut, w.logLevel = zapcore.AddSync(opts.Verbose), zapcore.DebugLevel
+	} else {
+		w.ring = newRingWriter(256)
+		w.logOut, w.logLevel = w.ring, zapcore.InfoLevel
+	}
+	bc, err := brokerConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	w.brokerCfg = bc
+	w.meta = newMetaLog(w)
+	for i := 0; i < cfg.Nodes; i++ {
+		w.nodes = append(w.nodes, newNode(w, int32(i)))
+	}
+	w.buildClients()
+	return w, nil
+}
+
+// brokerConfig applies the run's broker settings, in name order, to the defaults.
+func brokerConfig(cfg Config) (broker.Config, error) {
+	bc := broker.DefaultConfig()
+	names := make([]string, 0, len(cfg.Broker))
+	for n := range cfg.Broker {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := bc.Set(n, cfg.Broker[n]); err != nil {
+			return bc, fmt.Errorf("broker setting: %w", err)
+		}
+	}
+	return bc, nil
+}
+
+// at schedules fn at virtual time t (never in the past).
+func (w *World) at(t int64, kind Kind, actor int32, a, b uint64, fn func()) {
+	if t < w.now {
+		t = w.now
+	}
+	if !w.q.push(event{at: t, kind: kind, actor: actor, a: a, b: b, fn: fn}) {
+		w.fail("world", "%v (%d events queued)", errQueueFull, w.q.Len())
+		w.stopped = true
+	}
+}
+
+// after schedules fn d nanoseconds from now.
+func (w *World) after(d int64, kind Kind, actor int32, a, b uint64, fn func()) {
+	w.at(w.now+d, kind, actor, a, b, fn)
+}
+
+func (w *World) fail(kind, format string, args ...any) {
+	if len(w.failures) < 100 {
+		w.failures = append(w.failures, Failure{Kind: kind, Detail: fmt.Sprintf(format, args...)})
+	}
+}
+
+// Run executes the whole run and checks its history.
+func (w *World) Run() (res Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.fail("panic", "%v\n%s", p, debug.Stack())
+			res = w.result(nil)
+		}
+	}()
+	for _, n := range w.nodes {
+		n.boot()
+	}
+	for _, c := range w.clients {
+		c.start()
+	}
+	w.startFaults()
+	w.at(w.cfg.SafetyMs*ms, KindPhase, -1, uint64(phaseHeal), 0, w.heal)
+	deadline := (w.cfg.SafetyMs + w.cfg.HealMs) * ms
+	w.at(deadline, KindPhase, -1, uint64(phaseDone), 0, w.timeUp)
+	w.loop()
+	rep := w.check()
+	return w.result(rep)
+}
+
+// loop dispatches events in (time, sequence) order until the run stops.
+func (w *World) loop() {
+	for !w.stopped {
+		e, ok := w.q.pop()
+		if !ok {
+			w.fail("liveness", "no events left at %s: every actor is idle", fmtTime(w.now))
+			return
+		}
+		w.now = e.at
+		w.tr.event(&e)
+		e.fn()
+		if w.tr.events >= maxEvents {
+			w.fail("world", "event budget of %d exhausted", maxEvents)
+			return
+		}
+	}
+}
+
+// timeUp ends a run whose final read did not finish within the liveness budget.
+func (w *World) timeUp() {
+	if w.phase != phaseDone {
+		w.fail("liveness", "the final read did not finish within %dms after the faults "+
+			"stopped (%s)", w.cfg.HealMs, w.final.progress())
+		w.finish()
+	}
+}
+
+// finish stops the event loop.
+func (w *World) finish() {
+	w.phase = phaseDone
+	w.stopped = true
+}
+
+func (w *World) check() *linearizability.Report {
+	if w.final != nil {
+		w.hist.Finals = w.final.finals()
+	}
+	rep := linearizability.Check(&w.hist, linearizability.Options{Timeout: w.opts.CheckTimeout})
+	for _, a := range rep.Anomalies {
+		w.fail("anomaly", "%s", a)
+	}
+	for _, p := range rep.Partitions {
+		if p.Result == "Illegal" {
+			w.fail("linearizability", "%s: history of %d operations is not linearizable",
+				p.TP, p.Ops)
+		}
+	}
+	return &rep
+}
+
+// LogTail returns the last log lines kept in the ring buffer (non-verbose runs).
+func (w *World) LogTail() string {
+	if w.ring == nil {
+		return ""
+	}
+	var b strings.Builder
+	_, _ = w.ring.WriteTo(&b)
+	return b.String()
+}
+
+// History returns the recorded history (after Run).
+func (w *World) History() *linearizability.History { return &w.hist }
+
+// Now returns the current virtual time in nanoseconds since the run's epoch.
+func (w *World) Now() int64 { return w.now }
+
+// buildClients creates the admin, producers and readers, in that order (actor ids
+// from 100 upwards; nodes use 0..Nodes-1).
+func (w *World) buildClients() {
+	actor := int32(100)
+	w.clients = append(w.clients, newAdmin(w, actor))
+	for i, spec := range w.cfg.Producers {
+		actor++
+		w.clients = append(w.clients, newProducer(w, actor, i, spec))
+	}
+	for i, spec := range w.cfg.Readers {
+		actor++
+		w.clients = append(w.clients, newReader(w, actor, i, spec))
+	}
+}
