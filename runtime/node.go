@@ -196,6 +196,9 @@ func (n *Node) Close() error {
 		if !n.started {
 			return
 		}
+		// Parked fetches are answered at once rather than at their max wait, so the
+		// drain below does not sit out a consumer's long poll.
+		sink{n}.put(broker.Drain{})
 		ctx, cancel := context.WithTimeout(context.Background(), n.opts.DrainTimeout)
 		err := n.srv.Shutdown(ctx)
 		cancel()
@@ -217,6 +220,11 @@ func (n *Node) release() error {
 		n.metaW.stop()
 	}
 	n.timers.stop()
+	if n.b != nil {
+		// The loop has stopped, so this goroutine is now the broker's only stepper: sync
+		// every log and save producer state, sparing the next start a log rescan.
+		n.b.Shutdown()
+	}
 	var errs []error
 	for tp, l := range n.logs {
 		if err := l.Sync(); err != nil {

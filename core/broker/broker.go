@@ -69,6 +69,8 @@ func (b *Broker) Step(now core.Time, in Input) {
 		b.syncDone(in)
 	case MetaCommitted:
 		b.metaCommitted(in)
+	case Drain:
+		b.drain()
 	default:
 		panic(fmt.Sprintf("broker: unknown input %T", in))
 	}

@@ -86,7 +86,13 @@ type MetaCommitted struct {
 	Err    error
 }
 
+// Drain says the node is shutting down: parked fetches are answered now with what is
+// there, and new fetches no longer wait. Produces still wait for their fsyncs, which
+// complete promptly.
+type Drain struct{}
+
 func (Start) isInput()         {}
+func (Drain) isInput()         {}
 func (Request) isInput()       {}
 func (ConnClosed) isInput()    {}
 func (TimerFired) isInput()    {}

@@ -18,6 +18,8 @@ package broker
 //     fetches.
 
 import (
+	"sort"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -36,9 +38,10 @@ type fetchWait struct {
 }
 
 type fetchState struct {
-	byTP   map[core.TopicPartition][]*fetchWait
-	byConn map[uint64][]*fetchWait
-	count  int
+	byTP     map[core.TopicPartition][]*fetchWait
+	byConn   map[uint64][]*fetchWait
+	count    int
+	draining bool // shutting down: no fetch waits any more
 }
 
 func (b *Broker) handleFetch(r Request, m *kmsg.FetchRequest) {
@@ -50,7 +53,7 @@ func (b *Broker) handleFetch(r Request, m *kmsg.FetchRequest) {
 	}
 	resp, n, anyErr := b.readFetch(m)
 	if m.MaxWaitMillis <= 0 || n >= int(max(m.MinBytes, 1)) || anyErr ||
-		b.fetches.count >= b.cfg.MaxWaitingFetches {
+		b.fetches.count >= b.cfg.MaxWaitingFetches || b.fetches.draining {
 		b.reply(r, resp)
 		return
 	}
@@ -201,4 +204,25 @@ func (b *Broker) connClosed(conn uint64) {
 // partitionGone answers every waiter on a partition that was just removed.
 func (b *Broker) partitionGone(tp core.TopicPartition) {
 	b.partitionFailed(tp, kerr.UnknownTopicOrPartition.Code)
+}
+
+// drain answers every parked fetch now and stops new ones from waiting (shutdown).
+func (b *Broker) drain() {
+	b.fetches.draining = true
+	var all []*fetchWait
+	for _, conn := range sortedConns(b.fetches.byConn) {
+		all = append(all, b.fetches.byConn[conn]...)
+	}
+	for _, w := range all {
+		b.answerFetch(w)
+	}
+}
+
+func sortedConns(m map[uint64][]*fetchWait) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for c := range m {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
 }

@@ -205,3 +205,17 @@ func TestRetentionRunsOnItsTimer(t *testing.T) {
 		"all but the active segment are gone")
 	require.Equal(t, []string{"v"}, fetchValues(t, h, "t", 0, 3))
 }
+
+func TestDrainAnswersParkedFetchesAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.mustCreate("t", 1)
+	id := h.send(fetchReq("t", 0, 0, 30_000, 1))
+	_, answered := h.reply(id)
+	require.False(t, answered)
+	h.step(Drain{})
+	_, answered = h.reply(id)
+	require.True(t, answered, "a draining node answers parked fetches now")
+	id = h.send(fetchReq("t", 0, 0, 30_000, 1))
+	_, answered = h.reply(id)
+	require.True(t, answered, "and new fetches no longer wait")
+}
