@@ -38,7 +38,11 @@ type benchStep struct {
 	acks      kgo.Acks
 	idem      bool
 	producers int
+	sync      bool // one record at a time: each waits for the previous ack
 }
+
+// syncRecords bounds the one-at-a-time steps, like the peers' SYNC_MSGS.
+const syncRecords = 20_000
 
 func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -49,8 +53,10 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.size, "size", 1024, "record value bytes")
 	fs.IntVar(&o.partitions, "partitions", 4, "partitions of each bench topic")
 	fs.DurationVar(&o.maxTime, "max-time", 60*time.Second, "time bound per step")
-	fs.StringVar(&o.steps, "steps", "acks1_p1,acksall_p1,acksall_p4,consume",
-		"comma-separated steps: acks1_pN, acksall_pN, acksall_idem_pN, consume")
+	fs.StringVar(&o.steps, "steps",
+		"acks1_p1,acksall_p1,acksall_p4,acksall_idem_p1,consume,sync_acks1,sync_acksall",
+		"comma-separated steps: acks1_pN, acksall_pN, acksall_idem_pN, consume, "+
+			"sync_acks1, sync_acksall")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -99,6 +105,12 @@ func parseStep(s string) (benchStep, error) {
 	st := benchStep{name: s, producers: 1}
 	var n int
 	switch {
+	case s == "sync_acks1":
+		st.acks, st.sync = kgo.LeaderAck(), true
+		return st, nil
+	case s == "sync_acksall":
+		st.acks, st.sync, st.idem = kgo.AllISRAcks(), true, true
+		return st, nil
 	case strings.HasPrefix(s, "acks1_p"):
 		_, err := fmt.Sscanf(s, "acks1_p%d", &n)
 		st.acks, st.producers = kgo.LeaderAck(), n
@@ -142,6 +154,9 @@ func benchCreateTopic(o benchOpts, topic string) error {
 func benchProduce(o benchOpts, st benchStep, topic string, out io.Writer) (int, error) {
 	value := make([]byte, o.size)
 	_, _ = rand.Read(value) // incompressible, like the peers' payloads
+	if st.sync {
+		return benchProduceSync(o, st, topic, value, out)
+	}
 	per := o.records / st.producers
 	lat := make([][]time.Duration, st.producers)
 	var failed atomic.Int64
@@ -189,13 +204,49 @@ func benchProduce(o benchOpts, st benchStep, topic string, out io.Writer) (int, 
 		return 0, fmt.Errorf("step %s: no record was acknowledged (%d failed)", st.name,
 			failed.Load())
 	}
-	slices.Sort(all)
-	rate := float64(len(all)) / elapsed.Seconds()
-	fmt.Fprintf(out, "FIGURE system=sluice test=produce_%s msgs_per_s=%.0f MiB_per_s=%.1f "+
-		"ack_latency(P50:%s P99:%s) acked=%d failed=%d\n", st.name, rate,
-		rate*float64(o.size)/(1<<20), all[len(all)/2].Round(time.Microsecond),
-		all[len(all)*99/100].Round(time.Microsecond), len(all), failed.Load())
+	printProduce(out, st.name, o.size, all, elapsed, failed.Load())
 	return len(all), nil
+}
+
+func printProduce(out io.Writer, name string, size int, lat []time.Duration,
+	elapsed time.Duration, failed int64) {
+	slices.Sort(lat)
+	rate := float64(len(lat)) / elapsed.Seconds()
+	fmt.Fprintf(out, "FIGURE system=sluice test=produce_%s msgs_per_s=%.0f MiB_per_s=%.1f "+
+		"ack_latency(P50:%s P99:%s) acked=%d failed=%d\n", name, rate,
+		rate*float64(size)/(1<<20), lat[len(lat)/2].Round(time.Microsecond),
+		lat[len(lat)*99/100].Round(time.Microsecond), len(lat), failed)
+}
+
+// benchProduceSync produces one record at a time, each waiting for its ack: the
+// latency of a single round trip including, for acks=all, the fsync.
+func benchProduceSync(o benchOpts, st benchStep, topic string, value []byte,
+	out io.Writer) (int, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(o.bootstrap), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(st.acks), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerLinger(0)}
+	if !st.idem {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), o.maxTime)
+	defer cancel()
+	n := min(o.records, syncRecords)
+	lat := make([]time.Duration, 0, n)
+	start := time.Now()
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		t0 := time.Now()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+			return 0, fmt.Errorf("step %s: %w", st.name, err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	printProduce(out, st.name, o.size, lat, time.Since(start), 0)
+	return len(lat), nil
 }
 
 // benchConsume reads the given topic from the beginning to its end.
