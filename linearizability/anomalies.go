@@ -18,6 +18,7 @@ const (
 	SkippedRead     = "skipped-read"        // a read's records do not start at the fetch offset or have a gap
 	PhantomRead     = "phantom-read"        // a value no operation wrote
 	RejectedVisible = "rejected-visible"    // a write every attempt of which was refused, visible
+	StaleRead       = "stale-read"          // a read's HWM behind an acks=all write acknowledged before it began
 )
 
 // Anomaly is one violation found in a history.
@@ -283,6 +284,40 @@ func (v *view) checkOrder() {
 					ps[i-1].off)
 				break
 			}
+		}
+	}
+}
+
+// checkStale flags reads whose high-water mark is behind an acks=all write that was
+// acknowledged before the read was invoked: the acknowledgement promised the write was
+// committed, so every later read must see the high-water mark past it.
+func (v *view) checkStale() {
+	type ack struct {
+		ret, end int64
+		op       int
+	}
+	var acks []ack
+	for _, wid := range v.order {
+		for _, a := range v.writes[wid].attempts {
+			if a.Outcome == OK && a.Acks == -1 && a.Offset >= 0 {
+				acks = append(acks, ack{a.Return, a.Offset + int64(len(a.Values)), a.ID})
+			}
+		}
+	}
+	sort.Slice(acks, func(i, j int) bool { return acks[i].ret < acks[j].ret })
+	// best[i] is the acknowledgement with the highest end among acks[:i+1].
+	best := make([]ack, len(acks))
+	for i, a := range acks {
+		best[i] = a
+		if i > 0 && best[i-1].end > a.end {
+			best[i] = best[i-1]
+		}
+	}
+	for _, r := range v.reads {
+		i := sort.Search(len(acks), func(i int) bool { return acks[i].ret >= r.Call }) - 1
+		if i >= 0 && best[i].end > r.HWM {
+			v.flag(StaleRead, r.HWM, "read op %d saw hwm %d, but op %d was acknowledged "+
+				"up to %d before the read began", r.ID, r.HWM, best[i].op, best[i].end)
 		}
 	}
 }

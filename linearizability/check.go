@@ -121,6 +121,7 @@ func Check(h *History, opt Options) Report {
 		v.checkValues()
 		v.checkAcked()
 		v.checkOrder()
+		v.checkStale()
 		for k, n := range v.counts {
 			rep.Counts[k] += n
 		}

@@ -194,3 +194,11 @@ func TestCheckAcceptsRetriedWritesLandingInEitherOrder(t *testing.T) {
 	rep := check(t, &b.h)
 	require.True(t, rep.OK(), "%v", rep.Summary(10))
 }
+
+func TestCheckFindsStaleRead(t *testing.T) {
+	var b builder
+	b.appendOp("a", 2, 10, 20, OK, -1, 0)
+	b.read(30, 40, 0, 1, "a.0")
+	rep := check(t, &b.h)
+	require.Equal(t, 1, rep.Counts[StaleRead], "%v", rep.Summary(10))
+}

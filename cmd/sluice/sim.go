@@ -202,9 +202,16 @@ func reportFailure(o simOpts, run sim.SeedRun, stdout io.Writer) {
 		dir)
 }
 
-// commit names the build's git revision: from the build info when go build embedded
-// it, else from git in the current directory.
+// buildCommit can be set at link time (-ldflags "-X main.buildCommit=$(git rev-parse
+// HEAD)") for binaries built without VCS stamping.
+var buildCommit string
+
+// commit names the build's git revision: the link-time value, else the build info when
+// go build embedded it, else git in the current directory.
 func commit() string {
+	if buildCommit != "" {
+		return buildCommit
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		rev, dirty := "", false
 		for _, s := range bi.Settings {
