@@ -89,6 +89,10 @@ func (cb *clientBase) send(req kmsg.Request, timeoutMs int64, done func(kmsg.Res
 	req.SetVersion(cb.vers[req.Key()])
 	cb.nextCorr++
 	cl := &call{corr: cb.nextCorr, c: cb.c, sent: cb.w.now, done: done}
+	if cb.w.logging() {
+		cb.w.logf(cb.name, "send %s v%d corr %d on conn %d", kmsg.NameForKey(req.Key()),
+			req.GetVersion(), cl.corr, cb.c.id)
+	}
 	if done != nil {
 		cb.calls = append(cb.calls, cl)
 		cb.w.after(timeoutMs*ms, KindClientWake, cb.actor, cl.corr, 1, func() {
@@ -134,6 +138,9 @@ func (cb *clientBase) response(c *conn, corr uint64, resp kmsg.Response) {
 // connLost fails every request on c (their outcome is unknown) and backs off before the
 // next connection.
 func (cb *clientBase) connLost(c *conn) {
+	if cb.w.logging() {
+		cb.w.logf(cb.name, "connection %d lost", c.id)
+	}
 	if cb.c == c {
 		cb.c = nil
 		cb.backoffUntil = cb.w.now + 20*ms + cb.rnd.Between(0, 100)*ms

@@ -15,19 +15,20 @@ const (
 	fReset
 	fPartition
 	fPause
+	fRestart
 )
 
 var faultNames = [...]string{"crash", "slowdisk", "diskerrors", "clog", "reset",
-	"partition", "pause"}
+	"partition", "pause", "restart"}
 
 func (w *World) spell(k faultKind) Spell {
 	f := w.cfg.Faults
 	return [...]Spell{f.Crash, f.SlowDisk, f.DiskErrors, f.Clog, f.Reset, f.Partition,
-		f.Pause}[k]
+		f.Pause, f.Restart}[k]
 }
 
 func (w *World) startFaults() {
-	for k := fCrash; k <= fPause; k++ {
+	for k := fCrash; k <= fRestart; k++ {
 		if s := w.spell(k); s.On && s.EveryMs > 0 {
 			w.scheduleFault(k)
 		}
@@ -80,6 +81,17 @@ func (w *World) injectFault(k faultKind) {
 		w.partition(w.duration(k))
 	case fPause:
 		n.pause(w.duration(k))
+	case fRestart:
+		if !n.up {
+			return
+		}
+		n.stop("process killed")
+		gen := n.gen
+		w.after(w.duration(k), KindRestart, n.id, gen, 0, func() {
+			if n.gen == gen {
+				n.restart()
+			}
+		})
 	}
 	w.stats.Faults[faultNames[k]]++
 }

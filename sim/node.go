@@ -142,7 +142,7 @@ func (n *node) restart() {
 	if n.up {
 		return
 	}
-	n.w.stats.Faults["restart"]++
+	n.w.stats.Faults["reboot"]++
 	n.boot()
 }
 

@@ -51,6 +51,10 @@ type Faults struct {
 	OneWayChance float64
 	// Pause: the node stops stepping for a spell (a GC pause, SIGSTOP); its inputs queue.
 	Pause Spell
+	// Restart: the node's process is killed (kill -9) and restarts ~ForMs later; unlike
+	// a crash the machine keeps its page cache, so unsynced writes survive. An operator
+	// restart also brings back partitions that went offline after disk errors.
+	Restart Spell
 	// ClockSkewMs: each node incarnation's wall clock is offset by up to ±ClockSkewMs
 	// (0: off). Virtual monotonic time never goes back within one incarnation.
 	ClockSkewMs int64
@@ -184,6 +188,7 @@ func drawFaults(r *Rand) Faults {
 	if r.Chance(0.4) {
 		f.ClockSkewMs = Pick[int64](r, 10, 1000, 60_000)
 	}
+	f.Restart = drawSpell(r, 0.3, 1000, 4000, 5, 500)
 	return f
 }
 
@@ -234,14 +239,15 @@ func (c *Config) faultSpells() map[string]*Spell {
 	f := &c.Faults
 	return map[string]*Spell{"crash": &f.Crash, "slowdisk": &f.SlowDisk,
 		"diskerrors": &f.DiskErrors, "clog": &f.Clog, "reset": &f.Reset,
-		"partition": &f.Partition, "pause": &f.Pause}
+		"partition": &f.Partition, "pause": &f.Pause, "restart": &f.Restart}
 }
 
 // SettingHelp lists the simulator's own --set names (broker and topic settings are
 // listed by broker.SettingNames).
 var SettingHelp = []string{
 	"faults=off                     no faults at all",
-	"faults.<kind>=on|off           kind: crash slowdisk diskerrors clog reset partition pause",
+	"faults.<kind>=on|off           kind: crash restart slowdisk diskerrors clog reset\n"+
+		"                               partition pause",
 	"faults.<kind>.every.ms=N       mean interval of a fault kind",
 	"faults.skew.ms=N               wall-clock skew bound per node (0 = off)",
 	"producer.acks=0|1|all          every producer (all turns idempotence off unless set)",
@@ -403,8 +409,8 @@ func (c Config) Summary() []string {
 		fmt.Sprintf("faults: crash=%s slowdisk=%s(x%d) diskerrors=%s(p=%.2f) clog=%s(x%d)",
 			f.Crash, f.SlowDisk, f.SlowDiskFactor, f.DiskErrors, f.DiskErrorChance, f.Clog,
 			f.ClogFactor),
-		fmt.Sprintf("faults: reset=%s partition=%s(oneway=%.1f) pause=%s skew=%dms",
-			f.Reset, f.Partition, f.OneWayChance, f.Pause, f.ClockSkewMs),
+		fmt.Sprintf("faults: reset=%s partition=%s(oneway=%.1f) pause=%s skew=%dms restart=%s",
+			f.Reset, f.Partition, f.OneWayChance, f.Pause, f.ClockSkewMs, f.Restart),
 		fmt.Sprintf("timing: net=%d+~%dus fsync=%d+~%dus meta=%d+~%dus",
 			c.Timing.NetFloorUs, c.Timing.NetMeanUs, c.Timing.FsyncFloorUs,
 			c.Timing.FsyncMeanUs, c.Timing.MetaFloorUs, c.Timing.MetaMeanUs),

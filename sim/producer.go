@@ -136,6 +136,7 @@ func (p *producer) pump() {
 			return
 		}
 	}
+	p.wakeIn(ms) // more to send: continue after a breath instead of looping unbounded
 }
 
 func (p *producer) refreshMetadata() {
@@ -172,6 +173,9 @@ func (p *producer) initProducerID() {
 			p.code("init-producer-id", resp.ErrorCode)
 			if resp.ErrorCode == 0 {
 				p.pid, p.epoch = resp.ProducerID, resp.ProducerEpoch
+				if p.w.logging() {
+					p.w.logf(p.name, "producer id %d epoch %d", p.pid, p.epoch)
+				}
 				p.wakeIn(0)
 				return
 			}
@@ -319,6 +323,10 @@ func (p *producer) outcome(pp *pPart, b *pBatch, op int, code int16, offset int6
 	if code >= 0 {
 		p.code("produce", code)
 	}
+	if p.w.logging() {
+		p.w.logf(p.name, "%s write %s (op %d): code %d offset %d", pp.tp, b.write, op, code,
+			offset)
+	}
 	switch {
 	case code == 0:
 		p.w.resolve(op, linearizability.OK, offset, 0)
@@ -328,7 +336,7 @@ func (p *producer) outcome(pp *pPart, b *pBatch, op int, code int16, offset int6
 		p.w.resolve(op, linearizability.OK, -1, 0)
 		p.remove(pp, b)
 		return false
-	case code == -1 || retriable(code):
+	case code == -1 || retriable(code) || p.gapBehind(pp, b, code):
 		b.unknown = b.unknown || code == -1 || !definiteFailure(code)
 		if !p.spec.Idempotent {
 			p.settleAttempt(op, code)
@@ -338,6 +346,13 @@ func (p *producer) outcome(pp *pPart, b *pBatch, op int, code int16, offset int6
 		p.fatal(pp, b, op, code)
 		return false
 	}
+}
+
+// gapBehind: an idempotent batch refused for a sequence gap while an earlier batch of
+// its partition is still unacknowledged (that one failed and will be retried first).
+func (p *producer) gapBehind(pp *pPart, b *pBatch, code int16) bool {
+	return p.spec.Idempotent && code == kerr.OutOfOrderSequenceNumber.Code &&
+		len(pp.queue) > 0 && pp.queue[0] != b
 }
 
 // settleAttempt records how a failed attempt of a non-idempotent batch ended.
@@ -370,6 +385,10 @@ func (p *producer) fatal(pp *pPart, b *pBatch, op int, code int16) {
 // resetSession abandons every queued batch (their ops stay unknown) and gets a new
 // producer id; new batches start at sequence 0.
 func (p *producer) resetSession() {
+	if p.w.logging() {
+		p.w.logf(p.name, "abandoning producer id %d epoch %d (session %d)", p.pid, p.epoch,
+			p.session)
+	}
 	p.resets++
 	p.w.stats.Faults["producer-session-reset"]++
 	for _, pp := range p.parts {

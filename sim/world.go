@@ -222,6 +222,15 @@ func (w *World) check() *linearizability.Report {
 	return &rep
 }
 
+// logging reports whether a verbose log is being written (guard calls to logf with it,
+// so passing runs do not pay for formatting arguments).
+func (w *World) logging() bool { return w.opts.Verbose != nil }
+
+// logf writes one line about a client or the world to the verbose log.
+func (w *World) logf(who, format string, args ...any) {
+	fmt.Fprintf(w.opts.Verbose, "%s CLIENT %s: %s\n", fmtTime(w.now), who, fmt.Sprintf(format, args...))
+}
+
 // LogTail returns the last log lines kept in the ring buffer (non-verbose runs).
 func (w *World) LogTail() string {
 	if w.ring == nil {

@@ -12,9 +12,11 @@ package main
 // --out/seed-N.
 
 import (
+	"bufio"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -53,6 +55,7 @@ type simOpts struct {
 	workers  int
 	out      string
 	verbose  bool
+	events   string
 }
 
 func runSim(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -68,6 +71,8 @@ func runSim(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.workers, "workers", runtime.NumCPU(), "seeds run in parallel (--seeds)")
 	fs.StringVar(&o.out, "out", "sim-failures", "folder for failure artifacts")
 	fs.BoolVar(&o.verbose, "v", false, "print the configuration and summary of every run")
+	fs.StringVar(&o.events, "events", "", "write the event log and debug logs of the "+
+		"run to this file (--seed)")
 	help := fs.Bool("help-settings", false, "list the names --set accepts")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -119,7 +124,19 @@ func parseRange(s string) (uint64, uint64, error) {
 func (o simOpts) safetyMs() int64 { return o.duration.Milliseconds() }
 
 func simOne(o simOpts, stdout, stderr io.Writer) int {
-	run := sim.RunOne(o.seed, o.sets, o.safetyMs(), sim.Options{})
+	var opts sim.Options
+	if o.events != "" {
+		f, err := os.Create(o.events)
+		if err != nil {
+			fmt.Fprintf(stderr, "sim: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		buf := bufio.NewWriterSize(f, 1<<20)
+		defer buf.Flush()
+		opts.Verbose = buf
+	}
+	run := sim.RunOne(o.seed, o.sets, o.safetyMs(), opts)
 	if run.Err != nil {
 		fmt.Fprintf(stderr, "sim: %v\n", run.Err)
 		return 2
