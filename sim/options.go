@@ -246,7 +246,7 @@ func (c *Config) faultSpells() map[string]*Spell {
 // listed by broker.SettingNames).
 var SettingHelp = []string{
 	"faults=off                     no faults at all",
-	"faults.<kind>=on|off           kind: crash restart slowdisk diskerrors clog reset\n"+
+	"faults.<kind>=on|off           kind: crash restart slowdisk diskerrors clog reset\n" +
 		"                               partition pause",
 	"faults.<kind>.every.ms=N       mean interval of a fault kind",
 	"faults.skew.ms=N               wall-clock skew bound per node (0 = off)",
