@@ -35,7 +35,7 @@ else
     fi
     sleep 0.1
   done
-  bin/sluice bench --bootstrap "127.0.0.1:$BENCH_PORT" "$@"
+  bin/sluice bench --bootstrap "127.0.0.1:$BENCH_PORT" --server-pid "$node" "$@"
 fi
 
 peer=../shared/bench/peer_bench.sh

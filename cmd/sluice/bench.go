@@ -10,7 +10,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +33,7 @@ type benchOpts struct {
 	partitions int
 	maxTime    time.Duration
 	steps      string
+	serverPID  int // when set, each figure reports the CPU seconds that process used
 }
 
 type benchStep struct {
@@ -53,6 +56,8 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.size, "size", 1024, "record value bytes")
 	fs.IntVar(&o.partitions, "partitions", 4, "partitions of each bench topic")
 	fs.DurationVar(&o.maxTime, "max-time", 60*time.Second, "time bound per step")
+	fs.IntVar(&o.serverPID, "server-pid", 0,
+		"`PID` of the node, to report its CPU seconds per step (Linux /proc)")
 	fs.StringVar(&o.steps, "steps",
 		"acks1_p1,acksall_p1,acksall_p4,acksall_idem_p1,consume,sync_acks1,sync_acksall",
 		"comma-separated steps: acks1_pN, acksall_pN, acksall_idem_pN, consume, "+
@@ -75,6 +80,9 @@ func benchRun(o benchOpts, out io.Writer) error {
 	lastTopic, lastAcked := "", 0
 	for _, s := range strings.Split(o.steps, ",") {
 		s = strings.TrimSpace(s)
+		cpu0 := serverCPU(o.serverPID)
+		pw := &cpuWriter{w: out, pid: o.serverPID, start: cpu0}
+		out := io.Writer(pw)
 		if s == "consume" {
 			if lastTopic == "" {
 				return fmt.Errorf("consume needs a produce step before it")
@@ -276,3 +284,48 @@ func benchConsume(o benchOpts, topic string, want int, out io.Writer) error {
 	}
 	return nil
 }
+
+// cpuWriter appends the server's CPU seconds since start to every FIGURE line.
+type cpuWriter struct {
+	w     io.Writer
+	pid   int
+	start float64
+}
+
+func (c *cpuWriter) Write(p []byte) (int, error) {
+	line := string(p)
+	if c.pid > 0 && strings.HasPrefix(line, "FIGURE ") && strings.HasSuffix(line, "\n") {
+		line = strings.TrimSuffix(line, "\n") +
+			fmt.Sprintf(" server_cpu_s=%.2f\n", serverCPU(c.pid)-c.start)
+	}
+	if _, err := io.WriteString(c.w, line); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// serverCPU returns user+system CPU seconds of pid from /proc (0 when unknown).
+func serverCPU(pid int) float64 {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	rest := string(b)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / clockTicks
+}
+
+// clockTicks is USER_HZ, 100 on every Linux platform Go supports.
+const clockTicks = 100
