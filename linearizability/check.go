@@ -139,7 +139,21 @@ func Check(h *History, opt Options) Report {
 			rep.Counts["not-linearizable"]++
 		}
 	}
+	sort.SliceStable(rep.Anomalies, func(i, j int) bool {
+		return kindRank(rep.Anomalies[i].Kind) < kindRank(rep.Anomalies[j].Kind)
+	})
 	return rep
+}
+
+// kindRank orders anomalies for reports: broken promises to writers first.
+func kindRank(kind string) int {
+	for i, k := range []string{LostWrite, StaleRead, Duplicate, OutOfOrder, WrongOffset,
+		Inconsistent, ReadPastHWM, SkippedRead, RejectedVisible, PhantomRead} {
+		if k == kind {
+			return i
+		}
+	}
+	return 100
 }
 
 // Visualize writes porcupine's HTML view of partition tp to path.
