@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +44,8 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 		"(default: the listen address)")
 	data := fs.String("data", "./data", "`DIR` for the partition logs and node state")
 	configFile := fs.String("config", "", "server.properties style `FILE` of key=value settings")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` "+
+		"(for go tool pprof)")
 	if _, err := parseCommand(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printSettings(stderr)
@@ -76,6 +79,14 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 	}
 	if set["data"] {
 		ns.data = *data
+	}
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice node: %v\n", err)
+			return 1
+		}
+		defer stopProfile()
 	}
 	return serveNode(runtime.Options{ListenAddr: ns.listen, AdvertisedAddr: ns.advertise,
 		DataDir: ns.data, Config: cfg, Logger: newNodeLogger(stderr)}, stderr)
@@ -189,4 +200,17 @@ func newNodeLogger(stderr io.Writer) *zap.Logger {
 		zap.InfoLevel)
 	core = zapcore.NewSamplerWithOptions(core, time.Second, 100, 100)
 	return zap.New(core, zap.AddCaller(), zap.AddStacktrace(zap.ErrorLevel))
+}
+
+// startCPUProfile profiles the process until the returned function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot start CPU profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
