@@ -105,10 +105,11 @@ func (b *Broker) replicaConfig(t *meta.Topic) replica.Config {
 			SegmentMs:     b.topicConfigInt(t, "segment.ms"),
 			IndexInterval: int(b.topicConfigInt(t, "index.interval.bytes")),
 		},
-		RetentionMs:     b.topicConfigInt(t, "retention.ms"),
-		RetentionBytes:  b.topicConfigInt(t, "retention.bytes"),
-		MaxMessageBytes: int(b.topicConfigInt(t, "max.message.bytes")),
-		FlushAlways:     b.topicConfig(t, "log.flush.policy") == "always",
-		LogAppendTime:   b.topicConfig(t, "message.timestamp.type") == "LogAppendTime",
+		RetentionMs:       b.topicConfigInt(t, "retention.ms"),
+		RetentionBytes:    b.topicConfigInt(t, "retention.bytes"),
+		MaxMessageBytes:   int(b.topicConfigInt(t, "max.message.bytes")),
+		FlushAlways:       b.topicConfig(t, "log.flush.policy") == "always",
+		LogAppendTime:     b.topicConfig(t, "message.timestamp.type") == "LogAppendTime",
+		MinInsyncReplicas: int(b.topicConfigInt(t, "min.insync.replicas")),
 	}
 }

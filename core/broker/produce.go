@@ -16,6 +16,8 @@ package broker
 //     offset; a gap gets OUT_OF_ORDER_SEQUENCE_NUMBER; an old epoch
 //     INVALID_PRODUCER_EPOCH. Transactional batches are refused (INVALID_RECORD) until
 //     transactions exist.
+//   - acks=all is refused with NOT_ENOUGH_REPLICAS, before anything is written, when
+//     the in-sync replicas (one, on a single node) are fewer than min.insync.replicas.
 //   - acks=all waits at most the request's timeout, then REQUEST_TIMED_OUT for the
 //     partitions still waiting (their batches stay in the log; an idempotent retry gets
 //     the original offset).
@@ -115,6 +117,13 @@ func (b *Broker) producePartition(tp core.TopicPartition, records []byte,
 	}
 	if code != 0 {
 		rp.ErrorCode = code
+		return produceWait{}, false
+	}
+	if acks == -1 && !rep.EnoughInSync() {
+		// Checked before appending, as Kafka does: nothing is written that could not be
+		// acknowledged.
+		rp.ErrorCode = kerr.NotEnoughReplicas.Code
+		rp.LogStartOffset = rep.StartOffset()
 		return produceWait{}, false
 	}
 	res := rep.Append(b.now.Millis(), records)

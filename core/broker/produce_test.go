@@ -185,3 +185,13 @@ func TestProducerIDsAreNeverReused(t *testing.T) {
 	txn.Version, txn.TransactionalID = maxVersion(kmsg.InitProducerID), kmsg.StringPtr("tx")
 	require.NotZero(t, h.do(txn).(*kmsg.InitProducerIDResponse).ErrorCode)
 }
+
+func TestProduceAcksAllNeedsMinInsyncReplicas(t *testing.T) {
+	h := newHarness(t)
+	h.mustCreate("t", 1, "min.insync.replicas=2")
+	require.Equal(t, kerr.NotEnoughReplicas.Code,
+		producePart(t, h.do(produceReq(-1, "t", 0, values("a")))).ErrorCode)
+	require.Zero(t, producePart(t, h.do(produceReq(1, "t", 0, values("b")))).ErrorCode,
+		"acks=1 does not need the in-sync replicas")
+	require.Equal(t, int64(1), h.b.replicas[tp("t", 0)].EndOffset(), "the refused batch was not written")
+}

@@ -21,6 +21,9 @@ type Config struct {
 	// reads never claim more than would survive a crash (log.flush.policy=always).
 	FlushAlways   bool
 	LogAppendTime bool
+	// MinInsyncReplicas is min.insync.replicas: acks=all needs at least this many
+	// replicas in sync. A single-node partition has one.
+	MinInsyncReplicas int
 }
 
 // snapshotEveryBatches is how many durable batches pass between producer-state
@@ -138,6 +141,12 @@ func (r *Replica) EndOffset() int64 { return r.log.EndOffset() }
 
 // HighWatermark is the end of what readers may see.
 func (r *Replica) HighWatermark() int64 { return r.hwm }
+
+// InSyncReplicas is the size of the in-sync replica set (the leader alone, on one node).
+func (r *Replica) InSyncReplicas() int { return 1 }
+
+// EnoughInSync reports whether acks=all may be accepted (min.insync.replicas).
+func (r *Replica) EnoughInSync() bool { return r.InSyncReplicas() >= r.cfg.MinInsyncReplicas }
 
 // FlushAlways reports log.flush.policy=always.
 func (r *Replica) FlushAlways() bool { return r.cfg.FlushAlways }
