@@ -248,14 +248,16 @@ func (v *view) checkAck(a *Op, durable bool) {
 
 // checkOrder checks that each idempotent producer's writes appear in the order it
 // wrote them (Kafka's per-partition ordering promise for idempotent producers, which
-// implies ordering within each key).
+// implies ordering within each key). The promise holds per producer id: writes a
+// producer abandoned when it started a new session may land after later ones.
 func (v *view) checkOrder() {
 	type pos struct {
 		seq int
 		off int64
 		key string
 	}
-	byProducer := map[int][]pos{}
+	type session struct{ producer, session int }
+	byProducer := map[session][]pos{}
 	for _, wid := range v.order {
 		w := v.writes[wid]
 		a := w.attempts[0]
@@ -266,22 +268,27 @@ func (v *view) checkOrder() {
 		if len(a.Keys) > 0 {
 			key = a.Keys[0]
 		}
-		byProducer[a.Producer] = append(byProducer[a.Producer],
-			pos{a.Seq, v.occ[w.values[0]][0], key})
+		s := session{a.Producer, a.Session}
+		byProducer[s] = append(byProducer[s], pos{a.Seq, v.occ[w.values[0]][0], key})
 	}
-	producers := make([]int, 0, len(byProducer))
+	producers := make([]session, 0, len(byProducer))
 	for p := range byProducer {
 		producers = append(producers, p)
 	}
-	sort.Ints(producers)
+	sort.Slice(producers, func(i, j int) bool {
+		if producers[i].producer != producers[j].producer {
+			return producers[i].producer < producers[j].producer
+		}
+		return producers[i].session < producers[j].session
+	})
 	for _, p := range producers {
 		ps := byProducer[p]
 		sort.Slice(ps, func(i, j int) bool { return ps[i].seq < ps[j].seq })
 		for i := 1; i < len(ps); i++ {
 			if ps[i].off < ps[i-1].off {
-				v.flag(OutOfOrder, ps[i].off, "producer %d write #%d (key %q) at %d before "+
-					"write #%d at %d", p, ps[i].seq, ps[i].key, ps[i].off, ps[i-1].seq,
-					ps[i-1].off)
+				v.flag(OutOfOrder, ps[i].off, "producer %d session %d write #%d (key %q) at "+
+					"%d before write #%d at %d", p.producer, p.session, ps[i].seq, ps[i].key,
+					ps[i].off, ps[i-1].seq, ps[i-1].off)
 				break
 			}
 		}

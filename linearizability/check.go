@@ -15,18 +15,32 @@ type Options struct {
 	// Timeout bounds porcupine's search per partition (0: 20s). A search that runs out
 	// is reported as inconclusive, not as a failure.
 	Timeout time.Duration
+	// PorcupineMaxOps: partitions with more operations are decided by the exact
+	// O(n log n) checker alone (porcupine's memory grows with the square of the history;
+	// 0: 4000).
+	PorcupineMaxOps int
 }
 
 // Skipped is the porcupine result of a partition not searched because the anomaly
 // checker already found it broken.
 const Skipped porcupine.CheckResult = "Skipped"
 
-// PartitionResult is porcupine's verdict on one partition.
+// TooLarge is the porcupine result of a partition whose history exceeded
+// Options.PorcupineMaxOps; the exact timing checker still decided it.
+const TooLarge porcupine.CheckResult = "TooLarge"
+
+// PartitionResult is the linearizability verdict on one partition: porcupine's, and
+// the exact timing checker's explanation when it found a violation.
 type PartitionResult struct {
 	TP     core.TopicPartition
 	Ops    int
 	Result porcupine.CheckResult
-	ops    []porcupine.Operation
+	Why    string // "" when the timing checker found the history linearizable
+}
+
+// Linearizable reports whether neither checker rejected the partition.
+func (p PartitionResult) Linearizable() bool {
+	return p.Result != porcupine.Illegal && p.Why == ""
 }
 
 // Report is the outcome of Check.
@@ -47,7 +61,7 @@ func (r *Report) OK() bool {
 		return false
 	}
 	for _, p := range r.Partitions {
-		if p.Result == porcupine.Illegal {
+		if !p.Linearizable() {
 			return false
 		}
 	}
@@ -58,7 +72,7 @@ func (r *Report) OK() bool {
 // the one with the first anomaly.
 func (r *Report) Failing() (core.TopicPartition, bool) {
 	for _, p := range r.Partitions {
-		if p.Result == porcupine.Illegal {
+		if !p.Linearizable() {
 			return p.TP, true
 		}
 	}
@@ -82,9 +96,12 @@ func (r *Report) Summary(maxLines int) []string {
 	}
 	lines := []string{line}
 	for _, p := range r.Partitions {
-		if p.Result != porcupine.Ok && p.Result != Skipped {
+		if p.Result != porcupine.Ok && p.Result != Skipped && p.Result != TooLarge {
 			lines = append(lines, fmt.Sprintf("porcupine %s: %s over %d operations", p.TP,
 				p.Result, p.Ops))
+		}
+		if p.Why != "" {
+			lines = append(lines, fmt.Sprintf("not linearizable %s: %s", p.TP, p.Why))
 		}
 	}
 	for i, a := range r.Anomalies {
@@ -126,16 +143,9 @@ func Check(h *History, opt Options) Report {
 			rep.Counts[k] += n
 		}
 		rep.Anomalies = append(rep.Anomalies, v.out...)
-		ops := v.operations()
-		// A partition with anomalies already fails, and porcupine's search over a broken
-		// history can take exponential time: leave it to Visualize.
-		res := Skipped
-		if len(v.out) == 0 {
-			res = porcupine.CheckOperationsTimeout(Model(), ops, opt.Timeout)
-		}
-		rep.Partitions = append(rep.Partitions, PartitionResult{TP: tp, Ops: len(ops),
-			Result: res, ops: ops})
-		if res == porcupine.Illegal {
+		pr := checkPartition(tp, v.operations(), len(v.out) > 0, opt)
+		rep.Partitions = append(rep.Partitions, pr)
+		if !pr.Linearizable() {
 			rep.Counts["not-linearizable"]++
 		}
 	}
@@ -143,6 +153,33 @@ func Check(h *History, opt Options) Report {
 		return kindRank(rep.Anomalies[i].Kind) < kindRank(rep.Anomalies[j].Kind)
 	})
 	return rep
+}
+
+// checkPartition runs the exact timing checker and, for histories small enough,
+// porcupine. A partition with anomalies already fails, and porcupine's search over a
+// broken history can take exponential time: it is left to Visualize.
+func checkPartition(tp core.TopicPartition, ops []porcupine.Operation, broken bool,
+	opt Options) PartitionResult {
+	pr := PartitionResult{TP: tp, Ops: len(ops), Result: Skipped}
+	if broken {
+		return pr
+	}
+	pr.Why = checkTiming(ops)
+	if opt.PorcupineMaxOps == 0 {
+		opt.PorcupineMaxOps = 4000
+	}
+	if len(ops) > opt.PorcupineMaxOps {
+		pr.Result = TooLarge
+		return pr
+	}
+	res := porcupine.CheckOperationsTimeout(Model(), ops, opt.Timeout)
+	pr.Result = res
+	if (res == porcupine.Ok && pr.Why != "") || (res == porcupine.Illegal && pr.Why == "") {
+		// The two checkers decide the same question; disagreement is a checker bug.
+		pr.Result = porcupine.Illegal
+		pr.Why = fmt.Sprintf("checkers disagree (porcupine %s, timing %q)", res, pr.Why)
+	}
+	return pr
 }
 
 // kindRank orders anomalies for reports: broken promises to writers first.
@@ -156,15 +193,15 @@ func kindRank(kind string) int {
 	return 100
 }
 
-// Visualize writes porcupine's HTML view of partition tp to path.
-func (r *Report) Visualize(tp core.TopicPartition, path string, timeout time.Duration) error {
-	for _, p := range r.Partitions {
-		if p.TP != tp {
-			continue
-		}
-		model := Model()
-		_, info := porcupine.CheckOperationsVerbose(model, p.ops, timeout)
-		return porcupine.VisualizePath(model, info, path)
+// Visualize writes porcupine's HTML view of partition tp of h to path.
+func Visualize(h *History, tp core.TopicPartition, path string, timeout time.Duration) error {
+	v := newView(h, tp)
+	v.observe()
+	ops := v.operations()
+	if len(ops) == 0 {
+		return fmt.Errorf("no operations on %s", tp)
 	}
-	return fmt.Errorf("no operations on %s", tp)
+	model := Model()
+	_, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
+	return porcupine.VisualizePath(model, info, path)
 }

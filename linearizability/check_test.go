@@ -167,7 +167,8 @@ func TestVisualizeWritesHTML(t *testing.T) {
 	b.read(30, 31, 0, 0)
 	rep := check(t, &b.h)
 	path := t.TempDir() + "/p.html"
-	require.NoError(t, rep.Visualize(tp0, path, time.Second))
+	require.NoError(t, Visualize(&b.h, tp0, path, time.Second))
+	_ = rep
 }
 
 func TestCheckAcceptsHWMInsideUnobservedRange(t *testing.T) {
@@ -201,4 +202,15 @@ func TestCheckFindsStaleRead(t *testing.T) {
 	b.read(30, 40, 0, 1, "a.0")
 	rep := check(t, &b.h)
 	require.Equal(t, 1, rep.Counts[StaleRead], "%v", rep.Summary(10))
+}
+
+func TestCheckOrdersWritesOnlyWithinAProducerSession(t *testing.T) {
+	var b builder
+	old := b.appendOp("a", 1, 10, 0, Unknown, -1, -1) // abandoned with session 0
+	old.Idempotent, old.Producer, old.Seq = true, 7, 1
+	cur := b.appendOp("b", 1, 20, 30, OK, -1, 0)
+	cur.Idempotent, cur.Producer, cur.Seq, cur.Session = true, 7, 2, 1
+	b.read(40, 41, 0, 2, "b.0", "a.0")
+	rep := check(t, &b.h)
+	require.True(t, rep.OK(), "%v", rep.Summary(10))
 }

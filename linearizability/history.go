@@ -62,6 +62,7 @@ type Op struct {
 	Values     []string
 	Keys       []string
 	Producer   int   // producing client
+	Session    int   // the producer's idempotence session (producer id); order holds within one
 	Seq        int   // the producer's write number within the partition (ordering)
 	Acks       int16 // 0, 1 or -1
 	Idempotent bool

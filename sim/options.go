@@ -270,6 +270,14 @@ func (c *Config) Set(name, value string) error {
 		return fmt.Errorf("--set %s: %w", name, err)
 	}
 	c.Broker[name] = value
+	// A topic setting set for the run wins over the drawn per-topic overrides.
+	for _, d := range broker.TopicConfigDefs {
+		if name == d.Name || name == d.BrokerName {
+			for _, t := range c.Topics {
+				delete(t.Configs, d.Name)
+			}
+		}
+	}
 	return nil
 }
 

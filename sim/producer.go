@@ -255,7 +255,8 @@ func (p *producer) attempt(pp *pPart, b *pBatch) int {
 	}
 	id := p.w.record(linearizability.Op{Kind: linearizability.OpAppend, Client: int(p.actor),
 		TP: pp.tp, Call: p.w.now, Outcome: linearizability.Unknown, Write: b.write,
-		Values: b.values, Keys: b.keys, Producer: int(p.actor), Seq: b.writeNo,
+		Values: b.values, Keys: b.keys, Producer: int(p.actor), Session: p.session,
+		Seq:  b.writeNo,
 		Acks: p.spec.Acks, Idempotent: p.spec.Idempotent, Offset: -1})
 	if p.spec.Idempotent {
 		b.opID = id

@@ -187,7 +187,7 @@ func (r *reader) fetchedPartition(call int64, p *rPart, rp *kmsg.FetchResponseTo
 		}
 		return false
 	}
-	recs, err := decodeBatches(rp.RecordBatches)
+	recs, err := r.w.decodeBatches(rp.RecordBatches)
 	if err != nil {
 		r.w.fail("anomaly", "%s: fetch of %s at %d returned a bad batch: %v", r.name, p.tp,
 			p.pos, err)
@@ -209,8 +209,10 @@ func (r *reader) fetchedPartition(call int64, p *rPart, rp *kmsg.FetchResponseTo
 }
 
 // decodeBatches decodes every whole batch of a fetch response. A trailing partial
-// batch (allowed by the protocol when a size limit cuts it) is ignored.
-func decodeBatches(raw []byte) ([]linearizability.Record, error) {
+// batch (allowed by the protocol when a size limit cuts it) is ignored. Keys and values
+// are interned: readers see the same records many times, and a history holding one
+// copy of each string stays small.
+func (w *World) decodeBatches(raw []byte) ([]linearizability.Record, error) {
 	var out []linearizability.Record
 	for len(raw) >= batch.HeaderSize {
 		h, err := batch.ParseHeader(raw)
@@ -226,11 +228,21 @@ func decodeBatches(raw []byte) ([]linearizability.Record, error) {
 		}
 		for i, kv := range kvs {
 			out = append(out, linearizability.Record{Offset: h.BaseOffset + int64(i),
-				Key: string(kv.Key), Value: string(kv.Value)})
+				Key: w.intern(kv.Key), Value: w.intern(kv.Value)})
 		}
 		raw = raw[h.Size():]
 	}
 	return out, nil
+}
+
+// intern returns the one copy of b's string.
+func (w *World) intern(b []byte) string {
+	if s, ok := w.strings[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	w.strings[s] = s
+	return s
 }
 
 // listOffsets asks for the earliest (-2) or latest (-1) offset of parts. Latest

@@ -153,7 +153,8 @@ func WriteArtifacts(cfg Config, first Result, dir string) error {
 	if res.Report != nil {
 		if tp, ok := res.Report.Failing(); ok {
 			path := filepath.Join(dir, fmt.Sprintf("porcupine-%s.html", tp))
-			if err := res.Report.Visualize(tp, path, 30*time.Second); err != nil {
+			err := linearizability.Visualize(w.History(), tp, path, 30*time.Second)
+			if err != nil {
 				return err
 			}
 		}

@@ -72,6 +72,7 @@ type World struct {
 	logOut   zapcore.WriteSyncer
 	logLevel zapcore.Level
 	final    *finalReader
+	strings  map[string]string // interned record keys and values
 }
 
 // Failure is one reason a run failed.
@@ -85,7 +86,7 @@ func (f Failure) String() string { return f.Kind + ": " + f.Detail }
 // New builds the world of cfg. It fails only on an invalid configuration.
 func New(cfg Config, opts Options) (*World, error) {
 	w := &World{cfg: cfg, opts: opts, tr: newTracer(), conns: map[uint64]*conn{},
-		blocked: map[int32]*[2]int64{}}
+		blocked: map[int32]*[2]int64{}, strings: map[string]string{}}
 	w.q.limit = maxQueuedEvents
 	w.netR = newStream(cfg.Seed, "net")
 	w.faultR = newStream(cfg.Seed, "faults")
@@ -214,9 +215,9 @@ func (w *World) check() *linearizability.Report {
 		w.fail("anomaly", "%s", a)
 	}
 	for _, p := range rep.Partitions {
-		if p.Result == "Illegal" {
-			w.fail("linearizability", "%s: history of %d operations is not linearizable",
-				p.TP, p.Ops)
+		if !p.Linearizable() {
+			w.fail("linearizability", "%s: history of %d operations is not linearizable: %s",
+				p.TP, p.Ops, p.Why)
 		}
 	}
 	return &rep

@@ -78,6 +78,10 @@ func TestSetOverridesAndRejects(t *testing.T) {
 	}
 	require.NoError(t, c.Set("producer.idempotent", "true"))
 	require.Equal(t, int16(-1), c.Producers[0].Acks)
+	c.Topics[0].Configs["retention.ms"] = "500"
+	require.NoError(t, c.Set("log.retention.ms", "9000"))
+	require.NotContains(t, c.Topics[0].Configs, "retention.ms",
+		"a topic setting for the run replaces the drawn override")
 	require.Error(t, c.Set("log.flush.policy", "sometimes"))
 	require.Error(t, c.Set("no.such.setting", "1"))
 	require.Error(t, c.Set("faults.meteor", "on"))
