@@ -140,7 +140,7 @@ func (b *Broker) producePartition(tp core.TopicPartition, records []byte,
 		return produceWait{}, false
 	}
 	rp.BaseOffset, rp.LogAppendTime = res.BaseOffset, res.LogAppendTimeMs
-	if acks == -1 && rep.HighWatermark() < res.WaitOffset {
+	if acks == -1 && rep.HighWatermark() < res.WaitOffset && !mutantAckBeforeFsync {
 		return produceWait{tp: tp, part: rp, offset: res.WaitOffset}, true
 	}
 	return produceWait{}, false
