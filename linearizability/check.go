@@ -47,11 +47,14 @@ func (p PartitionResult) Linearizable() bool {
 type Report struct {
 	Anomalies  []Anomaly
 	Partitions []PartitionResult
+	Registers  []RegisterResult
 	// Counts by anomaly kind, and totals for the summary.
 	Counts       map[string]int
 	Appends      int
 	Acknowledged int
 	Reads        int
+	Commits      int // OffsetCommit operations
+	CommitReads  int // successful OffsetFetch operations
 }
 
 // OK is true when no anomaly was found and every partition was linearizable (or its
@@ -62,6 +65,11 @@ func (r *Report) OK() bool {
 	}
 	for _, p := range r.Partitions {
 		if !p.Linearizable() {
+			return false
+		}
+	}
+	for _, g := range r.Registers {
+		if g.Result == porcupine.Illegal {
 			return false
 		}
 	}
@@ -89,8 +97,8 @@ func (r *Report) Summary(maxLines int) []string {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	line := fmt.Sprintf("history: %d appends (%d acknowledged), %d reads", r.Appends,
-		r.Acknowledged, r.Reads)
+	line := fmt.Sprintf("history: %d appends (%d acknowledged), %d reads, %d offset commits, "+
+		"%d offset fetches", r.Appends, r.Acknowledged, r.Reads, r.Commits, r.CommitReads)
 	for _, k := range kinds {
 		line += fmt.Sprintf(" %s=%d", k, r.Counts[k])
 	}
@@ -102,6 +110,12 @@ func (r *Report) Summary(maxLines int) []string {
 		}
 		if p.Why != "" {
 			lines = append(lines, fmt.Sprintf("not linearizable %s: %s", p.TP, p.Why))
+		}
+	}
+	for _, g := range r.Registers {
+		if g.Result != porcupine.Ok {
+			lines = append(lines, fmt.Sprintf("committed offsets %s: %s over %d operations",
+				g.Key, g.Result, g.Ops))
 		}
 	}
 	for i, a := range r.Anomalies {
@@ -130,6 +144,10 @@ func Check(h *History, opt Options) Report {
 			}
 		case op.Kind == OpRead && op.Outcome == OK:
 			rep.Reads++
+		case op.Kind == OpCommit:
+			rep.Commits++
+		case op.Kind == OpFetchCommitted:
+			rep.CommitReads++
 		}
 	}
 	for _, tp := range h.partitions() {
@@ -147,6 +165,12 @@ func Check(h *History, opt Options) Report {
 		rep.Partitions = append(rep.Partitions, pr)
 		if !pr.Linearizable() {
 			rep.Counts["not-linearizable"]++
+		}
+	}
+	rep.Registers = checkRegisters(h, opt.Timeout)
+	for _, g := range rep.Registers {
+		if g.Result == porcupine.Illegal {
+			rep.Counts["offsets-not-linearizable"]++
 		}
 	}
 	sort.SliceStable(rep.Anomalies, func(i, j int) bool {

@@ -214,3 +214,48 @@ func TestCheckOrdersWritesOnlyWithinAProducerSession(t *testing.T) {
 	rep := check(t, &b.h)
 	require.True(t, rep.OK(), "%v", rep.Summary(10))
 }
+
+func commitOp(b *builder, group string, v, call, ret int64, out Outcome) {
+	b.h.Add(Op{Kind: OpCommit, TP: tp0, Group: group, Offset: v, Call: call, Return: ret,
+		Outcome: out})
+}
+
+func fetchCommitted(b *builder, group string, v, call, ret int64) {
+	b.h.Add(Op{Kind: OpFetchCommitted, TP: tp0, Group: group, Offset: v, Call: call,
+		Return: ret, Outcome: OK})
+}
+
+func TestCheckCommittedOffsetsAreARegister(t *testing.T) {
+	var b builder
+	fetchCommitted(&b, "g", -1, 0, 1)
+	commitOp(&b, "g", 10, 2, 3, OK)
+	commitOp(&b, "g", 20, 4, 0, Unknown)
+	fetchCommitted(&b, "g", 10, 5, 6)
+	fetchCommitted(&b, "g", 20, 7, 8) // the unknown commit took effect late: fine
+	commitOp(&b, "h", 5, 2, 3, OK)    // another group's register
+	rep := check(t, &b.h)
+	require.True(t, rep.OK(), "%v", rep.Summary(10))
+	require.Len(t, rep.Registers, 2)
+
+	// A commit acknowledged, then an older value read back: the commit was lost.
+	fetchCommitted(&b, "h", -1, 9, 10)
+	rep = check(t, &b.h)
+	require.False(t, rep.OK())
+	require.Equal(t, 1, rep.Counts["offsets-not-linearizable"], "%v", rep.Summary(10))
+	require.NoError(t, VisualizeRegister(&b.h, RegisterKey{"h", tp0}, t.TempDir()+"/r.html",
+		time.Second))
+}
+
+func TestCheckIgnoresUnobservedUnknownCommits(t *testing.T) {
+	var b builder
+	commitOp(&b, "g", 10, 0, 1, OK)
+	for i := int64(0); i < 40; i++ {
+		commitOp(&b, "g", 100+i, 2+i, 0, Unknown) // never read back
+	}
+	fetchCommitted(&b, "g", 10, 100, 101)
+	start := time.Now()
+	rep := check(t, &b.h)
+	require.True(t, rep.OK(), "%v", rep.Summary(10))
+	require.Less(t, time.Since(start), 2*time.Second)
+	require.Equal(t, 2, rep.Registers[0].Ops)
+}

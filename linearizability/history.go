@@ -13,6 +13,8 @@ type OpKind uint8
 const (
 	OpAppend OpKind = iota + 1 // one produced batch (one attempt, or one idempotent write)
 	OpRead                     // one fetch of one partition, or a ListOffsets(latest)
+	OpCommit                   // OffsetCommit of Offset for (Group, TP)
+	OpFetchCommitted           // OffsetFetch of (Group, TP) that returned Offset (-1: none)
 )
 
 // Outcome is what the client learned.
@@ -75,6 +77,10 @@ type Op struct {
 	HWM         int64
 	LogStart    int64
 	Final       bool // part of the final read after the faults healed
+
+	// Committed offsets (OpCommit, OpFetchCommitted): the group whose register
+	// (Group, TP) was written or read; the value is in Offset.
+	Group string
 }
 
 // Crash is a power loss on a node: writes acknowledged before it without fsync
@@ -113,6 +119,9 @@ func (h *History) partitions() []core.TopicPartition {
 	seen := map[core.TopicPartition]bool{}
 	var tps []core.TopicPartition
 	for i := range h.Ops {
+		if k := h.Ops[i].Kind; k != OpAppend && k != OpRead {
+			continue
+		}
 		if tp := h.Ops[i].TP; !seen[tp] {
 			seen[tp] = true
 			tps = append(tps, tp)

@@ -104,6 +104,15 @@ type ReaderSpec struct {
 	IdleEveryMs int64
 }
 
+// CommitterSpec configures one offset committer.
+type CommitterSpec struct {
+	Topic      string
+	Groups     int     // distinct groups it commits for
+	EveryMs    int64   // mean time between operations
+	TimeoutMs  int64   // request timeout
+	ReadChance float64 // per operation: fetch the committed offset instead of committing
+}
+
 // AdminSpec configures the admin client's changes after the initial topic creation.
 type AdminSpec struct {
 	On            bool
@@ -114,19 +123,20 @@ type AdminSpec struct {
 // Config is one run's complete configuration. Draw derives it from a seed; Set
 // overrides single fields afterwards.
 type Config struct {
-	Seed      uint64
-	Nodes     int
-	SafetyMs  int64 // virtual time with faults and load
-	HealMs    int64 // liveness budget after the faults stop
-	Codec     bool  // pass every request and response through the wire codec
-	MaxVers   bool  // clients use the highest version (else a random one per client)
-	Broker    map[string]string
-	Faults    Faults
-	Timing    Timing
-	Topics    []TopicSpec
-	Producers []ProducerSpec
-	Readers   []ReaderSpec
-	Admin     AdminSpec
+	Seed       uint64
+	Nodes      int
+	SafetyMs   int64 // virtual time with faults and load
+	HealMs     int64 // liveness budget after the faults stop
+	Codec      bool  // pass every request and response through the wire codec
+	MaxVers    bool  // clients use the highest version (else a random one per client)
+	Broker     map[string]string
+	Faults     Faults
+	Timing     Timing
+	Topics     []TopicSpec
+	Producers  []ProducerSpec
+	Readers    []ReaderSpec
+	Admin      AdminSpec
+	Committers []CommitterSpec
 }
 
 // DefaultSafetyMs is the default virtual run time of the safety phase.
@@ -154,6 +164,12 @@ func Draw(seed uint64) Config {
 	}
 	c.Admin = AdminSpec{On: r.Chance(0.5), EveryMs: r.Between(300, 3000),
 		MaxPartitions: int32(r.Between(2, 6))}
+	// New draws go last so that existing choices of a seed stay as they were.
+	for i, n := 0, r.Intn(3); i < n; i++ {
+		c.Committers = append(c.Committers, CommitterSpec{Topic: c.Topics[r.Intn(nTopics)].Name,
+			Groups: 1 + r.Intn(3), EveryMs: Pick[int64](r, 5, 50, 300),
+			TimeoutMs: Pick[int64](r, 500, 3000), ReadChance: Pick(r, 0.3, 0.6)})
+	}
 	return c
 }
 
@@ -254,6 +270,7 @@ var SettingHelp = []string{
 	"producer.idempotent=true|false every producer (true forces acks=all)",
 	"producer.batch.max=N           records per batch, at most",
 	"producers=N readers=N          number of clients (copies of the first one drawn)",
+	"committers=N                   offset committers (committed offsets as registers)",
 	"admin=on|off                   admin changes during the run",
 	"codec=on|off                   pass messages through the wire codec",
 	"heal.ms=N                      liveness budget after faults stop",
@@ -304,6 +321,17 @@ func (c *Config) setSim(name, value string) (bool, error) {
 			return true, fmt.Errorf("readers: want 0..64, got %q", value)
 		}
 		c.Readers = resize(c.Readers, n)
+		return true, nil
+	case name == "committers":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 || n > 64 {
+			return true, fmt.Errorf("committers: want 0..64, got %q", value)
+		}
+		if n > 0 && len(c.Committers) == 0 {
+			c.Committers = []CommitterSpec{{Topic: c.Topics[0].Name, Groups: 2, EveryMs: 50,
+				TimeoutMs: 1000, ReadChance: 0.5}}
+		}
+		c.Committers = resize(c.Committers, n)
 		return true, nil
 	case name == "admin":
 		on, err := onOff(value)
@@ -433,6 +461,9 @@ func (c Config) Summary() []string {
 	}
 	for i, r := range c.Readers {
 		lines = append(lines, fmt.Sprintf("reader %d: %+v", i, r))
+	}
+	for i, cm := range c.Committers {
+		lines = append(lines, fmt.Sprintf("committer %d: %+v", i, cm))
 	}
 	lines = append(lines, fmt.Sprintf("admin: %+v", c.Admin))
 	return lines

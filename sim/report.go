@@ -151,6 +151,18 @@ func WriteArtifacts(cfg Config, first Result, dir string) error {
 		return err
 	}
 	if res.Report != nil {
+		for _, g := range res.Report.Registers {
+			if g.Result != "Illegal" {
+				continue
+			}
+			path := filepath.Join(dir, fmt.Sprintf("porcupine-offsets-%s-%s.html", g.Key.Group,
+				g.Key.TP))
+			err := linearizability.VisualizeRegister(w.History(), g.Key, path, 30*time.Second)
+			if err != nil {
+				return err
+			}
+			break
+		}
 		if tp, ok := res.Report.Failing(); ok {
 			path := filepath.Join(dir, fmt.Sprintf("porcupine-%s.html", tp))
 			err := linearizability.Visualize(w.History(), tp, path, 30*time.Second)

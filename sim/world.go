@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sluicemq/sluice/core/broker"
@@ -220,6 +221,12 @@ func (w *World) check() *linearizability.Report {
 				p.TP, p.Ops, p.Why)
 		}
 	}
+	for _, g := range rep.Registers {
+		if g.Result == porcupine.Illegal {
+			w.fail("committed-offsets", "%s: %d commits and fetches are not linearizable "+
+				"as a register", g.Key, g.Ops)
+		}
+	}
 	return &rep
 }
 
@@ -260,5 +267,9 @@ func (w *World) buildClients() {
 	for i, spec := range w.cfg.Readers {
 		actor++
 		w.clients = append(w.clients, newReader(w, actor, i, spec))
+	}
+	for i, spec := range w.cfg.Committers {
+		actor++
+		w.clients = append(w.clients, newCommitter(w, actor, i, spec))
 	}
 }

@@ -1,0 +1,142 @@
+package linearizability
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/sluicemq/sluice/core"
+)
+
+// Committed offsets: for each (group, partition) the offset a group committed is a
+// register. An acknowledged OffsetCommit is a write that took effect within its
+// window; one with an unknown outcome may take effect at any time after it was sent,
+// or never; an OffsetFetch reads the register (-1 when nothing was committed). A
+// commit the coordinator lost (acknowledged before it was durable, then a crash) shows
+// up as a later read of an older value.
+
+// RegisterKey names one committed-offset register.
+type RegisterKey struct {
+	Group string
+	TP    core.TopicPartition
+}
+
+func (k RegisterKey) String() string { return k.Group + "/" + k.TP.String() }
+
+// RegisterResult is the verdict on one register.
+type RegisterResult struct {
+	Key    RegisterKey
+	Ops    int
+	Result porcupine.CheckResult
+}
+
+type regWrite struct {
+	op    int
+	value int64
+}
+
+type regRead struct {
+	op int
+}
+
+var registerModel = porcupine.Model{
+	Init: func() interface{} { return int64(-1) },
+	Step: func(state, input, output interface{}) (bool, interface{}) {
+		switch in := input.(type) {
+		case regWrite:
+			return true, in.value
+		case regRead:
+			return output.(int64) == state.(int64), state
+		}
+		return false, state
+	},
+	Hash: func(state interface{}) uint64 { return uint64(state.(int64)) },
+	DescribeOperation: func(input, output interface{}) string {
+		switch in := input.(type) {
+		case regWrite:
+			return fmt.Sprintf("op %d: commit %d", in.op, in.value)
+		case regRead:
+			return fmt.Sprintf("op %d: fetch -> %d", in.op, output.(int64))
+		}
+		return "?"
+	},
+	DescribeState: func(state interface{}) string { return fmt.Sprint(state.(int64)) },
+}
+
+// maxRegisterOps bounds porcupine's search per register; longer histories are not
+// checked (reported as TooLarge).
+const maxRegisterOps = 3000
+
+// registerOps groups the committed-offset operations by register, keys sorted.
+//
+// A commit with an unknown outcome whose value no fetch ever returned is left out: if
+// it took effect, something overwrote it before anyone looked, and removing it from
+// any linearization leaves a linearization. Committed values are unique, so this keeps
+// porcupine's search (exponential in the pending operations) small.
+func registerOps(h *History) ([]RegisterKey, map[RegisterKey][]porcupine.Operation) {
+	read := map[RegisterKey]map[int64]bool{}
+	for i := range h.Ops {
+		if op := &h.Ops[i]; op.Kind == OpFetchCommitted && op.Outcome == OK {
+			k := RegisterKey{op.Group, op.TP}
+			if read[k] == nil {
+				read[k] = map[int64]bool{}
+			}
+			read[k][op.Offset] = true
+		}
+	}
+	byKey := map[RegisterKey][]porcupine.Operation{}
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		k := RegisterKey{op.Group, op.TP}
+		switch {
+		case op.Kind == OpCommit && op.Outcome == OK:
+			byKey[k] = append(byKey[k], porcupine.Operation{ClientId: op.Client,
+				Input: regWrite{op.ID, op.Offset}, Call: op.Call, Return: op.Return})
+		case op.Kind == OpCommit && op.Outcome == Unknown && read[k][op.Offset]:
+			byKey[k] = append(byKey[k], porcupine.Operation{ClientId: op.Client,
+				Input: regWrite{op.ID, op.Offset}, Call: op.Call, Return: never})
+		case op.Kind == OpFetchCommitted && op.Outcome == OK:
+			byKey[k] = append(byKey[k], porcupine.Operation{ClientId: op.Client,
+				Input: regRead{op.ID}, Output: op.Offset, Call: op.Call, Return: op.Return})
+		}
+	}
+	keys := make([]RegisterKey, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Group != keys[j].Group {
+			return keys[i].Group < keys[j].Group
+		}
+		return keys[i].TP.Less(keys[j].TP)
+	})
+	return keys, byKey
+}
+
+// checkRegisters runs porcupine on every committed-offset register of h.
+func checkRegisters(h *History, timeout time.Duration) []RegisterResult {
+	keys, byKey := registerOps(h)
+	out := make([]RegisterResult, 0, len(keys))
+	for _, k := range keys {
+		ops := byKey[k]
+		res := TooLarge
+		if len(ops) <= maxRegisterOps {
+			res = porcupine.CheckOperationsTimeout(registerModel, ops, timeout)
+		}
+		out = append(out, RegisterResult{Key: k, Ops: len(ops), Result: res})
+	}
+	return out
+}
+
+// VisualizeRegister writes porcupine's HTML view of one committed-offset register.
+func VisualizeRegister(h *History, k RegisterKey, path string, timeout time.Duration) error {
+	_, byKey := registerOps(h)
+	ops := byKey[k]
+	if len(ops) == 0 {
+		return fmt.Errorf("no operations on %s", k)
+	}
+	_, info := porcupine.CheckOperationsVerbose(registerModel, ops, timeout)
+	return porcupine.VisualizePath(registerModel, info, path)
+}
