@@ -11,10 +11,10 @@ type OpKind uint8
 
 // Operation kinds.
 const (
-	OpAppend OpKind = iota + 1 // one produced batch (one attempt, or one idempotent write)
-	OpRead                     // one fetch of one partition, or a ListOffsets(latest)
-	OpCommit                   // OffsetCommit of Offset for (Group, TP)
-	OpFetchCommitted           // OffsetFetch of (Group, TP) that returned Offset (-1: none)
+	OpAppend         OpKind = iota + 1 // one produced batch (one attempt, or one idempotent write)
+	OpRead                             // one fetch of one partition, or a ListOffsets(latest)
+	OpCommit                           // OffsetCommit of Offset for (Group, TP)
+	OpFetchCommitted                   // OffsetFetch of (Group, TP) that returned Offset (-1: none)
 )
 
 // Outcome is what the client learned.
