@@ -116,7 +116,8 @@ func sortedCounts(m map[string]int) string {
 
 // WriteArtifacts reruns a failed seed verbosely (the run is deterministic) and writes
 // into dir: summary.txt, events.log (every event and every node's debug log on the
-// virtual clock), history.txt and porcupine's HTML view of the failing partition. It
+// virtual clock), history.txt/.json, log-tail.txt (the failing run's last log lines)
+// and porcupine's HTML view of the failing partition or committed-offset register. It
 // returns an error if the rerun's trace differs, which would itself be a determinism bug.
 func WriteArtifacts(cfg Config, first Result, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -138,6 +139,11 @@ func WriteArtifacts(cfg Config, first Result, dir string) error {
 	}
 	b.WriteString(res.Line() + "\n")
 	if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	// The failing run's own ring-buffered log tail, kept in case the rerun diverges.
+	if err := os.WriteFile(filepath.Join(dir, "log-tail.txt"), []byte(first.LogTail),
+		0o644); err != nil {
 		return err
 	}
 	if err := writeHistory(w.History(), filepath.Join(dir, "history.txt")); err != nil {
