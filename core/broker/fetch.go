@@ -31,7 +31,7 @@ type fetchWait struct {
 	req        Request
 	m          *kmsg.FetchRequest
 	tps        []core.TopicPartition
-	startBytes []int64 // replica BytesAppended per tps entry when parked
+	startBytes []int64 // replica BytesVisible per tps entry when parked
 	have       int     // bytes available when parked
 	timer      uint64
 	done       bool
@@ -118,7 +118,7 @@ func (b *Broker) parkFetch(r Request, m *kmsg.FetchRequest, have int) {
 			tp := core.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			var start int64
 			if rep := b.replicas[tp]; rep != nil {
-				start = rep.BytesAppended()
+				start = rep.BytesVisible()
 			}
 			w.tps = append(w.tps, tp)
 			w.startBytes = append(w.startBytes, start)
@@ -151,7 +151,7 @@ func (b *Broker) fetchHasEnough(w *fetchWait) bool {
 		if rep == nil {
 			return true // the partition went away: answer with its error now
 		}
-		got += rep.BytesAppended() - w.startBytes[i]
+		got += rep.BytesVisible() - w.startBytes[i]
 	}
 	return got >= int64(max(w.m.MinBytes, 1))
 }

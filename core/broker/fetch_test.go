@@ -219,3 +219,22 @@ func TestDrainAnswersParkedFetchesAtOnce(t *testing.T) {
 	_, answered = h.reply(id)
 	require.True(t, answered, "and new fetches no longer wait")
 }
+
+// A fetch that parks while a batch written before it waits for its fsync is answered
+// when that fsync makes the batch visible, not only when later writes arrive.
+func TestFetchLongPollWakesWhenAnEarlierWriteBecomesVisible(t *testing.T) {
+	h := newHarness(t)
+	h.mustCreate("t", 1)
+	h.holdSyncs = true
+	h.send(produceReq(1, "t", 0, values("written before the fetch")))
+	id := h.send(fetchReq("t", 0, 0, 10_000, 1))
+	_, answered := h.reply(id)
+	require.False(t, answered, "nothing is visible yet: the fetch waits")
+	h.holdSyncs = false
+	h.settle()
+	resp, ok := h.reply(id)
+	require.True(t, ok, "the fsync made the batch visible: the waiting fetch is answered")
+	p := fetchPart(t, resp)
+	require.Equal(t, int64(1), p.HighWatermark)
+	require.NotEmpty(t, p.RecordBatches)
+}

@@ -56,7 +56,12 @@ type Replica struct {
 	snapOffset    int64 // offset of the last saved producer snapshot
 	sinceSnapshot int   // batches appended since then
 
-	bytesAppended int64 // running total, for fetch MinBytes accounting
+	bytesAppended int64 // running total of appended batch bytes
+	// visibleBytes is bytesAppended as of the high-water mark (the bytes below it), for
+	// fetch MinBytes accounting: a parked fetch wakes when data becomes visible, which
+	// with FlushAlways is at the fsync, not at the append.
+	visibleBytes int64
+	syncBytes    int64 // bytesAppended when the in-flight sync was requested
 }
 
 // New recovers a replica over an opened log: it makes what recovery found durable,
@@ -120,7 +125,7 @@ func (r *Replica) Configure(cfg Config) {
 	r.cfg = cfg
 	r.log.Configure(cfg.Segment)
 	if !cfg.FlushAlways && r.hwm < r.log.EndOffset() {
-		r.hwm = r.log.EndOffset()
+		r.hwm, r.visibleBytes = r.log.EndOffset(), r.bytesAppended
 	}
 }
 
@@ -154,8 +159,9 @@ func (r *Replica) FlushAlways() bool { return r.cfg.FlushAlways }
 // Offline reports an unrecoverable I/O failure.
 func (r *Replica) Offline() bool { return r.offline }
 
-// BytesAppended is a running total of appended batch bytes.
-func (r *Replica) BytesAppended() int64 { return r.bytesAppended }
+// BytesVisible is a running total of the batch bytes below the high-water mark: it
+// grows when data becomes readable.
+func (r *Replica) BytesVisible() int64 { return r.visibleBytes }
 
 // AppendResult is the outcome of Append for one partition.
 type AppendResult struct {
@@ -222,7 +228,7 @@ func (r *Replica) appendChecked(nowMs int64, h *batch.Header, b []byte) AppendRe
 	r.sinceSnapshot++
 	r.bytesAppended += int64(len(b))
 	if !r.cfg.FlushAlways {
-		r.hwm = r.log.EndOffset()
+		r.hwm, r.visibleBytes = r.log.EndOffset(), r.bytesAppended
 	}
 	return AppendResult{BaseOffset: base, WaitOffset: h.NextOffset(), LogAppendTimeMs: appendTime}
 }
@@ -256,7 +262,7 @@ func (r *Replica) NeedsSync() bool {
 func (r *Replica) BeginSync() {
 	core.Invariant(!r.syncInFlight, "R3", "%s: two syncs in flight", r.tp)
 	r.syncInFlight = true
-	r.syncTarget = r.log.EndOffset()
+	r.syncTarget, r.syncBytes = r.log.EndOffset(), r.bytesAppended
 }
 
 // SyncCompleted ends the in-flight sync. It reports whether the high-water mark moved.
@@ -275,6 +281,7 @@ func (r *Replica) SyncCompleted(err error) bool {
 	moved := false
 	if r.cfg.FlushAlways && r.durable > r.hwm {
 		r.hwm, moved = r.durable, true
+		r.visibleBytes = max(r.visibleBytes, r.syncBytes)
 	}
 	r.maybeSnapshot()
 	r.checkOffsets()
