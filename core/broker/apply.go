@@ -36,8 +36,15 @@ func (b *Broker) apply(rec meta.Record) {
 		t := b.image.Topic(rec.Topic)
 		cfg := b.replicaConfig(t)
 		for p := int32(0); p < t.Partitions; p++ {
-			if r := b.replicas[core.TopicPartition{Topic: rec.Topic, Partition: p}]; r != nil {
+			tp := core.TopicPartition{Topic: rec.Topic, Partition: p}
+			if r := b.replicas[tp]; r != nil {
+				hwm := r.HighWatermark()
 				r.Configure(cfg)
+				if r.HighWatermark() != hwm {
+					// log.flush.policy=never made unsynced data visible: answer the
+					// writes and fetches that were waiting for it.
+					b.hwmAdvanced(tp)
+				}
 			}
 		}
 	case meta.KindProducerIDBlock:

@@ -195,3 +195,17 @@ func TestProduceAcksAllNeedsMinInsyncReplicas(t *testing.T) {
 		"acks=1 does not need the in-sync replicas")
 	require.Equal(t, int64(1), h.b.replicas[tp("t", 0)].EndOffset(), "the refused batch was not written")
 }
+
+// Switching a topic to log.flush.policy=never answers the acks=all writes that were
+// waiting for an fsync: the high-water mark now covers them.
+func TestProduceWaitsAnsweredWhenFlushPolicyBecomesNever(t *testing.T) {
+	h := newHarness(t)
+	h.mustCreate("t", 1)
+	h.holdSyncs = true
+	id := h.send(produceReq(-1, "t", 0, values("a")))
+	h.alterConfigs(alterReq(2, false, acRes(kmsg.ConfigResourceTypeTopic, "t",
+		"log.flush.policy", "never")))
+	resp, ok := h.reply(id)
+	require.True(t, ok, "the high-water mark covers the batch: acks=all is answered")
+	require.Zero(t, producePart(t, resp).ErrorCode)
+}
