@@ -75,13 +75,11 @@ func (OSFS) Rename(oldpath, newpath string) error {
 	return nil
 }
 
-// MkdirAll implements FS. It fsyncs the parent of the directory so a new directory is
-// durable (ancestors it created are synced only through their own children, which is
-// enough for the one or two levels the broker creates at a time).
+// MkdirAll implements FS. It fsyncs every ancestor of the directory, even when the
+// directory already existed: a run killed between creating it and syncing its parent
+// would otherwise leave an entry the next run never makes durable. Directories are
+// created rarely (a partition at a time), so the extra fsyncs cost nothing that matters.
 func (OSFS) MkdirAll(path string) error {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return nil
-	}
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return err
 	}

@@ -246,8 +246,14 @@ func (b *Broker) failProduceWaits(p *pendingProduce, code int16) {
 // unsynced data and no sync in flight, in partition order. Under
 // log.flush.policy=never nothing needs a sync but the high-water mark moved.
 func (b *Broker) requestSyncs() {
+	// Take the list: hwmAdvanced below may run handlers that append to a fresh one.
 	dirty := b.produces.dirty
-	b.produces.dirty = dirty[:0]
+	b.produces.dirty = nil
+	defer func() {
+		if b.produces.dirty == nil {
+			b.produces.dirty = dirty[:0] // reuse the array
+		}
+	}()
 	sort.Slice(dirty, func(i, j int) bool { return dirty[i].Less(dirty[j]) })
 	for i, tp := range dirty {
 		if i > 0 && dirty[i-1] == tp {
