@@ -131,6 +131,10 @@ func (b *Broker) producePartition(tp core.TopicPartition, records []byte,
 		b.produces.dirty = append(b.produces.dirty, tp)
 	}
 	rp.LogStartOffset = rep.StartOffset()
+	if res.Err != 0 && rep.Offline() {
+		// The write took the log offline: nothing waiting on it will ever be durable.
+		b.partitionFailed(tp, kerr.KafkaStorageError.Code)
+	}
 	if res.Err != 0 {
 		rp.ErrorCode = res.Err
 		if res.Message != "" {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/core/batch"
+	"github.com/sluicemq/sluice/core/replica"
 )
 
 func produceReq(acks int16, topic string, part int32, records []byte) *kmsg.ProduceRequest {
@@ -208,4 +210,18 @@ func TestProduceWaitsAnsweredWhenFlushPolicyBecomesNever(t *testing.T) {
 	resp, ok := h.reply(id)
 	require.True(t, ok, "the high-water mark covers the batch: acks=all is answered")
 	require.Zero(t, producePart(t, resp).ErrorCode)
+}
+
+func TestProduceWaitsFailFastWhenAWriteTakesTheLogOffline(t *testing.T) {
+	h := newHarness(t)
+	h.mustCreate("t", 1)
+	h.holdSyncs = true
+	waiting := h.send(produceReq(-1, "t", 0, values("a")))
+	log := h.env.logs[tp("t", 0)]
+	log.AppendErr = fmt.Errorf("short write, truncate failed: %w", replica.ErrLogOffline)
+	require.Equal(t, kerr.KafkaStorageError.Code,
+		producePart(t, h.do(produceReq(-1, "t", 0, values("b")))).ErrorCode)
+	resp, ok := h.reply(waiting)
+	require.True(t, ok, "the earlier acks=all wait is answered at once")
+	require.Equal(t, kerr.KafkaStorageError.Code, producePart(t, resp).ErrorCode)
 }
