@@ -233,8 +233,16 @@ func (cb *clientBase) requestMetadata(topics []string, timeoutMs int64,
 	})
 }
 
+// maxHistoryOps bounds the history (and so the memory of a long --duration run).
+const maxHistoryOps = 4_000_000
+
 // record adds op to the history and folds its outcome into the trace.
 func (w *World) record(op linearizability.Op) int {
+	if len(w.hist.Ops) == maxHistoryOps {
+		w.fail("world", "history exceeded %d operations: use a shorter --duration",
+			maxHistoryOps)
+		w.stopped = true
+	}
 	id := w.hist.Add(op)
 	w.tr.note("op", int64(op.Kind), int64(op.Client), op.Call, int64(op.TP.Partition))
 	return id

@@ -218,7 +218,7 @@ func (f *finalReader) fetched(p *fPart, call int64, resp *kmsg.FetchResponse) {
 		f.retry()
 		return
 	}
-	recs, err := f.w.decodeBatches(rp.RecordBatches)
+	recs, err := f.w.decodeBatches(p.tp, rp.RecordBatches)
 	if err != nil {
 		f.w.fail("anomaly", "final read of %s at %d: bad batch: %v", p.tp, p.pos, err)
 		f.retry()

@@ -187,7 +187,7 @@ func (r *reader) fetchedPartition(call int64, p *rPart, rp *kmsg.FetchResponseTo
 		}
 		return false
 	}
-	recs, err := r.w.decodeBatches(rp.RecordBatches)
+	recs, err := r.w.decodeBatches(p.tp, rp.RecordBatches)
 	if err != nil {
 		r.w.fail("anomaly", "%s: fetch of %s at %d returned a bad batch: %v", r.name, p.tp,
 			p.pos, err)
@@ -209,10 +209,11 @@ func (r *reader) fetchedPartition(call int64, p *rPart, rp *kmsg.FetchResponseTo
 }
 
 // decodeBatches decodes every whole batch of a fetch response. A trailing partial
-// batch (allowed by the protocol when a size limit cuts it) is ignored. Keys and values
-// are interned: readers see the same records many times, and a history holding one
-// copy of each string stays small.
-func (w *World) decodeBatches(raw []byte) ([]linearizability.Record, error) {
+// batch (allowed by the protocol when a size limit cuts it) is ignored. Every batch's
+// CRC is checked; its records are decoded once per run and then reused (readers see the
+// same batches many times), keys and values interned, so histories stay small.
+func (w *World) decodeBatches(tp core.TopicPartition, raw []byte) ([]linearizability.Record,
+	error) {
 	var out []linearizability.Record
 	for len(raw) >= batch.HeaderSize {
 		h, err := batch.ParseHeader(raw)
@@ -222,17 +223,36 @@ func (w *World) decodeBatches(raw []byte) ([]linearizability.Record, error) {
 		if h.Size() > len(raw) {
 			break
 		}
-		kvs, err := batch.Records(raw[:h.Size()])
-		if err != nil {
+		if _, err := batch.Check(raw[:h.Size()]); err != nil {
 			return out, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
 		}
-		for i, kv := range kvs {
-			out = append(out, linearizability.Record{Offset: h.BaseOffset + int64(i),
-				Key: w.intern(kv.Key), Value: w.intern(kv.Value)})
+		key := decodedKey{tp, h.BaseOffset, h.CRC, h.Size()}
+		recs, ok := w.decoded[key]
+		if !ok {
+			kvs, err := batch.Records(raw[:h.Size()])
+			if err != nil {
+				return out, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+			}
+			recs = make([]linearizability.Record, len(kvs))
+			for i, kv := range kvs {
+				recs[i] = linearizability.Record{Offset: h.BaseOffset + int64(i),
+					Key: w.intern(kv.Key), Value: w.intern(kv.Value)}
+			}
+			w.decoded[key] = recs
 		}
+		out = append(out, recs...)
 		raw = raw[h.Size():]
 	}
 	return out, nil
+}
+
+// decodedKey identifies a batch whose CRC was verified: same place, same checksum,
+// same size means the same records.
+type decodedKey struct {
+	tp   core.TopicPartition
+	base int64
+	crc  uint32
+	size int
 }
 
 // intern returns the one copy of b's string.

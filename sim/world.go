@@ -74,6 +74,7 @@ type World struct {
 	logLevel zapcore.Level
 	final    *finalReader
 	strings  map[string]string // interned record keys and values
+	decoded  map[decodedKey][]linearizability.Record
 }
 
 // Failure is one reason a run failed.
@@ -87,7 +88,8 @@ func (f Failure) String() string { return f.Kind + ": " + f.Detail }
 // New builds the world of cfg. It fails only on an invalid configuration.
 func New(cfg Config, opts Options) (*World, error) {
 	w := &World{cfg: cfg, opts: opts, tr: newTracer(), conns: map[uint64]*conn{},
-		blocked: map[int32]*[2]int64{}, strings: map[string]string{}}
+		blocked: map[int32]*[2]int64{}, strings: map[string]string{},
+		decoded: map[decodedKey][]linearizability.Record{}}
 	w.q.limit = maxQueuedEvents
 	w.netR = newStream(cfg.Seed, "net")
 	w.faultR = newStream(cfg.Seed, "faults")
