@@ -117,6 +117,24 @@ func (r *Replica) checkOffsets() {
 		"%s: hwm %d beyond durable %d", r.tp, r.hwm, r.durable)
 }
 
+// checkReadBack reads the batch just appended at base back from the log and requires
+// the very bytes written (invariant R5): data is checked right after it is written, so
+// a storage bug shows up at the write that caused it, not at a reader much later.
+func (r *Replica) checkReadBack(base int64, want []byte) {
+	got, err := r.log.Read(base, len(want), r.log.EndOffset())
+	core.Invariant(err == nil, "R5", "%s: reading back offset %d: %v", r.tp, base, err)
+	core.Invariant(len(got) >= len(want) && string(got[:len(want)]) == string(want), "R5",
+		"%s: the batch at %d reads back different from what was written", r.tp, base)
+	segs := r.log.Segments()
+	for i := 1; i < len(segs); i++ {
+		core.Invariant(segs[i].BaseOffset == segs[i-1].EndOffset, "R6",
+			"%s: segment %d starts at %d, after one ending at %d", r.tp, i,
+			segs[i].BaseOffset, segs[i-1].EndOffset)
+	}
+	core.Invariant(len(segs) > 0 && segs[len(segs)-1].EndOffset == r.log.EndOffset(), "R6",
+		"%s: the last segment does not end at the log end", r.tp)
+}
+
 // Configure applies a topic config change.
 func (r *Replica) Configure(cfg Config) {
 	if cfg.FlushAlways && !r.cfg.FlushAlways {
@@ -224,6 +242,9 @@ func (r *Replica) appendChecked(nowMs int64, h *batch.Header, b []byte) AppendRe
 	}
 	core.Invariant(r.log.EndOffset() == h.NextOffset(), "R2",
 		"%s: log end %d after appending [%d, %d)", r.tp, r.log.EndOffset(), base, h.NextOffset())
+	if core.Expensive {
+		r.checkReadBack(base, b)
+	}
 	r.recordProducer(h)
 	r.sinceSnapshot++
 	r.bytesAppended += int64(len(b))
