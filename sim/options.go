@@ -262,11 +262,12 @@ func (c *Config) faultSpells() map[string]*Spell {
 // listed by broker.SettingNames).
 var SettingHelp = []string{
 	"faults=off                     no faults at all",
-	"faults.<kind>=on|off           kind: crash restart slowdisk diskerrors clog reset\n" +
-		"                               partition pause",
-	"faults.<kind>.every.ms=N       mean interval of a fault kind",
+	"faults.<kind>=on|off           kind: crash restart slowdisk diskerrors clog reset",
+	"                                     partition pause",
+	"faults.<kind>.every.ms=N       mean interval between faults of a kind",
+	"faults.<kind>.for.ms=N         mean duration of one fault (downtime, spell)",
 	"faults.skew.ms=N               wall-clock skew bound per node (0 = off)",
-	"producer.acks=0|1|all          every producer (all turns idempotence off unless set)",
+	"producer.acks=0|1|all          every producer (0 and 1 turn idempotence off)",
 	"producer.idempotent=true|false every producer (true forces acks=all)",
 	"producer.batch.max=N           records per batch, at most",
 	"producers=N readers=N          number of clients (copies of the first one drawn)",
