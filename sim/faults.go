@@ -16,19 +16,20 @@ const (
 	fPartition
 	fPause
 	fRestart
+	fMetaErrors
 )
 
 var faultNames = [...]string{"crash", "slowdisk", "diskerrors", "clog", "reset",
-	"partition", "pause", "restart"}
+	"partition", "pause", "restart", "metaerrors"}
 
 func (w *World) spell(k faultKind) Spell {
 	f := w.cfg.Faults
 	return [...]Spell{f.Crash, f.SlowDisk, f.DiskErrors, f.Clog, f.Reset, f.Partition,
-		f.Pause, f.Restart}[k]
+		f.Pause, f.Restart, f.MetaErrors}[k]
 }
 
 func (w *World) startFaults() {
-	for k := fCrash; k <= fRestart; k++ {
+	for k := fCrash; k <= fMetaErrors; k++ {
 		if s := w.spell(k); s.On && s.EveryMs > 0 {
 			w.scheduleFault(k)
 		}
@@ -81,6 +82,8 @@ func (w *World) injectFault(k faultKind) {
 		w.partition(w.duration(k))
 	case fPause:
 		n.pause(w.duration(k))
+	case fMetaErrors:
+		n.metaErrUntil = max(n.metaErrUntil, w.now+w.duration(k))
 	case fRestart:
 		if !n.up {
 			return
@@ -122,6 +125,7 @@ func (w *World) heal() {
 	}
 	for _, n := range w.nodes {
 		n.slowUntil, n.errUntil, n.clogUntil = w.now, w.now, w.now
+		n.metaErrUntil = w.now
 		switch {
 		case !n.up:
 			n.restart()

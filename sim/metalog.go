@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"errors"
+
 	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/disk"
@@ -17,7 +19,14 @@ type metaLog struct {
 	tail    int64
 	pending []*proposal
 	r       *Rand
+	errR    *Rand // MetaErrors draws, a stream of its own so other draws do not shift
+	// failedIDs holds the topic ids of topic records whose proposal failed: a failed
+	// proposal must leave no trace, so none of them may ever be committed.
+	failedIDs map[[16]byte]bool
 }
+
+// errProposalFailed is the injected metadata failure: the record was not committed.
+var errProposalFailed = errors.New("sim: metadata proposal failed (injected)")
 
 type proposal struct {
 	n       *node
@@ -33,7 +42,8 @@ func newMetaLog(w *World) *metaLog {
 	if err != nil {
 		panic("sim: empty metadata log cannot fail to open: " + err.Error())
 	}
-	return &metaLog{w: w, log: lg, r: newStream(w.cfg.Seed, "meta")}
+	return &metaLog{w: w, log: lg, r: newStream(w.cfg.Seed, "meta"),
+		errR: newStream(w.cfg.Seed, "metaerr"), failedIDs: map[[16]byte]bool{}}
 }
 
 func (m *metaLog) committed() ([]meta.Record, error) { return m.log.Load() }
@@ -53,10 +63,42 @@ func (m *metaLog) commit(p *proposal) {
 		return
 	}
 	m.settle(p)
-	err := m.log.Append(p.rec)
+	if m.injectFailure(p) {
+		return
+	}
+	err := m.append(p.rec)
 	if p.n.up && p.n.gen == p.gen {
 		p.n.input(broker.MetaCommitted{Token: p.token, Record: p.rec, Err: err})
 	}
+}
+
+// injectFailure fails p during a MetaErrors spell on its node: nothing is appended and
+// the proposer hears a definite failure. Commit order of the others is unchanged (E3).
+func (m *metaLog) injectFailure(p *proposal) bool {
+	n := p.n
+	if m.w.now >= n.metaErrUntil || !m.errR.Chance(m.w.cfg.Faults.MetaErrorChance) {
+		return false
+	}
+	m.w.stats.Faults["meta-error"]++
+	if p.rec.Kind == meta.KindTopicCreated {
+		m.failedIDs[p.rec.TopicID] = true
+	}
+	if m.w.logging() {
+		m.w.logf("meta", "node %d: proposal %d (%v) failed", n.id, p.token, p.rec.Kind)
+	}
+	if n.up && n.gen == p.gen {
+		n.input(broker.MetaCommitted{Token: p.token, Record: p.rec, Err: errProposalFailed})
+	}
+	return true
+}
+
+// append commits rec, checking that it is not a record whose proposal failed.
+func (m *metaLog) append(rec meta.Record) error {
+	if rec.Kind == meta.KindTopicCreated && m.failedIDs[rec.TopicID] {
+		m.w.fail("anomaly", "topic %s (id %x) committed after its proposal failed",
+			rec.Topic, rec.TopicID)
+	}
+	return m.log.Append(rec)
 }
 
 func (m *metaLog) settle(p *proposal) {
@@ -82,7 +124,7 @@ func (m *metaLog) nodeStopped(n *node) {
 	for i, p := range mine {
 		m.settle(p)
 		if i < keep {
-			if err := m.log.Append(p.rec); err != nil {
+			if err := m.append(p.rec); err != nil {
 				m.w.fail("world", "metadata log append: %v", err)
 			}
 		}

@@ -44,6 +44,7 @@ type node struct {
 	clockR *Rand
 
 	slowUntil, errUntil, clogUntil int64
+	metaErrUntil                   int64 // MetaErrors spell: proposals may fail
 	hadDiskErr                     bool
 	syncTail                       map[core.TopicPartition]int64
 	conns                          map[uint64]*conn

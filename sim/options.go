@@ -55,6 +55,11 @@ type Faults struct {
 	// a crash the machine keeps its page cache, so unsynced writes survive. An operator
 	// restart also brings back partitions that went offline after disk errors.
 	Restart Spell
+	// MetaErrors: for a spell, each metadata proposal from the node fails with
+	// MetaErrorChance: the metadata log does not append it and answers MetaCommitted
+	// with an error (a definite failure: the record never commits).
+	MetaErrors      Spell
+	MetaErrorChance float64
 	// ClockSkewMs: each node incarnation's wall clock is offset by up to ±ClockSkewMs
 	// (0: off). Virtual monotonic time never goes back within one incarnation.
 	ClockSkewMs int64
@@ -205,6 +210,9 @@ func drawFaults(r *Rand) Faults {
 		f.ClockSkewMs = Pick[int64](r, 10, 1000, 60_000)
 	}
 	f.Restart = drawSpell(r, 0.3, 1000, 4000, 5, 500)
+	// Drawn last so that the earlier draws of every seed stay as they were.
+	f.MetaErrors = drawSpell(r, 0.3, 500, 4000, 50, 2000)
+	f.MetaErrorChance = Pick(r, 0.1, 0.5, 1.0)
 	return f
 }
 
@@ -255,7 +263,8 @@ func (c *Config) faultSpells() map[string]*Spell {
 	f := &c.Faults
 	return map[string]*Spell{"crash": &f.Crash, "slowdisk": &f.SlowDisk,
 		"diskerrors": &f.DiskErrors, "clog": &f.Clog, "reset": &f.Reset,
-		"partition": &f.Partition, "pause": &f.Pause, "restart": &f.Restart}
+		"partition": &f.Partition, "pause": &f.Pause, "restart": &f.Restart,
+		"metaerrors": &f.MetaErrors}
 }
 
 // SettingHelp lists the simulator's own --set names (broker and topic settings are
@@ -263,7 +272,7 @@ func (c *Config) faultSpells() map[string]*Spell {
 var SettingHelp = []string{
 	"faults=off                     no faults at all",
 	"faults.<kind>=on|off           kind: crash restart slowdisk diskerrors clog reset",
-	"                                     partition pause",
+	"                                     partition pause metaerrors",
 	"faults.<kind>.every.ms=N       mean interval between faults of a kind",
 	"faults.<kind>.for.ms=N         mean duration of one fault (downtime, spell)",
 	"faults.skew.ms=N               wall-clock skew bound per node (0 = off)",
@@ -448,6 +457,7 @@ func (c Config) Summary() []string {
 			f.ClogFactor),
 		fmt.Sprintf("faults: reset=%s partition=%s(oneway=%.1f) pause=%s skew=%dms restart=%s",
 			f.Reset, f.Partition, f.OneWayChance, f.Pause, f.ClockSkewMs, f.Restart),
+		fmt.Sprintf("faults: metaerrors=%s(p=%.2f)", f.MetaErrors, f.MetaErrorChance),
 		fmt.Sprintf("timing: net=%d+~%dus fsync=%d+~%dus meta=%d+~%dus",
 			c.Timing.NetFloorUs, c.Timing.NetMeanUs, c.Timing.FsyncFloorUs,
 			c.Timing.FsyncMeanUs, c.Timing.MetaFloorUs, c.Timing.MetaMeanUs),

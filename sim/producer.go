@@ -173,6 +173,7 @@ func (p *producer) initProducerID() {
 			p.code("init-producer-id", resp.ErrorCode)
 			if resp.ErrorCode == 0 {
 				p.pid, p.epoch = resp.ProducerID, resp.ProducerEpoch
+				p.w.pidHandedOut(p.name, p.pid, p.epoch)
 				if p.w.logging() {
 					p.w.logf(p.name, "producer id %d epoch %d", p.pid, p.epoch)
 				}
@@ -183,6 +184,24 @@ func (p *producer) initProducerID() {
 		p.wakeIn(p.spec.BackoffMs * ms)
 	})
 }
+
+// pidHandedOut checks that no producer id and epoch is ever handed out twice: two
+// sessions sharing one would corrupt each other's sequence numbers. Producer ids come
+// from committed blocks, so a block whose proposal failed must not be used.
+func (w *World) pidHandedOut(who string, pid int64, epoch int16) {
+	k := [2]int64{pid, int64(epoch)}
+	if prev, ok := w.pids[k]; ok {
+		w.fail("anomaly", "producer id %d epoch %d handed to %s, already given to %s",
+			pid, epoch, who, prev)
+		return
+	}
+	if len(w.pids) < maxTrackedPIDs {
+		w.pids[k] = who
+	}
+}
+
+// maxTrackedPIDs bounds the producer ids remembered for the uniqueness check.
+const maxTrackedPIDs = 1 << 16
 
 // sendable returns the partition's next batch to send, or nil. Idempotent producers
 // resend a failed batch only once nothing is in flight, so batches reach the broker in

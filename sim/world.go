@@ -75,6 +75,7 @@ type World struct {
 	final    *finalReader
 	strings  map[string]string // interned record keys and values
 	decoded  map[decodedKey][]linearizability.Record
+	pids     map[[2]int64]string // (producer id, epoch) handed out → to whom
 }
 
 // Failure is one reason a run failed.
@@ -89,7 +90,7 @@ func (f Failure) String() string { return f.Kind + ": " + f.Detail }
 func New(cfg Config, opts Options) (*World, error) {
 	w := &World{cfg: cfg, opts: opts, tr: newTracer(), conns: map[uint64]*conn{},
 		blocked: map[int32]*[2]int64{}, strings: map[string]string{},
-		decoded: map[decodedKey][]linearizability.Record{}}
+		decoded: map[decodedKey][]linearizability.Record{}, pids: map[[2]int64]string{}}
 	w.q.limit = maxQueuedEvents
 	w.netR = newStream(cfg.Seed, "net")
 	w.faultR = newStream(cfg.Seed, "faults")
