@@ -92,6 +92,9 @@ func (a *admin) createTopics() {
 			ok := true
 			for _, t := range r.(*kmsg.CreateTopicsResponse).Topics {
 				a.code("create-topics", t.ErrorCode)
+				if t.ErrorCode == 0 { // answered after the commit: the log has it
+					a.w.meta.checkReported(a.name, t.Topic, t.TopicID, max(t.NumPartitions, 0))
+				}
 				if t.ErrorCode != 0 && t.ErrorCode != kerr.TopicAlreadyExists.Code {
 					ok = false
 				}

@@ -228,6 +228,7 @@ func (cb *clientBase) requestMetadata(topics []string, timeoutMs int64,
 			for _, p := range t.Partitions {
 				counts[*t.Topic] = max(counts[*t.Topic], p.Partition+1)
 			}
+			cb.w.meta.checkReported(cb.name, *t.Topic, t.TopicID, counts[*t.Topic])
 		}
 		done(counts, nil)
 	})

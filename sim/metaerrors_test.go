@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // TestMetaErrorsFireAndAreSurvived runs seeds where every metadata proposal fails during
@@ -13,14 +14,18 @@ import (
 // leaves no trace and no producer id is handed out twice.
 func TestMetaErrorsFireAndAreSurvived(t *testing.T) {
 	sets := [][2]string{{"faults", "off"}, {"faults.metaerrors", "on"},
-		{"faults.metaerrors.every.ms", "200"}, {"faults.metaerrors.for.ms", "400"},
-		{"admin", "on"}, {"producer.idempotent", "true"}}
+		{"faults.metaerrors.every.ms", "5"}, {"faults.metaerrors.for.ms", "300"},
+		{"admin", "on"}, {"producer.idempotent", "true"}, {"committers", "2"}}
 	seeds := seedRange(1, 12)
 	if testing.Short() {
 		seeds = seedRange(1, 4)
 	}
 	fired, seedsFired := 0, 0
+	codes := map[string]int{}
 	for _, r := range runParallel(t, seeds, sets) {
+		for k, v := range r.Result.Stats.Codes {
+			codes[k] += v
+		}
 		require.True(t, r.Result.Pass, "%s\n  %s\n  reproduce: %s", r.Result.Line(),
 			strings.Join(r.Result.Summary(), "\n  "), reproduce(r, sets))
 		n := r.Result.Stats.Faults["meta-error"]
@@ -31,6 +36,10 @@ func TestMetaErrorsFireAndAreSurvived(t *testing.T) {
 	}
 	t.Logf("%d failed proposals over %d of %d seeds", fired, seedsFired, len(seeds))
 	require.GreaterOrEqual(t, seedsFired*2, len(seeds), "the fault fired on too few seeds")
+	// The failures reached the clients as the retriable answers a failed commit gets.
+	require.Positive(t, codes["create-topics:"+errName(kerr.RequestTimedOut.Code)], codes)
+	require.Positive(t, codes["init-producer-id:"+errName(kerr.CoordinatorNotAvailable.Code)],
+		codes)
 }
 
 func TestMetaErrorsSettingAndSummary(t *testing.T) {
@@ -41,4 +50,31 @@ func TestMetaErrorsSettingAndSummary(t *testing.T) {
 	require.NoError(t, cfg.Set("faults", "off"))
 	require.False(t, cfg.Faults.MetaErrors.On)
 	require.Contains(t, strings.Join(cfg.Summary(), "\n"), "metaerrors=off")
+}
+
+// TestUncommittedTopicInImageIsCaught is the check's own test: when the broker hears
+// that a failed proposal committed (so its image holds a record the log lacks), the
+// metadata it reports must be flagged.
+func TestUncommittedTopicInImageIsCaught(t *testing.T) {
+	sets := [][2]string{{"faults", "off"}, {"faults.metaerrors", "on"},
+		{"faults.metaerrors.every.ms", "5"}, {"faults.metaerrors.for.ms", "300"}}
+	caught := 0
+	for seed := uint64(1); seed <= 6; seed++ {
+		cfg := Draw(seed)
+		for _, kv := range sets {
+			require.NoError(t, cfg.Set(kv[0], kv[1]))
+		}
+		cfg.Faults.MetaErrorChance = 1
+		w, err := New(cfg, Options{})
+		require.NoError(t, err)
+		w.meta.claimCommitted = true
+		res := w.Run()
+		for _, f := range res.Failures {
+			if f.Kind == "anomaly" && strings.Contains(f.Detail, "metadata reports") {
+				caught++
+				break
+			}
+		}
+	}
+	require.GreaterOrEqual(t, caught, 4, "uncommitted topics in the image went unnoticed")
 }

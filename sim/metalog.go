@@ -23,6 +23,17 @@ type metaLog struct {
 	// failedIDs holds the topic ids of topic records whose proposal failed: a failed
 	// proposal must leave no trace, so none of them may ever be committed.
 	failedIDs map[[16]byte]bool
+	// topics indexes the committed topic records, to check what brokers report.
+	topics map[string]*committedTopic
+	// claimCommitted is a mutant for the checker's own test: a failed proposal is
+	// reported to the broker as committed (Err nil) though the log did not append it.
+	claimCommitted bool
+}
+
+// committedTopic is what the log ever committed for one topic name.
+type committedTopic struct {
+	ids      map[[16]byte]bool
+	maxParts int32
 }
 
 // errProposalFailed is the injected metadata failure: the record was not committed.
@@ -43,7 +54,8 @@ func newMetaLog(w *World) *metaLog {
 		panic("sim: empty metadata log cannot fail to open: " + err.Error())
 	}
 	return &metaLog{w: w, log: lg, r: newStream(w.cfg.Seed, "meta"),
-		errR: newStream(w.cfg.Seed, "metaerr"), failedIDs: map[[16]byte]bool{}}
+		errR: newStream(w.cfg.Seed, "metaerr"), failedIDs: map[[16]byte]bool{},
+		topics: map[string]*committedTopic{}}
 }
 
 func (m *metaLog) committed() ([]meta.Record, error) { return m.log.Load() }
@@ -87,7 +99,11 @@ func (m *metaLog) injectFailure(p *proposal) bool {
 		m.w.logf("meta", "node %d: proposal %d (%v) failed", n.id, p.token, p.rec.Kind)
 	}
 	if n.up && n.gen == p.gen {
-		n.input(broker.MetaCommitted{Token: p.token, Record: p.rec, Err: errProposalFailed})
+		err := errProposalFailed
+		if m.claimCommitted {
+			err = nil
+		}
+		n.input(broker.MetaCommitted{Token: p.token, Record: p.rec, Err: err})
 	}
 	return true
 }
@@ -98,7 +114,46 @@ func (m *metaLog) append(rec meta.Record) error {
 		m.w.fail("anomaly", "topic %s (id %x) committed after its proposal failed",
 			rec.Topic, rec.TopicID)
 	}
-	return m.log.Append(rec)
+	if err := m.log.Append(rec); err != nil {
+		return err
+	}
+	m.index(rec)
+	return nil
+}
+
+func (m *metaLog) index(rec meta.Record) {
+	switch rec.Kind {
+	case meta.KindTopicCreated, meta.KindPartitionsAdded:
+	default:
+		return
+	}
+	t := m.topics[rec.Topic]
+	if t == nil {
+		t = &committedTopic{ids: map[[16]byte]bool{}}
+		m.topics[rec.Topic] = t
+	}
+	if rec.Kind == meta.KindTopicCreated {
+		t.ids[rec.TopicID] = true
+	}
+	t.maxParts = max(t.maxParts, rec.Partitions)
+}
+
+// checkReported checks a topic a broker reported as existing against the committed
+// log: a broker's image holds only committed records, so a topic (or partition count,
+// or topic id) that never committed, such as one whose proposal failed, is an anomaly.
+func (m *metaLog) checkReported(who, topic string, id [16]byte, parts int32) {
+	t := m.topics[topic]
+	switch {
+	case t == nil:
+		m.w.fail("anomaly", "%s: metadata reports topic %s, which never committed", who,
+			topic)
+	case id != [16]byte{} && !t.ids[id]:
+		m.w.fail("anomaly", "%s: metadata reports topic %s with id %x, never committed",
+			who, topic, id)
+	case parts > t.maxParts:
+		m.w.fail("anomaly", "%s: metadata reports %d partitions of %s, %d committed", who,
+			parts, topic, t.maxParts)
+	}
 }
 
 func (m *metaLog) settle(p *proposal) {
