@@ -175,6 +175,8 @@ func Draw(seed uint64) Config {
 			Groups: 1 + r.Intn(3), EveryMs: Pick[int64](r, 5, 50, 300),
 			TimeoutMs: Pick[int64](r, 500, 3000), ReadChance: Pick(r, 0.3, 0.6)})
 	}
+	c.Faults.MetaErrors = drawSpell(r, 0.3, 500, 4000, 50, 2000)
+	c.Faults.MetaErrorChance = Pick(r, 0.1, 0.5, 1.0)
 	return c
 }
 
@@ -210,9 +212,6 @@ func drawFaults(r *Rand) Faults {
 		f.ClockSkewMs = Pick[int64](r, 10, 1000, 60_000)
 	}
 	f.Restart = drawSpell(r, 0.3, 1000, 4000, 5, 500)
-	// Drawn last so that the earlier draws of every seed stay as they were.
-	f.MetaErrors = drawSpell(r, 0.3, 500, 4000, 50, 2000)
-	f.MetaErrorChance = Pick(r, 0.1, 0.5, 1.0)
 	return f
 }
 
