@@ -255,3 +255,27 @@ func (w *World) resolve(id int, out linearizability.Outcome, offset int64, code 
 	op.Outcome, op.Return, op.Offset, op.ErrCode = out, w.now, offset, code
 	w.tr.note("resolve", int64(id), int64(out), offset, int64(code))
 }
+
+// topicMeta is a client's schedule for refreshing its topic's partition count.
+type topicMeta struct {
+	busy bool  // a Metadata request is in flight
+	next int64 // virtual time of the next refresh
+}
+
+// refreshPartitions asks for topic's partition count and hands it to grow; it refreshes
+// again after two seconds, or after backoffMs when the topic is not there yet.
+func (cb *clientBase) refreshPartitions(m *topicMeta, topic string, timeoutMs,
+	backoffMs int64, grow func(n int32)) {
+	m.busy = true
+	cb.requestMetadata([]string{topic}, timeoutMs, func(c map[string]int32, err error) {
+		m.busy = false
+		m.next = cb.w.now + 2000*ms
+		if err != nil || c[topic] == 0 {
+			m.next = cb.w.now + backoffMs*ms
+			cb.wakeIn(backoffMs * ms)
+			return
+		}
+		grow(c[topic])
+		cb.wakeIn(0)
+	})
+}

@@ -20,9 +20,8 @@ type producer struct {
 	spec ProducerSpec
 	num  int
 
-	parts    []*pPart
-	metaBusy bool
-	metaNext int64
+	parts []*pPart
+	meta  topicMeta
 
 	pid      int64
 	epoch    int16
@@ -121,7 +120,7 @@ func (p *producer) pump() {
 	if p.backingOff() {
 		return
 	}
-	if p.w.now >= p.metaNext && !p.metaBusy {
+	if p.w.now >= p.meta.next && !p.meta.busy {
 		p.refreshMetadata()
 	}
 	if len(p.parts) == 0 {
@@ -140,21 +139,11 @@ func (p *producer) pump() {
 }
 
 func (p *producer) refreshMetadata() {
-	p.metaBusy = true
-	p.requestMetadata([]string{p.spec.Topic}, p.spec.TimeoutMs, func(c map[string]int32,
-		err error) {
-		p.metaBusy = false
-		p.metaNext = p.w.now + 2000*ms
-		if err != nil || c[p.spec.Topic] == 0 {
-			p.metaNext = p.w.now + p.spec.BackoffMs*ms
-			p.wakeIn(p.spec.BackoffMs * ms)
-			return
-		}
-		for int32(len(p.parts)) < c[p.spec.Topic] {
+	p.refreshPartitions(&p.meta, p.spec.Topic, p.spec.TimeoutMs, p.spec.BackoffMs, func(n int32) {
+		for int32(len(p.parts)) < n {
 			tp := core.TopicPartition{Topic: p.spec.Topic, Partition: int32(len(p.parts))}
 			p.parts = append(p.parts, &pPart{tp: tp})
 		}
-		p.wakeIn(0)
 	})
 }
 

@@ -20,8 +20,7 @@ type reader struct {
 	num  int
 
 	parts    []*rPart
-	metaBusy bool
-	metaNext int64
+	meta     topicMeta
 	fetching bool
 	listing  bool
 	draining bool
@@ -57,7 +56,7 @@ func (r *reader) pump() {
 	if r.backingOff() {
 		return
 	}
-	if r.w.now >= r.metaNext && !r.metaBusy {
+	if r.w.now >= r.meta.next && !r.meta.busy {
 		r.refreshMetadata()
 	}
 	if len(r.parts) == 0 || r.fetching || r.listing {
@@ -81,21 +80,11 @@ func (r *reader) pump() {
 }
 
 func (r *reader) refreshMetadata() {
-	r.metaBusy = true
-	r.requestMetadata([]string{r.spec.Topic}, r.spec.TimeoutMs, func(c map[string]int32,
-		err error) {
-		r.metaBusy = false
-		r.metaNext = r.w.now + 2000*ms
-		if err != nil || c[r.spec.Topic] == 0 {
-			r.metaNext = r.w.now + r.spec.BackoffMs*ms
-			r.wakeIn(r.spec.BackoffMs * ms)
-			return
-		}
-		for int32(len(r.parts)) < c[r.spec.Topic] {
+	r.refreshPartitions(&r.meta, r.spec.Topic, r.spec.TimeoutMs, r.spec.BackoffMs, func(n int32) {
+		for int32(len(r.parts)) < n {
 			tp := core.TopicPartition{Topic: r.spec.Topic, Partition: int32(len(r.parts))}
 			r.parts = append(r.parts, &rPart{tp: tp})
 		}
-		r.wakeIn(0)
 	})
 }
 
@@ -183,7 +172,7 @@ func (r *reader) fetchedPartition(call int64, p *rPart, rp *kmsg.FetchResponseTo
 		return true
 	default:
 		if rp.ErrorCode == kerr.UnknownTopicOrPartition.Code {
-			r.metaNext = 0
+			r.meta.next = 0
 		}
 		return false
 	}
