@@ -207,12 +207,24 @@ func TestServerShutdownDeliversPendingResponses(t *testing.T) {
 		done <- srv.Shutdown(ctx)
 	}()
 	require.Eventually(t, func() bool {
-		_, err := net.DialTimeout("tcp", srv.Addr(), time.Second)
+		probe, err := net.DialTimeout("tcp", srv.Addr(), time.Second)
+		if err == nil {
+			// Accepted before the listener closed: the probe is a connection
+			// of its own, closed (and reported) by the shutdown too.
+			_ = probe.Close()
+		}
 		return err != nil
 	}, 5*time.Second, time.Millisecond, "listener closed")
 	sink.answer(r)
 	require.Equal(t, int32(1), readResponse(t, nc, kmsg.NewPtrMetadataResponse(), 12))
 	requireClosed(t, nc)
 	require.NoError(t, <-done)
-	require.Equal(t, []uint64{r.Conn}, sink.closedConns())
+	closed := sink.closedConns()
+	n := 0
+	for _, c := range closed {
+		if c == r.Conn {
+			n++
+		}
+	}
+	require.Equal(t, 1, n, "the connection with the pending response is reported closed once: %v", closed)
 }
