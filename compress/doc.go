@@ -1,0 +1,16 @@
+// Package compress inflates the records section of compressed Kafka record batches for
+// the broker: it is the real implementation of core/batch.Decompressor, which the node
+// (runtime/) and the simulator (sim/) inject into the broker. The broker only needs it
+// to find the exact record a ListOffsets-by-timestamp asks for; produce and fetch never
+// look inside compressed batches.
+//
+// The codecs are Kafka's: gzip (1), snappy (2) in either framing (the xerial framing
+// Java clients write, or one raw snappy block as librdkafka and franz-go write), lz4 (3)
+// in the LZ4 frame format, and zstd (4). Every codec stops at the caller's byte limit
+// and reports batch.ErrDecompressedTooLarge, so a zip bomb costs bounded memory.
+// Decompression is deterministic and starts no goroutines that outlive a call (zstd and
+// lz4 run single-threaded), so the simulator replays it exactly.
+//
+// It lives outside core/ because the libraries use sync and goroutine pools, which the
+// purity lint forbids there.
+package compress
