@@ -10,6 +10,7 @@ package broker
 // back; OffsetCommit is answered then too. At Start every partition of the topic is
 // replayed from its log start to rebuild the table. Group membership is not persisted:
 // after a restart members get UNKNOWN_MEMBER_ID and rejoin, as Kafka clients do.
+// Offsets of groups without members expire (groups_expire.go).
 
 import (
 	"errors"
@@ -42,19 +43,25 @@ type GroupConfig struct {
 	// CompactAfterRecords is how many records an offsets partition takes before it may
 	// be rewritten to its live offsets (groups_compact.go).
 	CompactAfterRecords int
+	// RetentionCheckIntervalMs is how often expired offsets are looked for
+	// (offsets.retention.check.interval.ms; groups_expire.go). The retention itself,
+	// offsets.retention.minutes, is Coordinator.OffsetsRetentionMs.
+	RetentionCheckIntervalMs int64
 }
 
 // DefaultGroupConfig returns Kafka's defaults, except 8 offsets partitions: a single
 // node gains nothing from 50 logs.
 func DefaultGroupConfig() GroupConfig {
 	return GroupConfig{OffsetsPartitions: 8, MetadataMaxBytes: 4096,
-		Coordinator: group.DefaultConfig(), CompactAfterRecords: 50_000}
+		Coordinator: group.DefaultConfig(), CompactAfterRecords: 50_000,
+		RetentionCheckIntervalMs: 600_000}
 }
 
 // groupSettingNames lists the names GroupConfig.set accepts.
 var groupSettingNames = []string{"offsets.topic.num.partitions", "offset.metadata.max.bytes",
 	"group.min.session.timeout.ms", "group.max.session.timeout.ms",
-	"group.initial.rebalance.delay.ms", "group.max.size"}
+	"group.initial.rebalance.delay.ms", "group.max.size", "offsets.retention.minutes",
+	"offsets.retention.check.interval.ms"}
 
 // set applies one setting; ok is false when name is not a group setting.
 func (c *GroupConfig) set(name, value string) (ok bool, err error) {
@@ -69,7 +76,8 @@ func (c *GroupConfig) set(name, value string) (ok bool, err error) {
 	if err != nil || n < 0 {
 		return true, fmt.Errorf("%s: not a non-negative number: %q", name, value)
 	}
-	if n < 1 && (name == "offsets.topic.num.partitions" || name == "group.max.size") {
+	if n < 1 && (name == "offsets.topic.num.partitions" || name == "group.max.size" ||
+		name == "offsets.retention.minutes" || name == "offsets.retention.check.interval.ms") {
 		return true, fmt.Errorf("%s: must be at least 1", name)
 	}
 	switch name {
@@ -85,6 +93,10 @@ func (c *GroupConfig) set(name, value string) (ok bool, err error) {
 		c.Coordinator.InitialRebalanceDelayMs = int32(n)
 	case "group.max.size":
 		c.Coordinator.MaxSize = int(n)
+	case "offsets.retention.minutes":
+		c.Coordinator.OffsetsRetentionMs = n * 60_000
+	case "offsets.retention.check.interval.ms":
+		c.RetentionCheckIntervalMs = n
 	}
 	return true, nil
 }
@@ -130,6 +142,7 @@ func (b *Broker) startGroups() {
 	if t := b.image.Topic(group.OffsetsTopic); t != nil {
 		b.loadOffsets(t)
 	}
+	b.armOffsetExpiry()
 }
 
 // ensureOffsetsTopic starts creating the offsets topic unless it exists or is being
@@ -194,6 +207,7 @@ func (b *Broker) loadOffsets(t *meta.Topic) {
 		n += b.replayOffsets(core.TopicPartition{Topic: t.Name, Partition: p})
 	}
 	b.groups.parts = t.Partitions
+	b.groups.coord.MarkRecovered()
 	b.lg.Info("consumer group offsets loaded", zap.Int("records", n),
 		zap.Int("groups", len(b.groups.coord.GroupIDs())))
 }

@@ -15,8 +15,13 @@ package broker
 // as a heartbeat. Per partition: unknown topic or partition →
 // UNKNOWN_TOPIC_OR_PARTITION; metadata longer than offset.metadata.max.bytes →
 // OFFSET_METADATA_TOO_LARGE. Storage failures map as Kafka maps them
-// (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, INVALID_COMMIT_OFFSET_SIZE). The v1
-// commit timestamp and v2–v4 retention time are ignored: offsets do not expire.
+// (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, INVALID_COMMIT_OFFSET_SIZE).
+//
+// Expiry (groups_expire.go): a v2–v4 retention time other than -1 makes the offset
+// expire at commit time + retention time (stored in the record, value v1) instead of
+// after offsets.retention.minutes, as Kafka does. The v1 per-partition commit timestamp
+// is ignored, as Kafka's current coordinator ignores it: the commit time is always the
+// broker's, so a client cannot date an offset into the past or the future.
 
 import (
 	"math"
@@ -49,6 +54,7 @@ func (b *Broker) handleOffsetCommit(r Request, m *kmsg.OffsetCommitRequest) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	code := b.commitAllowed(m)
+	expireMs := commitExpiry(m, b.now.Millis())
 	var pending []pendingCommit
 	var kvs []batch.KV
 	for ti, t := range m.Topics {
@@ -59,7 +65,7 @@ func (b *Broker) handleOffsetCommit(r Request, m *kmsg.OffsetCommitRequest) {
 			}
 			pc := pendingCommit{tp: core.TopicPartition{Topic: t.Topic, Partition: p.Partition},
 				part: rp, offset: group.Offset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch,
-					CommitMs: b.now.Millis()}}
+					CommitMs: b.now.Millis(), ExpireMs: expireMs}}
 			if p.Metadata != nil {
 				pc.offset.Metadata = *p.Metadata
 			}
@@ -71,7 +77,13 @@ func (b *Broker) handleOffsetCommit(r Request, m *kmsg.OffsetCommitRequest) {
 				Value: group.EncodeValue(pc.offset)})
 		}
 	}
+	tps := make([]core.TopicPartition, len(pending))
+	for i, pc := range pending {
+		tps[i] = pc.tp
+	}
+	b.groups.coord.WriteStarted(m.Group, tps) // no expiry tombstone may overtake it
 	b.writeOffsets(m.Group, kvs, func(code int16) {
+		b.groups.coord.WriteEnded(m.Group, tps)
 		for _, pc := range pending {
 			if code != 0 {
 				pc.part.ErrorCode = code
@@ -82,6 +94,26 @@ func (b *Broker) handleOffsetCommit(r Request, m *kmsg.OffsetCommitRequest) {
 		}
 		b.reply(r, resp)
 	})
+}
+
+// commitExpiry is the explicit expiry time a v2–v4 commit asks for, 0 for none.
+func commitExpiry(m *kmsg.OffsetCommitRequest, nowMs int64) int64 {
+	if m.Version < 2 || m.Version > 4 || m.RetentionTimeMillis == -1 {
+		return 0
+	}
+	// At least 1: 0 means "none". A negative retention expires at the next check.
+	return max(satAddMs(nowMs, m.RetentionTimeMillis), 1)
+}
+
+// satAddMs adds without wrapping around.
+func satAddMs(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
 }
 
 // commitAllowed checks the request as a whole: coordinator, group and member.

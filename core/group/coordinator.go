@@ -18,12 +18,16 @@ type Coordinator struct {
 	rnd     core.Rand
 	groups  map[string]*Group
 	offsets map[string]map[core.TopicPartition]Offset
+	// writing counts the offset writes not yet durable, per group and partition:
+	// expiry leaves those partitions alone (expiry.go).
+	writing map[string]map[core.TopicPartition]int
 }
 
 // NewCoordinator returns a coordinator without groups.
 func NewCoordinator(cfg Config, rnd core.Rand) *Coordinator {
 	return &Coordinator{cfg: cfg, rnd: rnd, groups: map[string]*Group{},
-		offsets: map[string]map[core.TopicPartition]Offset{}}
+		offsets: map[string]map[core.TopicPartition]Offset{},
+		writing: map[string]map[core.TopicPartition]int{}}
 }
 
 // Group returns the group with this id, or nil.

@@ -44,13 +44,17 @@ type Config struct {
 	InitialRebalanceDelayMs int32
 	// MaxSize bounds the members of one group (group.max.size).
 	MaxSize int
+	// OffsetsRetentionMs is how long the committed offsets of a group without members
+	// are kept (offsets.retention.minutes, KIP-211; expiry.go).
+	OffsetsRetentionMs int64
 }
 
 // DefaultConfig returns Kafka's defaults, except group.max.size, which Kafka leaves
 // unbounded.
 func DefaultConfig() Config {
 	return Config{MinSessionTimeoutMs: 6000, MaxSessionTimeoutMs: 1_800_000,
-		InitialRebalanceDelayMs: 3000, MaxSize: 10_000}
+		InitialRebalanceDelayMs: 3000, MaxSize: 10_000,
+		OffsetsRetentionMs: 7 * 24 * 60 * 60 * 1000}
 }
 
 // Protocol is one assignment protocol a member supports, with its opaque metadata.
@@ -97,6 +101,16 @@ type Group struct {
 	rebalanceDeadline core.Time // PreparingRebalance completes by then whoever rejoined
 	delayUntil        core.Time // initial rebalance delay of a group that was empty
 	syncDeadline      core.Time // CompletingRebalance: the leader must sync by then
+
+	// When the group last became Empty after having members (Kafka's
+	// currentStateTimestamp, KIP-211): offset retention counts from it. emptyKnown is
+	// false for groups that never had members here (simple consumers, and groups
+	// rebuilt from the offsets topic: membership is not persisted; expiry.go).
+	emptySince core.Time
+	emptyKnown bool
+	// recovered marks a group rebuilt from the offsets topic whose empty time is
+	// unknown: its latest commit stands in for it.
+	recovered bool
 }
 
 func newGroup(id string, cfg *Config, newMemberID func(string) string) *Group {

@@ -296,6 +296,7 @@ func (g *Group) completeJoin(now core.Time) {
 	g.generation++
 	if len(g.members) == 0 {
 		g.state, g.protocol, g.leader = Empty, "", ""
+		g.emptySince, g.emptyKnown = now, true
 		return
 	}
 	ms := g.sortedMembers()

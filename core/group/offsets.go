@@ -19,6 +19,10 @@ type Offset struct {
 	LeaderEpoch int32 // -1 when the client did not say
 	Metadata    string
 	CommitMs    int64
+	// ExpireMs is the explicit expiry time an OffsetCommit v2–v4 asked for with its
+	// retention time (commit time + RetentionTimeMs); 0 when it did not, and the
+	// group's offsets.retention.minutes applies (expiry.go).
+	ExpireMs int64
 }
 
 // Partition maps a group to its partition of the offsets topic. It is FNV-1a, fixed
@@ -37,12 +41,18 @@ func Partition(groupID string, partitions int32) int32 {
 //	key   v1: int16 version=1, string group, string topic, int32 partition
 //	value v3: int16 version=3, int64 offset, int32 leader epoch, string metadata,
 //	          int64 commit timestamp
+//	value v1: int16 version=1, int64 offset, string metadata, int64 commit timestamp,
+//	          int64 expire timestamp
 //
+// Like Kafka, a commit with an explicit expiry (ExpireMs) is written as value v1, the
+// only layout with an expire timestamp; v1 has no leader epoch, which such commits
+// (OffsetCommit v2–v4) never carry anyway (DecodeValue gives -1).
 // Strings are an int16 length and the bytes. A nil value is a tombstone: the offset was
 // deleted. Keys of other versions (Kafka's group-metadata records) are skipped.
 const (
-	keyVersion   = 1
-	valueVersion = 3
+	keyVersion         = 1
+	valueVersion       = 3
+	expireValueVersion = 1
 )
 
 // ErrNotOffsetRecord is returned by DecodeKey for keys that are not offset commits.
@@ -58,6 +68,13 @@ func EncodeKey(groupID string, tp core.TopicPartition) []byte {
 
 // EncodeValue encodes the record value of one committed offset.
 func EncodeValue(o Offset) []byte {
+	if o.ExpireMs != 0 {
+		b := binary.BigEndian.AppendUint16(nil, expireValueVersion)
+		b = binary.BigEndian.AppendUint64(b, uint64(o.Offset))
+		b = appendString(b, o.Metadata)
+		b = binary.BigEndian.AppendUint64(b, uint64(o.CommitMs))
+		return binary.BigEndian.AppendUint64(b, uint64(o.ExpireMs))
+	}
 	b := binary.BigEndian.AppendUint16(nil, valueVersion)
 	b = binary.BigEndian.AppendUint64(b, uint64(o.Offset))
 	b = binary.BigEndian.AppendUint32(b, uint32(o.LeaderEpoch))
@@ -81,14 +98,20 @@ func DecodeKey(b []byte) (groupID string, tp core.TopicPartition, err error) {
 // DecodeValue decodes a non-nil record value.
 func DecodeValue(b []byte) (Offset, error) {
 	d := decoder{b: b}
-	var o Offset
-	if v := d.int16(); d.err == nil && v != valueVersion {
+	o := Offset{LeaderEpoch: -1}
+	v := d.int16()
+	if d.err == nil && v != valueVersion && v != expireValueVersion {
 		return o, fmt.Errorf("group: offset value version %d not supported", v)
 	}
 	o.Offset = int64(d.uint64())
-	o.LeaderEpoch = int32(d.uint32())
+	if v == valueVersion {
+		o.LeaderEpoch = int32(d.uint32())
+	}
 	o.Metadata = d.string()
 	o.CommitMs = int64(d.uint64())
+	if v == expireValueVersion {
+		o.ExpireMs = max(int64(d.uint64()), 0) // Kafka writes -1 for none
+	}
 	return o, d.finish("value")
 }
 

@@ -1,0 +1,67 @@
+package broker
+
+// Expiry of committed offsets (offsets.retention.minutes, KIP-211): which offsets are
+// due is decided by the coordinator (core/group/expiry.go); this file runs the check
+// every offsets.retention.check.interval.ms and deletes them durably.
+//
+// Expired offsets get tombstones in the group's __consumer_offsets partition, through
+// the same path commits take; the coordinator's table drops them once the tombstones
+// are durable, so a restart never brings an expired offset back, nor loses one that
+// was still live. A group left Empty with no offsets is then forgotten, as Kafka
+// deletes it; group metadata is not persisted, so there is nothing else to tombstone.
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/batch"
+	"github.com/sluicemq/sluice/core/group"
+)
+
+// armOffsetExpiry schedules the next expiry check.
+func (b *Broker) armOffsetExpiry() {
+	b.setTimer(b.now.AddMillis(b.cfg.Groups.RetentionCheckIntervalMs), b.offsetExpiryPass)
+}
+
+// offsetExpiryPass deletes every offset due for expiry, group by group, then re-arms.
+func (b *Broker) offsetExpiryPass() {
+	defer b.armOffsetExpiry()
+	if b.groups.parts == 0 {
+		return // no offsets topic: no offsets
+	}
+	for _, e := range b.groups.coord.ExpiredOffsets(b.now) {
+		if b.coordinatorCode(e.Group) != 0 {
+			continue // partition offline: try again at the next check
+		}
+		b.expireOffsets(e.Group, e.TPs)
+	}
+}
+
+// expireOffsets writes tombstones for tps of a group, in batches of bounded size, and
+// drops the offsets once each batch is durable. A failed write leaves its offsets for
+// the next check.
+func (b *Broker) expireOffsets(id string, tps []core.TopicPartition) {
+	kvs := make([]batch.KV, len(tps))
+	for i, tp := range tps {
+		kvs[i] = batch.KV{Key: group.EncodeKey(id, tp)}
+	}
+	for _, chunk := range chunkRecords(kvs) {
+		part := tps[:len(chunk)]
+		tps = tps[len(chunk):]
+		b.groups.coord.WriteStarted(id, part)
+		b.writeOffsets(id, chunk, func(code int16) {
+			b.groups.coord.WriteEnded(id, part)
+			if code != 0 {
+				b.lg.Warn("expired offsets not deleted", zap.String("group", id),
+					zap.Int16("code", code))
+				return
+			}
+			for _, tp := range part {
+				b.groups.coord.ApplyOffset(id, tp, nil)
+			}
+			b.lg.Info("committed offsets expired", zap.String("group", id),
+				zap.Int("partitions", len(part)))
+			b.groupChanged(id)
+		})
+	}
+}
