@@ -193,8 +193,9 @@ func (b *Broker) offsetsTopicRecord() meta.Record {
 	return meta.Record{Kind: meta.KindTopicCreated, Topic: group.OffsetsTopic,
 		TopicID: b.newTopicID(), Partitions: b.cfg.Groups.OffsetsPartitions,
 		ReplicationFactor: 1,
-		// Durable before answered, never removed by retention (a group idle for a week
-		// keeps its offsets), segments of Kafka's offsets.topic.segment.bytes.
+		// Durable before answered, never removed by log retention (offsets expire
+		// through the coordinator, groups_expire.go), segments of Kafka's
+		// offsets.topic.segment.bytes.
 		Configs: []meta.Config{{Name: "log.flush.policy", Value: "always"},
 			{Name: "retention.bytes", Value: "-1"}, {Name: "retention.ms", Value: "-1"},
 			{Name: "segment.bytes", Value: "104857600"}}}

@@ -19,6 +19,9 @@
 // metadata for the chosen protocol in its JoinGroup answer and sends the assignments in
 // SyncGroup; the coordinator relays each member its own.
 //
+// Committed offsets of groups without members expire after offsets.retention.minutes
+// (KIP-211, expiry.go): the coordinator says which are due, the broker deletes them.
+//
 // Replies to JoinGroup and SyncGroup may be delayed (they wait for the rebalance); they
 // are delivered through callbacks that must not call back into the package. Every
 // callback is called exactly once (invariant G1).
