@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/batch"
 	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/core/replica"
 )
@@ -39,17 +40,33 @@ type Broker struct {
 	fetches  fetchState
 	admin    adminState  // metadata-changing requests run one at a time (admin.go)
 	groups   groupsState // consumer groups and committed offsets (groups.go)
+
+	// dec inflates compressed batches for exact ListOffsets by time; nil answers a
+	// compressed batch's base offset instead (see WithDecompressor).
+	dec batch.Decompressor
 }
 
+// Option changes how New builds a broker: dependencies the node injects beyond Env.
+type Option func(*Broker)
+
+// WithDecompressor lets the broker look inside compressed batches (package compress
+// provides Kafka's codecs). Without it, ListOffsets by time answers a compressed
+// batch's first offset rather than the exact record.
+func WithDecompressor(d batch.Decompressor) Option { return func(b *Broker) { b.dec = d } }
+
 // New returns a broker that will serve once it has been stepped with Start.
-func New(cfg Config, env Env, rnd core.Rand) *Broker {
-	return &Broker{
+func New(cfg Config, env Env, rnd core.Rand, opts ...Option) *Broker {
+	b := &Broker{
 		cfg: cfg, env: env, lg: env.Logger(), rnd: rnd,
 		image:       meta.NewImage(),
 		replicas:    map[core.TopicPartition]*replica.Replica{},
 		metaWaiters: map[uint64]func(meta.Record, error){},
 		timers:      map[uint64]func(){},
 	}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
 }
 
 // Step hands the broker one input at time now. now must not go backwards.

@@ -169,6 +169,9 @@ type harness struct {
 	// holdMeta / holdSyncs keep settle (and do) from delivering metadata commits / log
 	// syncs, so a test can look at the state while they are outstanding.
 	holdMeta, holdSyncs bool
+
+	// brokerOpts are passed to New at every boot (injected dependencies).
+	brokerOpts []Option
 }
 
 // newHarness starts a broker with DefaultConfig changed by opts.
@@ -184,7 +187,7 @@ func newHarness(t *testing.T, opts ...func(*Config)) *harness {
 
 // boot creates a broker over the env's durable state and starts it.
 func (h *harness) boot() {
-	h.b = New(h.cfg, h.env, rand.New(rand.NewSource(h.seed)))
+	h.b = New(h.cfg, h.env, rand.New(rand.NewSource(h.seed)), h.brokerOpts...)
 	h.seed++
 	h.step(Start{Records: slices.Clone(h.env.committed)})
 }

@@ -2,12 +2,15 @@ package broker
 
 // ListOffsets (API key 2), versions 1–7.
 //
-// Behaviour: timestamp -2 → log start offset; -1 → high-water mark (also the last
-// stable offset: there are no open transactions yet); -3 (v7) → the batch with the
-// largest timestamp; any other value ≥ 0 → the first batch whose max timestamp is at
-// or after it, or offset -1 when there is none. Lookups by time resolve to a batch's
-// base offset: Sluice does not decompress batches to find the exact record, so a
-// consumer may see a few records older than the timestamp asked for.
+// Behaviour, as in Kafka: timestamp -2 → log start offset; -1 → high-water mark (also
+// the last stable offset: there are no open transactions yet); -3 (v7, MAX_TIMESTAMP) →
+// the record with the largest timestamp, the earliest among ties; any value ≥ 0 → the
+// first record, in offset order, whose timestamp is at or after it, with that record's
+// timestamp, or offset -1 and timestamp -1 when there is none. A record's timestamp is
+// its batch's first timestamp plus its delta, or the batch's max timestamp under
+// LogAppendTime. Lookups by time look inside the one batch the time index points at,
+// decompressing it with the injected Decompressor; they search only below the
+// high-water mark and never answer an offset below the log start offset.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -49,14 +52,20 @@ func (b *Broker) listOffset(tp core.TopicPartition, ts int64,
 	case ts == -1:
 		rp.Offset = rep.HighWatermark()
 	case ts == -3:
-		rp.Timestamp, rp.Offset = rep.MaxTimestamp()
-	case ts >= 0:
-		off, found, code := rep.OffsetForTimestamp(ts)
+		m, found, code := rep.MaxTimestamp(b.dec)
 		if code != 0 {
 			return code
 		}
 		if found {
-			rp.Offset, rp.Timestamp = off, ts
+			rp.Offset, rp.Timestamp = m.Offset, m.Timestamp
+		}
+	case ts >= 0:
+		m, found, code := rep.OffsetForTimestamp(ts, b.dec)
+		if code != 0 {
+			return code
+		}
+		if found {
+			rp.Offset, rp.Timestamp = m.Offset, m.Timestamp
 		}
 	default:
 		return kerr.InvalidRequest.Code

@@ -39,31 +39,6 @@ func (r *Replica) Read(offset int64, maxBytes int) ReadResult {
 	return res
 }
 
-// OffsetForTimestamp finds the first offset whose batch carries a timestamp >= ts,
-// within the visible log. found is false when there is none.
-func (r *Replica) OffsetForTimestamp(ts int64) (offset int64, found bool, code int16) {
-	if r.offline {
-		return -1, false, kerr.KafkaStorageError.Code
-	}
-	off, ok, err := r.log.OffsetForTimestamp(ts)
-	if err != nil {
-		return -1, false, kerr.KafkaStorageError.Code
-	}
-	if !ok || off >= r.hwm {
-		return -1, false, 0
-	}
-	return max(off, r.log.StartOffset()), true, 0
-}
-
-// MaxTimestamp returns the largest timestamp in the visible log and its batch offset.
-func (r *Replica) MaxTimestamp() (ts int64, offset int64) {
-	ts, offset = r.log.MaxTimestamp()
-	if offset >= r.hwm {
-		return -1, -1
-	}
-	return ts, offset
-}
-
 // DeleteRecordsBefore raises the log start offset to offset (-1: the high-water mark)
 // and removes whole segments below it. It returns the new log start offset.
 func (r *Replica) DeleteRecordsBefore(offset int64) (int64, int16) {
