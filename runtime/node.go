@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sluicemq/sluice/compress"
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/core/replica"
@@ -132,7 +133,8 @@ func (n *Node) open() error {
 	}
 	n.syncer = newSyncer(n.opts.SyncWorkers, n.deliverCompletion)
 	n.metaW = newMetaWriter(n.metaLog, n.deliverCompletion)
-	n.b = broker.New(n.opts.Config, env{n}, rand.New(rand.NewSource(seed())))
+	n.b = broker.New(n.opts.Config, env{n}, rand.New(rand.NewSource(seed())),
+		broker.WithDecompressor(compress.Codecs{}))
 	// Start runs here, before the loop goroutine exists, so it is still one step at a
 	// time (E5); it opens and recovers every partition log.
 	n.step(broker.Start{Records: records})

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sluicemq/sluice/compress"
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/core/meta"
@@ -76,7 +77,9 @@ func (n *node) boot() {
 	}
 	cfg := n.w.brokerCfg
 	cfg.NodeID = n.id + 1
-	n.b = broker.New(cfg, nodeEnv{n: n, gen: n.gen}, n.rnd)
+	// The real codecs: decompression is deterministic, so seeds still replay.
+	n.b = broker.New(cfg, nodeEnv{n: n, gen: n.gen}, n.rnd,
+		broker.WithDecompressor(compress.Codecs{}))
 	recs, err := n.w.meta.committed()
 	if err != nil {
 		n.w.fail("world", "node %d: metadata log unreadable: %v", n.id, err)
