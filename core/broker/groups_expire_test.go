@@ -195,3 +195,16 @@ func TestStableConsumerGroupLosesOnlyUnsubscribedOffsets(t *testing.T) {
 	h.requireOffset(1, "g", "sub", 0)
 	require.Equal(t, "Stable", h.describeGroup("g").State)
 }
+
+func TestCommitV1TimestampIsIgnored(t *testing.T) {
+	h := newHarness(t, expiryOpts)
+	h.mustCreate("t", 1)
+	req := commitReq("s", -1, "", "t", int32(0), int64(3))
+	req.Version = 1
+	req.Topics[0].Partitions[0].Timestamp = 1 // 1970: long expired, if believed
+	requireCode(t, nil, commitCodes(h.do(req))[0])
+	h.waitMs(2 * 60_000)
+	h.requireOffset(3, "s", "t", 0, "the broker's commit time counts")
+	h.waitMs(9 * 60_000)
+	h.requireOffset(-1, "s", "t", 0)
+}
