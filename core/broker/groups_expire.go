@@ -30,6 +30,11 @@ func (b *Broker) offsetExpiryPass() {
 		return // no offsets topic: no offsets
 	}
 	for _, e := range b.groups.coord.ExpiredOffsets(b.now) {
+		if b.groups.nWrite >= maxOffsetWrites/2 {
+			// Leave room for commits; the rest goes at the next check.
+			b.lg.Info("offset expiry deferred: many offset writes in flight")
+			return
+		}
 		if b.coordinatorCode(e.Group) != 0 {
 			continue // partition offline: try again at the next check
 		}
