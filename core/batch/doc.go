@@ -5,6 +5,9 @@
 // header: it assigns the base offset and the partition leader epoch, neither of which
 // is covered by the CRC, so a batch can be rewritten without recomputing its checksum.
 // Records inside a batch (possibly compressed) are never decoded on the write path.
+// The one reader of records is WalkTimestamps, for ListOffsets by time: it walks each
+// record's offset and timestamp, inflating a compressed batch through a Decompressor the
+// caller injects (codec libraries live outside core, in package compress).
 //
 // Layout of the 61-byte header (big endian):
 //
