@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"io"
 	"testing"
 
@@ -196,4 +197,32 @@ func TestListOffsetsUndecodableBatchFallsBackToItsBase(t *testing.T) {
 	produceOK(t, h, "t", garbage) // 5-6: the CRC is right, the payload is not
 	requireFound(t, h, "t", 150, 5, 200)
 	requireFound(t, h, "t", -3, 5, 200)
+}
+
+// lyingBatch is a batch whose header claims a max timestamp none of its records has
+// (Sluice stores client headers as sent).
+func lyingBatch(t *testing.T, claimedMax int64, ts ...int64) []byte {
+	t.Helper()
+	b := timedBatch(t, batch.CompressionNone, ts...)
+	binary.BigEndian.PutUint64(b[35:], uint64(claimedMax))
+	binary.BigEndian.PutUint32(b[17:], batch.ComputeCRC(b))
+	return b
+}
+
+func TestListOffsetsSurvivesLyingBatchHeaders(t *testing.T) {
+	h := newHarness(t)
+	h.mustCreate("t", 1)
+	produceOK(t, h, "t", lyingBatch(t, 1000, 10, 20))                   // 0-1
+	produceOK(t, h, "t", timedBatch(t, batch.CompressionNone, 30, 500)) // 2-3
+	requireFound(t, h, "t", 100, 3, 500)                                // the lying batch is passed over
+	requireFound(t, h, "t", 501, -1, -1)
+
+	// Many lying batches: the lookup stops decoding and settles for a batch's start.
+	h.mustCreate("u", 1)
+	for i := 0; i < 40; i++ {
+		produceOK(t, h, "u", lyingBatch(t, 1000, 10))
+	}
+	produceOK(t, h, "u", timedBatch(t, batch.CompressionNone, 900))
+	p := listOffset(h, "u", 100)
+	require.Equal(t, int64(16), p.Offset, "the 17th lying batch, after 16 decoded in vain")
 }

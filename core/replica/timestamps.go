@@ -27,6 +27,14 @@ type TimestampMatch struct {
 // errStopScan ends a ScanHeaders early; it never leaves this file.
 var errStopScan = errors.New("stop scan")
 
+// maxBatchesDecoded bounds the batches one lookup by time decodes. With truthful
+// headers it needs one, or two when DeleteRecords cut the first; more means batch
+// headers claim timestamps their records do not carry (Sluice stores client headers as
+// sent), and the lookup then settles for a batch's first offset.
+const maxBatchesDecoded = 16
+
+var errTooManyBatches = errors.New("too many batches claim the timestamp without a record carrying it")
+
 // OffsetForTimestamp returns the first record, in offset order, whose timestamp is at
 // or after ts, among the records in [StartOffset, HighWatermark). found is false when
 // there is none. dec inflates compressed batches; if a batch cannot be decoded the
@@ -38,12 +46,16 @@ func (r *Replica) OffsetForTimestamp(ts int64, dec batch.Decompressor) (m Timest
 	}
 	off, ok, err := r.log.OffsetForTimestamp(ts)
 	start := r.log.StartOffset()
-	// Each round moves past the batch it decoded, so the loop ends with the log.
-	for ; err == nil && ok; off, ok, err = r.nextBatchReaching(off, ts) {
+	// Each round moves past the batch it decoded, so the loop ends with the log; the
+	// count bounds the work a log of lying headers can cause.
+	for decoded := 0; err == nil && ok; off, ok, err = r.nextBatchReaching(off, ts) {
 		var h batch.Header
 		var b []byte
 		if h, b, err = r.batchAt(max(off, start)); err != nil || b == nil {
 			break
+		}
+		if decoded++; decoded > maxBatchesDecoded {
+			return r.undecodable(&h, start, errTooManyBatches), true, 0
 		}
 		if h.MaxTimestamp >= ts {
 			if m, found = r.firstRecordAtOrAfter(&h, b, ts, start, dec); found {
