@@ -117,7 +117,20 @@ func (m *logMachine) SyncFailing(t *rapid.T) {
 		return
 	}
 	m.expectOffline(t, err)
+	if m.offline {
+		return // offline already: Sync did not run
+	}
 	m.offline = true
+	// The log truncated what was not durable (the kernel may have marked those pages
+	// clean without writing them): a reopen must not bring it back.
+	keep := 0
+	for keep < len(m.batches) && m.batches[keep].h.NextOffset() <= m.syncedEnd {
+		keep++
+	}
+	m.batches = m.batches[:keep]
+	if m.end() < m.start {
+		m.batches, m.reset = nil, m.start // everything left is below the start: reopens empty there
+	}
 }
 
 // Crash loses the process and every unsynced byte (possibly tearing the last writes),

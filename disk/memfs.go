@@ -31,6 +31,11 @@ const maxGarbleBytes = 8
 // Sync is undone by a crash. Directory operations (create, remove, rename, mkdir) are
 // durable as soon as they return, as OSFS makes them by fsyncing the directory.
 //
+// A Sync failed by the fault function behaves as Linux does after a writeback error
+// ("fsyncgate"): the dirty bytes stay readable, but the kernel has marked them clean, so
+// no later Sync writes them; a crash turns them into zeros, even if a later Sync
+// succeeded and covered bytes after them. Only truncating them away ends the hazard.
+//
 // MemFS is safe for concurrent use and deterministic: nothing observable depends on map
 // order, and its only randomness is the CrashRand passed to Crash.
 type MemFS struct {
@@ -48,6 +53,46 @@ type memNode struct {
 	durLen   int
 	diverged bool
 	durCopy  []byte
+	// lost are byte ranges of data whose writeback failed: readable now, zeros after a
+	// crash. durLost are those of durCopy.
+	lost, durLost []span
+}
+
+// span is the byte range [from, to) of a file.
+type span struct{ from, to int }
+
+// addSpan adds [from, to) to spans, merging it with the last span when they touch (a
+// failed sync repeated without progress covers the same bytes again).
+func addSpan(spans []span, from, to int) []span {
+	if from >= to {
+		return spans
+	}
+	if n := len(spans); n > 0 && from <= spans[n-1].to {
+		spans[n-1].from = min(spans[n-1].from, from)
+		spans[n-1].to = max(spans[n-1].to, to)
+		return spans
+	}
+	return append(spans, span{from, to})
+}
+
+// clipSpans returns the parts of spans below size.
+func clipSpans(spans []span, size int) []span {
+	var out []span
+	for _, sp := range spans {
+		if sp.from < size {
+			out = append(out, span{sp.from, min(sp.to, size)})
+		}
+	}
+	return out
+}
+
+// zeroSpans zeroes the bytes of d that spans cover.
+func zeroSpans(d []byte, spans []span) {
+	for _, sp := range spans {
+		for i := sp.from; i < min(sp.to, len(d)); i++ {
+			d[i] = 0
+		}
+	}
 }
 
 var _ FS = (*MemFS)(nil)
@@ -280,6 +325,7 @@ func (m *MemFS) Crash(r CrashRand) {
 func (n *memNode) crash(r CrashRand) *memNode {
 	if n.diverged {
 		d := append([]byte(nil), n.durCopy...)
+		zeroSpans(d, n.durLost)
 		return &memNode{data: d, durLen: len(d)}
 	}
 	extra := len(n.data) - n.durLen
@@ -291,6 +337,7 @@ func (n *memNode) crash(r CrashRand) *memNode {
 			d[i] ^= byte(1 + r.Intn(255))
 		}
 	}
+	zeroSpans(d, n.lost)
 	return &memNode{data: d, durLen: len(d)}
 }
 
@@ -367,16 +414,19 @@ func (n *memNode) appendBytes(p []byte) {
 }
 
 func (f *memFile) Sync() error {
-	if err := f.fs.check(OpSync, f.path); err != nil {
-		return pathErr("sync", f.path, err)
-	}
+	ferr := f.fs.check(OpSync, f.path)
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
 	if err := f.usableLocked(true); err != nil {
 		return pathErr("sync", f.path, err)
 	}
 	n := f.node
-	n.durLen, n.diverged, n.durCopy = len(n.data), false, nil
+	if ferr != nil {
+		// Writeback failed and the pages were marked clean anyway.
+		n.lost = addSpan(n.lost, n.durLen, len(n.data))
+		return pathErr("sync", f.path, ferr)
+	}
+	n.durLen, n.diverged, n.durCopy, n.durLost = len(n.data), false, nil, nil
 	return nil
 }
 
@@ -401,8 +451,10 @@ func (f *memFile) Truncate(size int64) error {
 		// The durable bytes must survive a crash that undoes this truncation, and the
 		// appends that follow would overwrite them in place: keep a copy.
 		n.durCopy = append([]byte(nil), n.data[:n.durLen]...)
+		n.durLost = clipSpans(n.lost, n.durLen)
 		n.diverged = true
 	}
+	n.lost = clipSpans(n.lost, int(size))
 	// Cut capacity too, so later appends never write into bytes a reader still holds.
 	n.data = n.data[:size:size]
 	return nil

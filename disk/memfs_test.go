@@ -141,3 +141,56 @@ func TestMemFSReadAtAndReadOnly(t *testing.T) {
 	_, err = f.ReadAt(buf, 0)
 	require.ErrorIs(t, err, fs.ErrClosed)
 }
+
+// After a failed fsync the unwritten bytes stay readable, but no later fsync writes them:
+// a crash turns them into zeros even though a later Sync covered bytes after them.
+func TestMemFSFailedSyncLosesItsBytesForGood(t *testing.T) {
+	m := NewMemFS()
+	f, err := m.Create("f")
+	require.NoError(t, err)
+	_, err = f.Write([]byte("durable|"))
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	_, err = f.Write([]byte("lost|"))
+	require.NoError(t, err)
+	m.SetFault(func(op Op, _ string) error {
+		if op == OpSync {
+			return syscall.EIO
+		}
+		return nil
+	})
+	require.ErrorIs(t, f.Sync(), syscall.EIO)
+	m.SetFault(nil)
+	got, err := m.ReadFile("f")
+	require.NoError(t, err)
+	require.Equal(t, "durable|lost|", string(got), "the page cache still serves them")
+
+	_, err = f.Write([]byte("later"))
+	require.NoError(t, err)
+	require.NoError(t, f.Sync(), "a retried fsync reports success")
+	m.Crash(rand.New(rand.NewSource(1)))
+	got, err = m.ReadFile("f")
+	require.NoError(t, err)
+	require.Equal(t, "durable|\x00\x00\x00\x00\x00later", string(got))
+}
+
+// Truncating the bytes a failed fsync lost ends the hazard: what is appended after them
+// and synced survives a crash whole.
+func TestMemFSTruncateDropsLostBytes(t *testing.T) {
+	m := NewMemFS()
+	f, err := m.Create("f")
+	require.NoError(t, err)
+	_, err = f.Write([]byte("durable|lost"))
+	require.NoError(t, err)
+	m.SetFault(func(Op, string) error { return syscall.EIO })
+	require.Error(t, f.Sync())
+	m.SetFault(nil)
+	require.NoError(t, f.Truncate(0))
+	_, err = f.Write([]byte("fresh"))
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	m.Crash(rand.New(rand.NewSource(1)))
+	got, err := m.ReadFile("f")
+	require.NoError(t, err)
+	require.Equal(t, "fresh", string(got))
+}

@@ -366,6 +366,41 @@ func TestPartitionLogOfflineAfterFailedSync(t *testing.T) {
 	require.Equal(t, int64(1), l.EndOffset())
 }
 
+// fsyncgate: after a failed fsync the kernel may mark the unwritten pages clean. A process
+// restart (no power loss) must not recover them from the page cache, or they would be
+// served, built upon, and lost with everything after them at the next power loss.
+func TestPartitionLogFailedSyncThenRestartThenCrashKeepsSyncedData(t *testing.T) {
+	m, st := NewMemFS(), NewMemState()
+	l := openTestLog(t, m, st, smallSegments)
+	appendBatch(t, l, 1000, 1, 10, 1)
+	require.NoError(t, l.Sync())
+	appendBatch(t, l, 1000, 1, 10, 1) // offset 1: its fsync fails
+	m.SetFault(func(op Op, _ string) error {
+		if op == OpSync {
+			return syscall.EIO
+		}
+		return nil
+	})
+	require.ErrorIs(t, l.Sync(), replica.ErrLogOffline)
+	m.SetFault(nil)
+	require.NoError(t, l.Close())
+
+	// Process restart: the page cache survives.
+	l = openTestLog(t, m, st, smallSegments)
+	require.Equal(t, int64(1), l.EndOffset(), "the batch whose fsync failed is gone")
+	appendBatch(t, l, 1000, 3, 10, 1)
+	require.NoError(t, l.Sync()) // offsets 1..3 acknowledged as durable
+	require.NoError(t, l.Close())
+
+	m.Crash(zeroRand{})
+	l = openTestLog(t, m, st, smallSegments)
+	defer l.Close()
+	require.Equal(t, int64(4), l.EndOffset(), "everything synced after the restart survives")
+	got, err := l.Read(0, 1<<20, 4)
+	require.NoError(t, err)
+	require.Len(t, splitBatches(t, got), 2)
+}
+
 func TestPartitionLogAppendRejectsWrongOffset(t *testing.T) {
 	l := openTestLog(t, NewMemFS(), NewMemState(), smallSegments)
 	defer l.Close()

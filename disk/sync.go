@@ -45,7 +45,9 @@ func (l *PartitionLog) Sync() error {
 		if err := j.seg.f.Sync(); err != nil {
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			return l.goOffline(fmt.Errorf("fsync segment %d: %w", j.seg.base, err))
+			failed := l.goOffline(fmt.Errorf("fsync segment %d: %w", j.seg.base, err))
+			l.dropUnsynced()
+			return failed
 		}
 	}
 	l.mu.Lock()
@@ -59,6 +61,28 @@ func (l *PartitionLog) Sync() error {
 		}
 	}
 	return nil
+}
+
+// dropUnsynced truncates every segment back to the bytes known durable, after a failed
+// fsync. The kernel may have marked the unwritten pages clean ("fsyncgate"): they stay
+// readable from the page cache, so a process restart would recover them, serve them,
+// and — since no fsync will ever write them — lose them, and every later byte of the
+// file, in the next power loss. Truncating evicts them. If a truncation fails too, the
+// hazard stays: the log is offline already, and the error says so for the operator.
+// Called with mu held, after goOffline, so no Append or Read races with it.
+func (l *PartitionLog) dropUnsynced() {
+	for _, s := range l.segs {
+		if s.synced >= s.size {
+			continue
+		}
+		if err := s.f.Truncate(s.synced); err != nil {
+			l.lg.Error("cannot truncate unsynced bytes after a failed fsync; "+
+				"reboot the machine before restarting the node, or they may reappear and be lost later",
+				zap.Int64("segment", s.base), zap.Int64("durable_bytes", s.synced), zap.Error(err))
+		}
+	}
+	// The in-memory view (sizes, end offset, indexes) is left as it was: the log is
+	// offline, and only reopening it, which runs recovery, makes it usable again.
 }
 
 // writeIndexes writes the index files certifying the first size bytes of seg, which

@@ -204,8 +204,8 @@ func (v *view) checkAcked() {
 				continue
 			}
 			durable := a.Acks == -1
-			if !durable && v.h.crashAfter(a.Return) {
-				continue // acks=1 promises nothing across a power loss
+			if !durable && v.h.crashAfter(a.Call) {
+				continue // acks=1 promises nothing across a power loss or a failed fsync that began after it was sent
 			}
 			v.checkAck(a, durable)
 		}

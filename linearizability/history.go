@@ -83,8 +83,9 @@ type Op struct {
 	Group string
 }
 
-// Crash is a power loss on a node: writes acknowledged before it without fsync
-// (acks=1) may be gone after it.
+// Crash is a power loss on a node, or a failed fsync (after which the log drops what it
+// could not make durable): writes acknowledged before it without fsync (acks=1) may be
+// gone after it.
 type Crash struct {
 	Node int32
 	At   int64

@@ -121,7 +121,7 @@ func (v *view) writeOps(w *write, place func(a *Op, base, n, ret int64)) {
 			claimed[a.Offset] = true
 			place(a, a.Offset, n, a.Return)
 		case a.Outcome == OK && a.Acks == 1 && a.Offset >= 0:
-			if !v.h.crashAfter(a.Return) || isSeen(a.Offset) {
+			if !v.h.crashAfter(a.Call) || isSeen(a.Offset) {
 				claimed[a.Offset] = true
 				place(a, a.Offset, n, never)
 			}

@@ -193,6 +193,11 @@ func (n *node) diskFault(op disk.Op, path string) error {
 	}
 	n.hadDiskErr = true
 	n.w.stats.Faults["disk-error-"+op.String()]++
+	if op == disk.OpSync {
+		// The log truncates what this fsync did not make durable (fsyncgate): acks=1
+		// writes not yet synced are lost as in a power loss, and their offsets reused.
+		n.w.hist.Crashes = append(n.w.hist.Crashes, linearizabilityCrash(n.id, n.w.now))
+	}
 	if n.diskR.Chance(0.5) {
 		return syscall.ENOSPC
 	}
