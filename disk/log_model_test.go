@@ -150,6 +150,29 @@ func (m *logMachine) Reopen(t *rapid.T) {
 	m.afterReopen(t, false)
 }
 
+// ReopenSyncFailing restarts the process during a disk-error spell: recovery's fsync may
+// fail, and the next open must then rewrite what it recovers (a later Crash checks it
+// survives).
+func (m *logMachine) ReopenSyncFailing(t *rapid.T) {
+	require.NoError(t, m.l.Close())
+	m.fs.SetFault(func(op Op, _ string) error {
+		if op == OpSync {
+			return syscall.EIO
+		}
+		return nil
+	})
+	l, err := OpenPartitionLog(m.fs, "data/p", m.st, "p/", m.cfg, m.now, zap.NewNop())
+	m.fs.SetFault(nil)
+	if err != nil {
+		require.ErrorIs(t, err, syscall.EIO)
+		m.open(t)
+	} else {
+		m.l = l
+	}
+	m.offline = false
+	m.afterReopen(t, false)
+}
+
 func (m *logMachine) afterReopen(t *rapid.T, crashed bool) {
 	e := m.l.EndOffset()
 	require.Equal(t, m.start, m.l.StartOffset(), "the start offset is durable")

@@ -556,3 +556,49 @@ func TestPartitionLogOnOSFS(t *testing.T) {
 	require.NoError(t, l.DeleteSegmentsBelow(l.EndOffset()))
 	require.Len(t, l.Segments(), 1)
 }
+
+// A restart whose recovery fsync fails cannot know which recovered bytes are on disk: the
+// log marks itself tainted and the next recovery rewrites every segment into a fresh file
+// before serving, so what it serves survives a later power loss.
+func TestPartitionLogRecoveryFsyncFailureRewritesOnNextOpen(t *testing.T) {
+	m, st := NewMemFS(), NewMemState()
+	l := openTestLog(t, m, st, smallSegments)
+	appendBatch(t, l, 1000, 1, 10, 1)
+	require.NoError(t, l.Sync())
+	appendBatch(t, l, 1000, 1, 10, 1) // offset 1: never synced by this process
+	require.NoError(t, l.Close())
+
+	// Process restart during a disk-error spell: recovery's fsync fails.
+	m.SetFault(func(op Op, _ string) error {
+		if op == OpSync {
+			return syscall.EIO
+		}
+		return nil
+	})
+	_, err := OpenPartitionLog(m, "data/t-0", st, "log/t-0/", smallSegments, 1000, zap.NewNop())
+	require.ErrorIs(t, err, syscall.EIO)
+	m.SetFault(nil)
+	_, marked, err := st.Get([]byte("log/t-0/tainted"))
+	require.NoError(t, err)
+	require.True(t, marked, "the hazard is remembered durably")
+
+	// The next restart serves offset 1 from the page cache: it must be rewritten first.
+	l = openTestLog(t, m, st, smallSegments)
+	require.Equal(t, int64(2), l.EndOffset())
+	_, marked, err = st.Get([]byte("log/t-0/tainted"))
+	require.NoError(t, err)
+	require.False(t, marked, "a successful rewrite clears the mark")
+	appendBatch(t, l, 1000, 2, 10, 1)
+	require.NoError(t, l.Sync())
+	require.NoError(t, l.Close())
+
+	m.Crash(zeroRand{})
+	l = openTestLog(t, m, st, smallSegments)
+	defer l.Close()
+	require.Equal(t, int64(4), l.EndOffset(), "everything served after the rewrite survives")
+	names, err := m.ReadDir("data/t-0")
+	require.NoError(t, err)
+	for _, n := range names {
+		require.NotContains(t, n, rewriteSuffix, "no temporary copy is left behind")
+	}
+}

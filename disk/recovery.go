@@ -68,6 +68,13 @@ func (l *PartitionLog) recover(nowMs int64) error {
 			return err
 		}
 	}
+	if tainted, err := l.tainted(); err != nil {
+		return err
+	} else if tainted {
+		if err := l.cureTaint(); err != nil {
+			return err
+		}
+	}
 	return l.loadCreatedTimes(nowMs)
 }
 
@@ -226,6 +233,7 @@ func (l *PartitionLog) validateTail(seg *segment, from, size int64) (bool, error
 	}
 	if size > from {
 		if err := seg.f.Sync(); err != nil {
+			l.markTainted(err)
 			return false, err
 		}
 	}

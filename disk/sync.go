@@ -68,7 +68,7 @@ func (l *PartitionLog) Sync() error {
 // readable from the page cache, so a process restart would recover them, serve them,
 // and — since no fsync will ever write them — lose them, and every later byte of the
 // file, in the next power loss. Truncating evicts them. If a truncation fails too, the
-// hazard stays: the log is offline already, and the error says so for the operator.
+// log marks itself tainted and the next recovery rewrites it (taint.go).
 // Called with mu held, after goOffline, so no Append or Read races with it.
 func (l *PartitionLog) dropUnsynced() {
 	for _, s := range l.segs {
@@ -76,9 +76,8 @@ func (l *PartitionLog) dropUnsynced() {
 			continue
 		}
 		if err := s.f.Truncate(s.synced); err != nil {
-			l.lg.Error("cannot truncate unsynced bytes after a failed fsync; "+
-				"reboot the machine before restarting the node, or they may reappear and be lost later",
-				zap.Int64("segment", s.base), zap.Int64("durable_bytes", s.synced), zap.Error(err))
+			l.markTainted(fmt.Errorf("truncate segment %d to its %d durable bytes: %w",
+				s.base, s.synced, err))
 		}
 	}
 	// The in-memory view (sizes, end offset, indexes) is left as it was: the log is
