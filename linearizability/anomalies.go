@@ -30,6 +30,12 @@ type Anomaly struct {
 }
 
 func (a Anomaly) String() string {
+	switch a.Kind {
+	case SplitBrain, GenerationRegressed, StaleCommitAccepted:
+		// Group anomalies: TP.Topic is the group, Offset the generation.
+		return fmt.Sprintf("%s group %s generation %d: %s", a.Kind, a.TP.Topic, a.Offset,
+			a.Detail)
+	}
 	return fmt.Sprintf("%s %s@%d: %s", a.Kind, a.TP, a.Offset, a.Detail)
 }
 

@@ -167,6 +167,10 @@ func Check(h *History, opt Options) Report {
 			rep.Counts["not-linearizable"]++
 		}
 	}
+	for _, a := range checkGroups(h) {
+		rep.Counts[a.Kind]++
+		rep.Anomalies = append(rep.Anomalies, a)
+	}
 	rep.Registers = checkRegisters(h, opt.Timeout)
 	for _, g := range rep.Registers {
 		if g.Result == porcupine.Illegal {
@@ -209,7 +213,8 @@ func checkPartition(tp core.TopicPartition, ops []porcupine.Operation, broken bo
 // kindRank orders anomalies for reports: broken promises to writers first.
 func kindRank(kind string) int {
 	for i, k := range []string{LostWrite, StaleRead, Duplicate, OutOfOrder, WrongOffset,
-		Inconsistent, ReadPastHWM, SkippedRead, RejectedVisible, PhantomRead} {
+		Inconsistent, ReadPastHWM, SkippedRead, RejectedVisible, PhantomRead,
+		StaleCommitAccepted, SplitBrain, GenerationRegressed} {
 		if k == kind {
 			return i
 		}

@@ -103,6 +103,7 @@ type History struct {
 	Ops     []Op
 	Crashes []Crash
 	Finals  []Final
+	Groups  []GroupEvent // what consumer-group members were answered (groups.go)
 }
 
 // Add appends op, giving it the next ID, and returns that ID.
