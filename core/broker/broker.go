@@ -128,6 +128,8 @@ func (b *Broker) request(r Request) {
 		b.handleDeleteTopics(r, m)
 	case *kmsg.DeleteRecordsRequest:
 		b.reply(r, b.handleDeleteRecords(m))
+	case *kmsg.OffsetForLeaderEpochRequest:
+		b.reply(r, b.handleOffsetForLeaderEpoch(m))
 	case *kmsg.InitProducerIDRequest:
 		b.handleInitProducerID(r, m)
 	case *kmsg.DescribeConfigsRequest:

@@ -16,6 +16,8 @@ package broker
 //   - Fetch sessions (KIP-227) are declined: SessionID is always 0, and a request that
 //     names a session gets FETCH_SESSION_ID_NOT_FOUND so the client falls back to full
 //     fetches.
+//   - CurrentLeaderEpoch (v9+) is checked as in OffsetForLeaderEpoch: newer than the
+//     leader's gets UNKNOWN_LEADER_EPOCH, older FENCED_LEADER_EPOCH, -1 skips the check.
 
 import (
 	"sort"
@@ -91,6 +93,9 @@ func (b *Broker) readFetchPartition(topic string, p *kmsg.FetchRequestTopicParti
 	rp.RecordBatches = []byte{}
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 	rep, code := b.replicaFor(core.TopicPartition{Topic: topic, Partition: p.Partition})
+	if code == 0 {
+		code = checkCurrentLeaderEpoch(p.CurrentLeaderEpoch)
+	}
 	if code != 0 {
 		rp.ErrorCode = code
 		return rp

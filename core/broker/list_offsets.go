@@ -1,6 +1,7 @@
 package broker
 
-// ListOffsets (API key 2), versions 1–7.
+// ListOffsets (API key 2), versions 1–7. CurrentLeaderEpoch (v4+) is checked as in
+// OffsetForLeaderEpoch.
 //
 // Behaviour, as in Kafka: timestamp -2 → log start offset; -1 → high-water mark (also
 // the last stable offset: there are no open transactions yet); -3 (v7, MAX_TIMESTAMP) →
@@ -27,9 +28,9 @@ func (b *Broker) handleListOffsets(m *kmsg.ListOffsetsRequest) kmsg.Response {
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, 0
+			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, leaderEpoch
 			tp := core.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-			rp.ErrorCode = b.listOffset(tp, p.Timestamp, &rp)
+			rp.ErrorCode = b.listOffset(tp, p.Timestamp, p.CurrentLeaderEpoch, &rp)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -37,7 +38,7 @@ func (b *Broker) handleListOffsets(m *kmsg.ListOffsetsRequest) kmsg.Response {
 	return resp
 }
 
-func (b *Broker) listOffset(tp core.TopicPartition, ts int64,
+func (b *Broker) listOffset(tp core.TopicPartition, ts int64, currentEpoch int32,
 	rp *kmsg.ListOffsetsResponseTopicPartition) int16 {
 	rep, code := b.replicaFor(tp)
 	if code != 0 {
@@ -45,6 +46,9 @@ func (b *Broker) listOffset(tp core.TopicPartition, ts int64,
 	}
 	if rep.Offline() {
 		return kerr.KafkaStorageError.Code
+	}
+	if code := checkCurrentLeaderEpoch(currentEpoch); code != 0 {
+		return code
 	}
 	switch {
 	case ts == -2:

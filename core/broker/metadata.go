@@ -159,7 +159,7 @@ func (b *Broker) topicMetadata(t *meta.Topic) kmsg.MetadataResponseTopic {
 	for p := int32(0); p < t.Partitions; p++ {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p
-		mp.LeaderEpoch = 0
+		mp.LeaderEpoch = leaderEpoch
 		mp.Replicas = []int32{us}
 		mp.OfflineReplicas = []int32{}
 		if b.replicas[core.TopicPartition{Topic: t.Name, Partition: p}] == nil {

@@ -32,6 +32,7 @@ var SupportedVersions = []VersionRange{
 	{int16(kmsg.DeleteTopics), 0, 6},
 	{int16(kmsg.DeleteRecords), 0, 2},
 	{int16(kmsg.InitProducerID), 0, 4},
+	{int16(kmsg.OffsetForLeaderEpoch), 0, 4},
 	{int16(kmsg.DescribeConfigs), 0, 4},
 	{int16(kmsg.AlterConfigs), 0, 2},
 	{int16(kmsg.CreatePartitions), 0, 3},

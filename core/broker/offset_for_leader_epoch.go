@@ -1,0 +1,67 @@
+package broker
+
+// OffsetForLeaderEpoch (API key 23), versions 0–4.
+//
+// Behaviour: consumers (KIP-320) ask where a leader epoch ended, to detect that the log
+// was truncated under their position. A single node is the leader of every partition in
+// epoch 0 from the partition's creation (the epoch stamped into every stored batch and
+// reported by Metadata), so epoch 0 ends at the log end offset; any other requested
+// epoch is unknown (-1, -1), as Kafka answers for an epoch newer than its latest. The
+// request's CurrentLeaderEpoch (v2+) is checked as in Fetch and ListOffsets: newer than
+// the leader's gets UNKNOWN_LEADER_EPOCH, older gets FENCED_LEADER_EPOCH, -1 skips it.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core"
+)
+
+// leaderEpoch is the epoch this node leads every partition in.
+const leaderEpoch int32 = 0
+
+// checkCurrentLeaderEpoch validates a client's idea of the leader epoch.
+func checkCurrentLeaderEpoch(current int32) int16 {
+	switch {
+	case current == -1 || current == leaderEpoch:
+		return 0
+	case current > leaderEpoch:
+		return kerr.UnknownLeaderEpoch.Code
+	default:
+		return kerr.FencedLeaderEpoch.Code
+	}
+}
+
+func (b *Broker) handleOffsetForLeaderEpoch(m *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
+	resp := m.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for _, t := range m.Topics {
+		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			rp.Partition, rp.LeaderEpoch, rp.EndOffset = p.Partition, -1, -1
+			rp.ErrorCode = b.epochEnd(core.TopicPartition{Topic: t.Topic, Partition: p.Partition}, p, &rp)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (b *Broker) epochEnd(tp core.TopicPartition, p kmsg.OffsetForLeaderEpochRequestTopicPartition,
+	rp *kmsg.OffsetForLeaderEpochResponseTopicPartition) int16 {
+	rep, code := b.replicaFor(tp)
+	if code != 0 {
+		return code
+	}
+	if rep.Offline() {
+		return kerr.KafkaStorageError.Code
+	}
+	if code := checkCurrentLeaderEpoch(p.CurrentLeaderEpoch); code != 0 {
+		return code
+	}
+	if p.LeaderEpoch == leaderEpoch {
+		rp.LeaderEpoch, rp.EndOffset = leaderEpoch, rep.EndOffset()
+	}
+	return 0
+}
