@@ -51,7 +51,7 @@ func TestNodeListOffsetsByTimeIsExactInsideCompressedBatches(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			topic := "times-" + c.name
 			cl := newClient(t, n, kgo.ProducerBatchCompression(c.c),
-				kgo.ProducerLinger(100*time.Millisecond), kgo.DefaultProduceTopic(topic))
+				kgo.ProducerLinger(500*time.Millisecond), kgo.DefaultProduceTopic(topic))
 			createTopic(t, cl, topic, 1)
 			ctx := testCtx(t, 20*time.Second)
 			recs := make([]*kgo.Record, len(recordTimes))
