@@ -305,7 +305,7 @@ func partitionText(p int32) string {
 
 func printMembers(w io.Writer, members []kadm.DescribedGroupMember) error {
 	if len(members) == 0 {
-		_, err := fmt.Fprintln(w, "Members: none")
+		_, err := fmt.Fprint(w, "Members: none\n\n")
 		return err
 	}
 	fmt.Fprintf(w, "Members: %d\n", len(members))

@@ -5,6 +5,7 @@
 //	sluice topic    create, list, describe, alter and delete topics
 //	sluice produce  produce lines from stdin
 //	sluice consume  consume records to stdout
+//	sluice group    list, describe (with lag), delete and reset consumer groups
 //
 // Each subcommand lives in its own file and registers itself in init with register.
 package main
