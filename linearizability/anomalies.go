@@ -30,8 +30,7 @@ type Anomaly struct {
 }
 
 func (a Anomaly) String() string {
-	switch a.Kind {
-	case SplitBrain, GenerationRegressed, StaleCommitAccepted:
+	if isGroupKind(a.Kind) {
 		// Group anomalies: TP.Topic is the group, Offset the generation.
 		return fmt.Sprintf("%s group %s generation %d: %s", a.Kind, a.TP.Topic, a.Offset,
 			a.Detail)

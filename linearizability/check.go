@@ -84,8 +84,10 @@ func (r *Report) Failing() (core.TopicPartition, bool) {
 			return p.TP, true
 		}
 	}
-	if len(r.Anomalies) > 0 {
-		return r.Anomalies[0].TP, true
+	for _, a := range r.Anomalies {
+		if !isGroupKind(a.Kind) {
+			return a.TP, true
+		}
 	}
 	return core.TopicPartition{}, false
 }

@@ -31,6 +31,10 @@ const (
 	StaleCommitAccepted = "stale-commit-accepted"
 )
 
+func isGroupKind(kind string) bool {
+	return kind == SplitBrain || kind == GenerationRegressed || kind == StaleCommitAccepted
+}
+
 // GroupEventKind says what a member observed.
 type GroupEventKind uint8
 

@@ -249,6 +249,18 @@ func (w *World) record(op linearizability.Op) int {
 	return id
 }
 
+// recordGroup adds what a group member was answered to the group history and folds it
+// into the trace.
+func (w *World) recordGroup(e linearizability.GroupEvent) {
+	if len(w.hist.Groups) == maxHistoryOps {
+		w.fail("world", "group history exceeded %d events: use a shorter --duration",
+			maxHistoryOps)
+		w.stopped = true
+	}
+	w.hist.Groups = append(w.hist.Groups, e)
+	w.tr.note("group", int64(e.Kind), int64(e.Client), int64(e.Generation), int64(e.Code))
+}
+
 // resolve updates an op's outcome and folds it into the trace.
 func (w *World) resolve(id int, out linearizability.Outcome, offset int64, code int16) {
 	op := w.hist.Op(id)

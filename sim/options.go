@@ -118,6 +118,21 @@ type CommitterSpec struct {
 	ReadChance float64 // per operation: fetch the committed offset instead of committing
 }
 
+// MemberSpec configures one consumer-group member (member.go). Members of one group
+// share Group and Topic.
+type MemberSpec struct {
+	Group       string
+	Topic       string
+	Protocols   []string // assignors in order of preference: "range", "roundrobin"
+	SessionMs   int32    // clamped to the broker's group.min/max.session.timeout.ms
+	RebalanceMs int32
+	TimeoutMs   int64   // request timeout of everything but JoinGroup and SyncGroup
+	BackoffMs   int64   // after an error
+	CommitMs    int64   // mean time between offset commits (0: never commits)
+	ChurnMs     int64   // mean time between leaving, vanishing or stalling (0: never)
+	StaleChance float64 // after a rebalance: commit once more as the previous generation
+}
+
 // AdminSpec configures the admin client's changes after the initial topic creation.
 type AdminSpec struct {
 	On            bool
@@ -142,6 +157,7 @@ type Config struct {
 	Readers    []ReaderSpec
 	Admin      AdminSpec
 	Committers []CommitterSpec
+	Members    []MemberSpec
 }
 
 // DefaultSafetyMs is the default virtual run time of the safety phase.
@@ -177,7 +193,56 @@ func Draw(seed uint64) Config {
 	}
 	c.Faults.MetaErrors = drawSpell(r, 0.3, 500, 4000, 50, 2000)
 	c.Faults.MetaErrorChance = Pick(r, 0.1, 0.5, 1.0)
+	drawMembers(r, &c)
 	return c
+}
+
+// drawMembers draws the consumer groups: on half the seeds, one or two groups of 1–4
+// members each. The broker's group settings are only set when there are members, so
+// seeds without them keep their configuration and trace.
+func drawMembers(r *Rand, c *Config) {
+	if !r.Chance(0.5) {
+		return
+	}
+	setGroupBroker(c, Pick(r, 100, 300, 1000), Pick(r, 0, 100, 1000, 3000))
+	minSession := c.groupMinSession()
+	for g, ng := 0, 1+r.Intn(2); g < ng; g++ {
+		topic := c.Topics[r.Intn(len(c.Topics))].Name
+		churn := Pick[int64](r, 0, 1000, 3000, 8000)
+		commit := Pick[int64](r, 0, 20, 200)
+		stale := Pick(r, 0.0, 0.5, 1.0)
+		for i, n := 0, 1+r.Intn(4); i < n; i++ {
+			m := MemberSpec{Group: fmt.Sprintf("cg%d", g), Topic: topic,
+				Protocols:   []string{"range", "roundrobin"},
+				SessionMs:   int32(r.Between(int64(minSession), max(int64(minSession), 4000))),
+				RebalanceMs: int32(r.Between(300, 5000)), TimeoutMs: Pick[int64](r, 300, 2000),
+				BackoffMs: Pick[int64](r, 10, 100), CommitMs: commit, ChurnMs: churn,
+				StaleChance: stale}
+			if r.Chance(0.5) {
+				m.Protocols = []string{"roundrobin", "range"}
+			}
+			c.Members = append(c.Members, m)
+		}
+	}
+}
+
+// setGroupBroker sets the broker's group settings members need (short sessions, so a
+// few seconds of virtual time see many rebalances), unless the run already has them.
+func setGroupBroker(c *Config, minSessionMs, initialDelayMs int) {
+	if _, ok := c.Broker["group.min.session.timeout.ms"]; !ok {
+		c.Broker["group.min.session.timeout.ms"] = strconv.Itoa(minSessionMs)
+	}
+	if _, ok := c.Broker["group.initial.rebalance.delay.ms"]; !ok {
+		c.Broker["group.initial.rebalance.delay.ms"] = strconv.Itoa(initialDelayMs)
+	}
+}
+
+func (c *Config) groupMinSession() int32 {
+	n, err := strconv.Atoi(c.Broker["group.min.session.timeout.ms"])
+	if err != nil {
+		return 6000
+	}
+	return int32(n)
 }
 
 func drawTiming(r *Rand) Timing {
@@ -280,6 +345,8 @@ var SettingHelp = []string{
 	"producer.batch.max=N           records per batch, at most",
 	"producers=N readers=N          number of clients (copies of the first one drawn)",
 	"committers=N                   offset committers (committed offsets as registers)",
+	"members=N                      consumer-group members (copies of the first one drawn:",
+	"                                     one group; 0 turns groups off)",
 	"admin=on|off                   admin changes during the run",
 	"codec=on|off                   pass messages through the wire codec",
 	"heal.ms=N                      liveness budget after faults stop",
@@ -341,6 +408,20 @@ func (c *Config) setSim(name, value string) (bool, error) {
 				TimeoutMs: 1000, ReadChance: 0.5}}
 		}
 		c.Committers = resize(c.Committers, n)
+		return true, nil
+	case name == "members":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 || n > 64 {
+			return true, fmt.Errorf("members: want 0..64, got %q", value)
+		}
+		if n > 0 && len(c.Members) == 0 {
+			setGroupBroker(c, 100, 100)
+			c.Members = []MemberSpec{{Group: "cg0", Topic: c.Topics[0].Name,
+				Protocols: []string{"range", "roundrobin"}, SessionMs: 1000,
+				RebalanceMs: 2000, TimeoutMs: 1000, BackoffMs: 50, CommitMs: 50,
+				ChurnMs: 2000, StaleChance: 0.5}}
+		}
+		c.Members = resize(c.Members, n)
 		return true, nil
 	case name == "admin":
 		on, err := onOff(value)
@@ -474,6 +555,9 @@ func (c Config) Summary() []string {
 	}
 	for i, cm := range c.Committers {
 		lines = append(lines, fmt.Sprintf("committer %d: %+v", i, cm))
+	}
+	for i, m := range c.Members {
+		lines = append(lines, fmt.Sprintf("member %d: %+v", i, m))
 	}
 	lines = append(lines, fmt.Sprintf("admin: %+v", c.Admin))
 	return lines

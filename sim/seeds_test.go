@@ -94,7 +94,9 @@ func TestSeedsPassOnDefaultConfiguration(t *testing.T) {
 func TestSameSeedGivesSameTrace(t *testing.T) {
 	variants := [][][2]string{nil, {{"codec", "on"}, {"faults.crash", "on"},
 		{"faults.pause", "on"}, {"faults.diskerrors", "on"}, {"faults.reset", "on"},
-		{"faults.metaerrors", "on"}}}
+		{"faults.metaerrors", "on"}},
+		{{"members", "4"}, {"faults.crash", "on"}, {"faults.pause", "on"},
+			{"faults.partition", "on"}, {"faults.reset", "on"}}}
 	for _, sets := range variants {
 		for _, seed := range []uint64{2, 11} {
 			a := RunOne(seed, sets, 0, Options{})

@@ -75,7 +75,8 @@ type World struct {
 	final    *finalReader
 	strings  map[string]string // interned record keys and values
 	decoded  map[decodedKey][]linearizability.Record
-	pids     map[[2]int64]string // (producer id, epoch) handed out → to whom
+	pids     map[[2]int64]string  // (producer id, epoch) handed out → to whom
+	groups   map[string]*simGroup // consumer groups of the members, by name
 }
 
 // Failure is one reason a run failed.
@@ -274,5 +275,9 @@ func (w *World) buildClients() {
 	for i, spec := range w.cfg.Committers {
 		actor++
 		w.clients = append(w.clients, newCommitter(w, actor, i, spec))
+	}
+	for i, spec := range w.cfg.Members {
+		actor++
+		w.clients = append(w.clients, newMember(w, actor, i, spec))
 	}
 }

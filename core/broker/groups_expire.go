@@ -7,8 +7,9 @@ package broker
 // Expired offsets get tombstones in the group's __consumer_offsets partition, through
 // the same path commits take; the coordinator's table drops them once the tombstones
 // are durable, so a restart never brings an expired offset back, nor loses one that
-// was still live. A group left Empty with no offsets is then forgotten, as Kafka
-// deletes it; group metadata is not persisted, so there is nothing else to tombstone.
+// was still live. A group left Empty with no offsets is forgotten at the next pass, as
+// Kafka deletes it at its next cleanup (until then it keeps its generation); group
+// metadata is not persisted, so there is nothing else to tombstone.
 
 import (
 	"go.uber.org/zap"
@@ -26,6 +27,7 @@ func (b *Broker) armOffsetExpiry() {
 // offsetExpiryPass deletes every offset due for expiry, group by group, then re-arms.
 func (b *Broker) offsetExpiryPass() {
 	defer b.armOffsetExpiry()
+	b.groups.coord.Sweep() // groups left Empty since the last pass, as Kafka's cleanup
 	if b.groups.parts == 0 {
 		return // no offsets topic: no offsets
 	}

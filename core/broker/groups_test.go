@@ -91,10 +91,18 @@ func TestGroupSessionExpiryOnVirtualTime(t *testing.T) {
 	require.Equal(t, "PreparingRebalance", d.State)
 	require.Len(t, d.Members, 1)
 
-	// b rejoins alone, then goes silent too: the group ends Empty and is forgotten.
+	// b rejoins alone, then goes silent too: the group ends Empty, keeps its generation
+	// until the next expiry pass (as Kafka until its next cleanup), then is forgotten.
 	b.joined(b.sendJoin())
 	b.synced(b.sendSync(nil))
 	h.waitMs(10_000)
+	require.Equal(t, "Empty", h.describeGroup("g").State)
+	c := h.member(1, "g", "t")
+	c.joined(c.sendJoin())
+	require.Greater(t, c.gen, b.gen, "generations continue")
+	c.synced(c.sendSync(nil))
+	h.waitMs(10_000)
+	h.waitMs(int(DefaultGroupConfig().RetentionCheckIntervalMs))
 	require.Equal(t, "Dead", h.describeGroup("g").State, "no members, no offsets: gone")
 }
 
@@ -161,7 +169,7 @@ func TestGroupJoinEveryVersion(t *testing.T) {
 		}
 		lresp := h.do(lreq).(*kmsg.LeaveGroupResponse)
 		requireCode(t, nil, lresp.ErrorCode, "leave v%d", lreq.Version)
-		require.Equal(t, "Dead", h.describeGroup("g").State)
+		require.Equal(t, "Empty", h.describeGroup("g").State, "kept until the expiry pass")
 	}
 }
 

@@ -43,12 +43,31 @@ func (c *Coordinator) GetOrCreate(id string) *Group {
 	return g
 }
 
-// Collect forgets the group if nothing is left in it. Call it after every operation on
-// a group.
+// Collect forgets the group if nothing is left in it and it never had a generation.
+// Call it after every operation on a group.
+//
+// A group that had a generation stays, Empty, until the next expiry pass (Sweep), as
+// Kafka keeps it until its next cleanup: members that all left and come back continue
+// its generations instead of starting over at 1, so while the coordinator runs one
+// generation number names one assignment.
 func (c *Coordinator) Collect(id string) {
-	if g := c.groups[id]; g != nil && g.idle() && len(c.offsets[id]) == 0 {
+	if g := c.groups[id]; g != nil && g.generation == 0 {
+		c.forgetIdle(g)
+	}
+}
+
+// Sweep forgets every group left with nothing in it: no members, no ids handed out, no
+// committed offsets. The broker calls it at every expiry pass.
+func (c *Coordinator) Sweep() {
+	for _, id := range c.GroupIDs() {
+		c.forgetIdle(c.groups[id])
+	}
+}
+
+func (c *Coordinator) forgetIdle(g *Group) {
+	if g.idle() && len(c.offsets[g.id]) == 0 {
 		g.state = Dead
-		delete(c.groups, id)
+		delete(c.groups, g.id)
 	}
 }
 

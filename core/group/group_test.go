@@ -357,3 +357,35 @@ func TestCoordinatorCollectsIdleGroupsButKeepsOffsets(t *testing.T) {
 	require.Nil(t, c.Group("g"))
 	require.Equal(t, []string{}, c.GroupIDs())
 }
+
+// A group whose members all left keeps its generation until the expiry pass sweeps it,
+// as Kafka keeps it until its next cleanup: the members that come back continue at the
+// next generation rather than at 1 again (the simulator found generations reused when
+// the group was forgotten at once).
+func TestEmptiedGroupKeepsItsGenerationUntilSwept(t *testing.T) {
+	f := newFixture(t, 0)
+	a, ja := f.newMember()
+	require.Len(t, *ja, 1)
+	require.Equal(t, int32(1), (*ja)[0].Generation)
+	require.Zero(t, f.g.Leave(f.now, a, nil))
+	f.advance(0)
+	require.Equal(t, Empty, f.g.State())
+	f.c.Collect("g")
+	require.Same(t, f.g, f.c.Group("g"), "kept, Empty, until the sweep")
+
+	_, jb := f.newMember()
+	require.Len(t, *jb, 1)
+	require.Greater(t, (*jb)[0].Generation, int32(1), "generations continue")
+
+	// Once empty again, the sweep forgets it; a group that never had a generation
+	// (only a handed-out id that expired) is forgotten at once.
+	require.Zero(t, f.g.Leave(f.now, (*jb)[0].MemberID, nil))
+	f.c.Sweep()
+	require.Nil(t, f.c.Group("g"))
+	require.Equal(t, Dead, f.g.State())
+	g2 := f.c.GetOrCreate("h")
+	g2.Join(f.now, f.joinReq(""), func(JoinResult) {})
+	g2.Tick(f.now + 20_000*ms)
+	f.c.Collect("h")
+	require.Nil(t, f.c.Group("h"))
+}

@@ -1,0 +1,5 @@
+//go:build sluice_mutant_stale_commit
+
+package sim
+
+const mutantStaleCommitBuild = true
