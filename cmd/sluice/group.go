@@ -131,7 +131,7 @@ func dedupe(xs []string) []string {
 	return out
 }
 
-// withAdmin parses nothing: it connects, runs f with a bounded context and closes.
+// withAdmin connects, runs f under a context bounded by steps × --timeout, and closes.
 func withAdmin(cf clientFlags, steps int, f func(ctx context.Context, adm *kadm.Client) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cf.timeout*time.Duration(steps))
 	defer cancel()

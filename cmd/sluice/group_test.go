@@ -153,6 +153,13 @@ func TestCLIGroupCommands(t *testing.T) {
 	require.Equal(t, "sluice group delete: group \"app\" does not exist\n", errOut)
 	out, _ = cli(t, addr, 0, "", "group", "list")
 	require.Equal(t, "no consumer groups\n", out)
+
+	// A group that does not exist yet (Dead) may be given offsets before it starts.
+	cli(t, addr, 0, "", "group", "reset-offsets", "fresh", "--topic", groupTopic,
+		"--to-latest", "--execute")
+	require.Equal(t, map[int32]int64{0: 10, 1: 5, 2: 4}, committed(t, addr, "fresh"))
+	out, _ = cli(t, addr, 0, "", "group", "list")
+	require.Equal(t, "GROUP  STATE  PROTOCOL-TYPE\nfresh  Empty  -\n", out)
 }
 
 // resetOffsets exercises reset-offsets on the Empty group "app" (committed 0:3, 1:5).
