@@ -82,6 +82,7 @@ func newMember(w *World, actor int32, num int, spec MemberSpec) *member {
 	m.clientBase = newClientBase(w, actor, fmt.Sprintf("member%d", num), m.pump)
 	gc := w.brokerCfg.Groups.Coordinator
 	m.spec.SessionMs = min(max(spec.SessionMs, gc.MinSessionTimeoutMs), gc.MaxSessionTimeoutMs)
+	m.spec.RebalanceMs = max(spec.RebalanceMs, m.spec.SessionMs) // see drawMembers
 	if v := m.vers[int16(kmsg.OffsetCommit)]; v < 1 {
 		m.vers[int16(kmsg.OffsetCommit)] = 1 // v0 commits carry no generation
 	}

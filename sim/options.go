@@ -212,12 +212,17 @@ func drawMembers(r *Rand, c *Config) {
 		commit := Pick[int64](r, 0, 20, 200)
 		stale := Pick(r, 0.0, 0.5, 1.0)
 		for i, n := 0, 1+r.Intn(4); i < n; i++ {
+			session := r.Between(int64(minSession), max(int64(minSession), 4000))
+			// At least the session timeout, as Kafka clients' (max.poll.interval.ms)
+			// is: members learn of a rebalance at their next heartbeat, a third of a
+			// session away, and one that cannot rejoin in time is dropped; with a
+			// shorter rebalance timeout the group can cycle forever, half of it
+			// rejoining while the other half is dropped.
 			m := MemberSpec{Group: fmt.Sprintf("cg%d", g), Topic: topic,
-				Protocols:   []string{"range", "roundrobin"},
-				SessionMs:   int32(r.Between(int64(minSession), max(int64(minSession), 4000))),
-				RebalanceMs: int32(r.Between(300, 5000)), TimeoutMs: Pick[int64](r, 300, 2000),
-				BackoffMs: Pick[int64](r, 10, 100), CommitMs: commit, ChurnMs: churn,
-				StaleChance: stale}
+				Protocols: []string{"range", "roundrobin"}, SessionMs: int32(session),
+				RebalanceMs: int32(r.Between(session, max(session, min(2*session, 6000)))),
+				TimeoutMs:   Pick[int64](r, 300, 2000), BackoffMs: Pick[int64](r, 10, 100),
+				CommitMs: commit, ChurnMs: churn, StaleChance: stale}
 			if r.Chance(0.5) {
 				m.Protocols = []string{"roundrobin", "range"}
 			}
