@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,6 +37,14 @@ type conn struct {
 	q          fifo
 	inBytes    int  // request bytes in q
 	readerDone bool // the reader ended while draining: close once q is empty
+	// writing: a goroutine (the writer, or a Replier writing directly) owns the socket's
+	// write side; the other one leaves the FIFO alone until it is released.
+	writing      bool
+	pending      []byte // bytes a direct write left for the writer, written before q
+	pendingClose bool   // close the connection once pending is written
+
+	rc        syscall.RawConn // the socket, for direct non-blocking writes; nil if none
+	flushMark bool            // in a Replier's touched list; only that Replier uses it
 
 	draining  atomic.Bool
 	wake      chan struct{} // to the writer: the head of q may be done
@@ -45,7 +54,11 @@ type conn struct {
 }
 
 func newConn(s *Server, id uint64, nc net.Conn) *conn {
-	return &conn{
+	var rc syscall.RawConn
+	if sc, ok := nc.(syscall.Conn); ok {
+		rc, _ = sc.SyscallConn()
+	}
+	return &conn{rc: rc,
 		id: id, srv: s, nc: nc,
 		lg:   s.lg.With(zap.Uint64("conn", id), zap.Stringer("remote", nc.RemoteAddr())),
 		q:    newFIFO(s.opts.MaxInFlight),
@@ -253,19 +266,7 @@ func (c *conn) answer(h header, bytes int, resp kmsg.Response) {
 // complete records the node's reply in its slot and wakes the writer when the head of
 // the FIFO became writable.
 func (c *conn) complete(r broker.Reply) {
-	c.mu.Lock()
-	s := c.q.find(r.ID)
-	if s == nil || s.done {
-		c.mu.Unlock()
-		// B3 says one reply per request; a second one is a broker bug worth seeing.
-		c.lg.Warn("reply for a request that is not awaiting one", zap.Uint64("id", r.ID),
-			zap.Bool("answered_twice", s != nil))
-		return
-	}
-	s.done, s.resp, s.close = true, r.Msg, r.Close
-	wake := c.q.headDone()
-	c.mu.Unlock()
-	if wake {
+	if c.fill(r) {
 		signal(c.wake)
 	}
 }

@@ -78,6 +78,16 @@ func (q *fifo) find(id uint64) *slot {
 // headDone says whether the oldest slot has its response.
 func (q *fifo) headDone() bool { return q.n > 0 && q.ring[q.head].done }
 
+// doneHasKey says whether one of the done slots at the head answers a request of key.
+func (q *fifo) doneHasKey(key int16) bool {
+	for i := 0; i < q.n && q.at(i).done; i++ {
+		if q.at(i).key == key {
+			return true
+		}
+	}
+	return false
+}
+
 // popDone moves the done slots at the head into dst, in order, and returns dst and the
 // number of request bytes they held. It stops at the first slot still waiting, and
 // after a slot that closes the connection.

@@ -17,7 +17,9 @@ const (
 	keepBufferBytes = 2 << 20
 )
 
-// writeLoop writes the responses at the head of the FIFO whenever they are ready.
+// writeLoop writes the responses at the head of the FIFO whenever they are ready. While
+// a Replier writes directly (c.writing set by it), the writer leaves the socket alone;
+// the Replier wakes it afterwards if anything is left.
 func (c *conn) writeLoop() {
 	defer c.srv.goroutines.Done()
 	var batch []slot
@@ -28,19 +30,37 @@ func (c *conn) writeLoop() {
 		case <-c.done:
 			return
 		}
+		owns := false
 		for {
 			c.mu.Lock()
+			if c.writing && !owns {
+				c.mu.Unlock()
+				break // a direct write is running; it wakes us when it ends
+			}
 			var freed int
 			batch, freed = c.q.popDone(batch[:0])
 			c.inBytes -= freed
+			pending, pendingClose := c.pending, c.pendingClose
+			c.pending, c.pendingClose = nil, false
 			idle := c.readerDone && c.q.len() == 0
+			owns = len(batch) > 0 || pending != nil
+			c.writing = owns
 			c.mu.Unlock()
-			if len(batch) == 0 {
+			if !owns {
 				if idle {
 					c.close() // drained: every request read was answered
 					return
 				}
 				break
+			}
+			if pending != nil {
+				if c.write(pending) != nil || pendingClose {
+					c.close()
+					return
+				}
+			}
+			if len(batch) == 0 {
+				continue
 			}
 			signal(c.room)
 			var closeAfter bool
@@ -56,6 +76,23 @@ func (c *conn) writeLoop() {
 			}
 		}
 	}
+}
+
+// encodeBatch encodes the responses of batch into buf, for a direct write. closeAfter is
+// true when the batch ends with a slot that asked to close the connection.
+func (c *conn) encodeBatch(buf []byte, batch []slot) (_ []byte, closeAfter bool, err error) {
+	for i := range batch {
+		s := &batch[i]
+		if s.resp != nil {
+			if buf, err = c.appendResponse(buf, s); err != nil {
+				c.lg.Error("closing connection: cannot encode response", zap.Int16("key", s.key),
+					zap.Int16("version", s.version), zap.Error(err))
+				return buf, true, err
+			}
+		}
+		closeAfter = closeAfter || s.close
+	}
+	return buf, closeAfter, nil
 }
 
 // writeBatch encodes the responses of batch into buf and writes them, in as few writes

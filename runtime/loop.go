@@ -38,7 +38,14 @@ func (n *Node) loop() {
 	}
 }
 
-func (n *Node) step(in broker.Input) { n.b.Step(n.now(), in) }
+// step steps the broker with one input, then sends the replies it made: written
+// directly from this goroutine when no other input waits (a one-at-a-time request is
+// then answered without waking the connection's writer), else by the writers, so that a
+// busy loop moves on to the next input at once.
+func (n *Node) step(in broker.Input) {
+	n.b.Step(n.now(), in)
+	n.replier.Flush(len(n.inbox) == 0 && len(n.completions) == 0)
+}
 
 // fireTimers steps every timer that is due, oldest first.
 func (n *Node) fireTimers() {
@@ -80,8 +87,9 @@ type env struct{ n *Node }
 
 var _ broker.Env = env{}
 
-// Reply hands the answer to the connection's writer, which keeps request order (E1).
-func (e env) Reply(r broker.Reply) { e.n.srv.Reply(r) }
+// Reply records the answer in the connection's FIFO, which keeps request order (E1);
+// it is sent when the step ends (Node.step).
+func (e env) Reply(r broker.Reply) { e.n.replier.Reply(r) }
 
 // SetTimer arms a timer; the loop delivers TimerFired at or after at (E4).
 func (e env) SetTimer(at core.Time, id uint64) { e.n.timers.add(e.n.now(), at, id) }

@@ -37,6 +37,7 @@ type Node struct {
 	state   *disk.PebbleState
 	metaLog *disk.MetaLog
 	srv     *kafkanet.Server
+	replier *kafkanet.Replier // the loop's way to answer requests
 	b       *broker.Broker
 
 	inbox       chan broker.Input // from connection readers: requests, closed connections
@@ -113,6 +114,7 @@ func (n *Node) open() error {
 	}); err != nil {
 		return fmt.Errorf("listen on %s: %w", n.opts.ListenAddr, err)
 	}
+	n.replier = n.srv.NewReplier()
 	if err := n.setAdvertised(); err != nil {
 		return err
 	}
