@@ -191,8 +191,8 @@ func (c *conn) handle(body []byte) bool {
 		c.answer(h, len(body), produceUnsupported(p))
 		return true
 	}
-	id := c.reserve(h, len(body))
-	c.srv.sink.Request(broker.Request{Conn: c.id, ID: id, ClientID: h.clientID, Msg: req})
+	id, alone := c.reserve(h, len(body))
+	c.srv.sink.Request(broker.Request{Conn: c.id, ID: id, ClientID: h.clientID, Msg: req}, alone)
 	return true
 }
 
@@ -234,15 +234,17 @@ func decodeBody(req kmsg.Request, rest []byte) (err error) {
 	return req.ReadFrom(rest)
 }
 
-// reserve queues a slot for a request the node will answer and returns its id. waitRoom
-// made sure there is room, and only the reader pushes.
-func (c *conn) reserve(h header, bytes int) uint64 {
-	id := c.srv.nextReq.Add(1)
+// reserve queues a slot for a request the node will answer and returns its id, and
+// whether it is the only request in flight. waitRoom made sure there is room, and only
+// the reader pushes.
+func (c *conn) reserve(h header, bytes int) (id uint64, alone bool) {
+	id = c.srv.nextReq.Add(1)
 	c.mu.Lock()
+	alone = c.q.len() == 0
 	c.q.push(slot{id: id, corr: h.corr, key: h.key, version: h.version, bytes: bytes})
 	c.inBytes += bytes
 	c.mu.Unlock()
-	return id
+	return id, alone
 }
 
 // answer queues a response the server made itself (nil: none is sent), behind every

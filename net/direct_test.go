@@ -16,7 +16,7 @@ func replyTo(r broker.Request) broker.Reply {
 }
 
 // A direct write takes only the finished slots at the head: answers given newest first
-// still leave oldest first (E1).
+// still leave oldest first (E1), and Request says which requests were alone in flight.
 func TestReplierWritesDirectlyInRequestOrder(t *testing.T) {
 	sink := newFakeSink(false)
 	srv := startServer(t, sink, Options{})
@@ -25,6 +25,9 @@ func TestReplierWritesDirectlyInRequestOrder(t *testing.T) {
 		send(t, nc, corr, metadataReq(12))
 	}
 	reqs := []broker.Request{sink.next(t), sink.next(t), sink.next(t)}
+	sink.mu.Lock()
+	require.Equal(t, []bool{true, false, false}, sink.alone)
+	sink.mu.Unlock()
 
 	rep := srv.NewReplier()
 	for i := len(reqs) - 1; i >= 0; i-- {
@@ -35,11 +38,14 @@ func TestReplierWritesDirectlyInRequestOrder(t *testing.T) {
 		require.Equal(t, corr, readResponse(t, nc, kmsg.NewPtrMetadataResponse(), 12))
 	}
 
-	// The connection is idle again: the next answer is written at once.
+	// The connection is idle again: the next request is alone.
 	send(t, nc, 4, metadataReq(12))
 	rep.Reply(replyTo(sink.next(t)))
 	rep.Flush(true)
 	require.Equal(t, int32(4), readResponse(t, nc, kmsg.NewPtrMetadataResponse(), 12))
+	sink.mu.Lock()
+	require.True(t, sink.alone[3])
+	sink.mu.Unlock()
 }
 
 // A Fetch answer may be megabytes: Flush leaves it to the connection's writer, and the

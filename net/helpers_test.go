@@ -25,6 +25,7 @@ type fakeSink struct {
 
 	mu     sync.Mutex
 	reqs   []broker.Request
+	alone  []bool // Request's alone argument, per request
 	closed []uint64
 	got    chan broker.Request
 }
@@ -33,9 +34,10 @@ func newFakeSink(autoReply bool) *fakeSink {
 	return &fakeSink{autoReply: autoReply, got: make(chan broker.Request, 10000)}
 }
 
-func (f *fakeSink) Request(r broker.Request) {
+func (f *fakeSink) Request(r broker.Request, alone bool) {
 	f.mu.Lock()
 	f.reqs = append(f.reqs, r)
+	f.alone = append(f.alone, alone)
 	f.mu.Unlock()
 	if f.autoReply {
 		f.answer(r)

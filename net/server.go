@@ -16,8 +16,10 @@ import (
 // Sink receives what the server decodes: the node's event loop. Request may block, and
 // that blocking is the backpressure on the connection that sent it. For one connection,
 // every Request is delivered before its ConnClosed, and ConnClosed comes exactly once.
+// alone says that no other request of the connection awaits its response: the client
+// sends one request at a time, so its round trip is all that matters to it.
 type Sink interface {
-	Request(r broker.Request)
+	Request(r broker.Request, alone bool)
 	ConnClosed(conn uint64)
 }
 

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -41,6 +42,8 @@ type Node struct {
 	b       *broker.Broker
 
 	inbox       chan broker.Input // from connection readers: requests, closed connections
+	queued      atomic.Int64      // inputs put in the inbox and not yet stepped
+	stepMu      sync.Mutex        // held by whoever steps the broker: the loop or a reader
 	completions chan broker.Input // from the sync pool and the metadata writer
 	stopLoop    chan struct{}     // closed to end the event loop
 	loopDone    chan struct{}
