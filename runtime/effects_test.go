@@ -68,9 +68,11 @@ func TestSyncerCoalescesOnlyIntoSyncsNotYetStarted(t *testing.T) {
 	tp := core.TopicPartition{Topic: "t"}
 
 	s.submit(tp, 1, 1, log)
+	s.kick()
 	<-log.started // sync 1 runs: token 1 may miss later appends...
 	s.submit(tp, 1, 2, log)
 	s.submit(tp, 1, 3, log) // ...so 2 and 3 wait for a second sync, together
+	s.kick()
 	close(log.release)
 	var tokens []uint64
 	for range 3 {

@@ -58,11 +58,13 @@ func (n *Node) stepLocked(in broker.Input, fromInbox bool) {
 // step steps the broker with one input, then sends the replies it made: written
 // directly from this goroutine when no other input waits (a one-at-a-time request is
 // then answered without waking the connection's writer), else by the writers, so that a
-// busy loop moves on to the next input at once. The caller holds stepMu (or is Start,
+// busy loop moves on to the next input at once. Only then are the step's fsyncs started
+// (syncer.kick). The caller holds stepMu (or is Start,
 // before any other goroutine runs).
 func (n *Node) step(in broker.Input) {
 	n.b.Step(n.now(), in)
 	n.replier.Flush(len(n.inbox) == 0 && len(n.completions) == 0)
+	n.syncer.kick()
 }
 
 // fireTimers steps every timer that is due, oldest first.

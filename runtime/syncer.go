@@ -28,6 +28,7 @@ type syncer struct {
 	cond    *sync.Cond
 	queued  map[replica.Log]*syncJob
 	order   []*syncJob // FIFO of queued jobs
+	kicks   int        // jobs submitted that no worker was woken for yet
 	stopped bool
 	wg      sync.WaitGroup
 }
@@ -42,20 +43,32 @@ func newSyncer(workers int, deliver func(broker.Input) bool) *syncer {
 	return s
 }
 
-// submit queues a sync; it never blocks on I/O, so the loop can call it.
+// submit queues a sync; it never blocks on I/O, so the loop can call it. The job
+// starts at the next kick: the node kicks once the step's replies are sent, so that
+// waking a worker (a thread wake-up) does not delay the answers of that step.
 func (s *syncer) submit(tp core.TopicPartition, incarnation, token uint64, log replica.Log) {
 	w := broker.SyncDone{TP: tp, Incarnation: incarnation, Token: token}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if j := s.queued[log]; j != nil {
 		j.waiters = append(j.waiters, w)
-		s.mu.Unlock()
 		return
 	}
 	j := &syncJob{log: log, waiters: []broker.SyncDone{w}}
 	s.queued[log] = j
 	s.order = append(s.order, j)
+	s.kicks++
+}
+
+// kick wakes a worker for every job submitted since the last kick.
+func (s *syncer) kick() {
+	s.mu.Lock()
+	k := s.kicks
+	s.kicks = 0
 	s.mu.Unlock()
-	s.cond.Signal()
+	for range k {
+		s.cond.Signal()
+	}
 }
 
 func (s *syncer) work() {
