@@ -195,6 +195,12 @@ func writeHistory(h *linearizability.History, path string) error {
 	for i := range h.Ops {
 		b.WriteString(describeOp(&h.Ops[i]) + "\n")
 	}
+	for _, e := range h.Groups {
+		fmt.Fprintf(&b, "group %s %s client=%d node-incarnation=%d member=%s gen=%d call %s "+
+			"return %s leader=%s protocol=%s partitions=%v plan=%q code=%d op=%d\n", e.Group,
+			e.Kind, e.Client, e.Incarnation, e.Member, e.Generation, fmtTime(e.Call),
+			fmtTime(e.Return), e.Leader, e.Protocol, e.Partitions, e.Plan, e.Code, e.Op)
+	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
