@@ -8,16 +8,20 @@
 // writer goroutine. No goroutine is started per request. The reader reads a frame,
 // decodes it and delivers it to the Sink (the node's event loop), blocking there when
 // the node is busy: that blocking, and the per-connection in-flight bound, are the
-// backpressure that keeps a fast client from flooding the node. The writer encodes
-// finished responses and writes every response that is ready in one syscall.
+// backpressure that keeps a fast client from flooding the node. Sink.Request is told
+// whether the request is the connection's only one in flight, so the node may step it
+// on the reader's goroutine. The writer encodes finished responses and writes every
+// response that is ready in one syscall. A Replier lets the goroutine that steps the
+// node write answers itself instead, with one non-blocking write (never a Fetch answer,
+// never while the writer is writing); what the socket does not take goes to the writer.
 //
 // # Ordering
 //
 // Kafka clients match responses to requests by arrival order (the correlation id is only
 // a check), so responses on a connection must leave in request order even when the
 // broker answers a long-polling Fetch after a later Produce. Each connection keeps a
-// FIFO of in-flight requests; Reply fills a slot, and the writer only ever writes the
-// done slots at the head of the FIFO. This is rule E1 of core/broker/env.go.
+// FIFO of in-flight requests; Reply fills a slot, and the writer (or a Replier, one of
+// them at a time) only ever writes the done slots at the head of the FIFO. This is rule E1 of core/broker/env.go.
 //
 // # What the server answers itself
 //
