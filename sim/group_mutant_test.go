@@ -12,40 +12,48 @@ import (
 // drawn (or a default one), so all of them share one group.
 var groupSets = [][2]string{{"members", "3"}}
 
-// staleCommitSeeds is how many seeds the stale-commit tests run.
-func staleCommitSeeds(t *testing.T) []uint64 {
+// groupMutantSeeds is how many seeds the group mutant tests run.
+func groupMutantSeeds(t *testing.T) []uint64 {
 	if testing.Short() {
 		return seedRange(1, 10)
 	}
 	return seedRange(1, 30)
 }
 
-// TestStaleCommitMutantIsCaught runs only in the deliberately broken build (build tag
-// sluice_mutant_stale_commit: the coordinator accepts commits from older generations of
-// a known member); elsewhere it checks that the build it runs in refuses them.
-func TestStaleCommitMutantIsCaught(t *testing.T) {
-	if !mutantStaleCommitBuild {
-		t.Skip("runs in the sluice_mutant_stale_commit build (TestStaleCommitMutantBuild)")
+// TestGroupMutantsAreCaught runs only in the deliberately broken build (build tag
+// sluice_mutant_group_coordinator, core/group/mutant_on.go): each way of breaking the
+// coordinator must be reported, as its own anomaly, on at least 20% of the seeds.
+func TestGroupMutantsAreCaught(t *testing.T) {
+	if !mutantGroupBuild {
+		t.Skip("runs in the sluice_mutant_group_coordinator build (TestGroupMutantBuild)")
 	}
-	caught := 0
-	seeds := staleCommitSeeds(t)
-	for _, r := range runParallel(t, seeds, groupSets) {
-		if r.Result.Has("stale-commit-accepted") {
-			caught++
+	defer setGroupMutant("stale-commit")
+	for _, c := range []struct{ mutant, anomaly string }{
+		{"stale-commit", "stale-commit-accepted"},
+		{"no-generation-bump", "split-brain"},
+	} {
+		setGroupMutant(c.mutant) // before any world runs; read-only while they run
+		caught := 0
+		seeds := groupMutantSeeds(t)
+		for _, r := range runParallel(t, seeds, groupSets) {
+			if r.Result.Has(c.anomaly) {
+				caught++
+			}
 		}
+		t.Logf("mutant %s: %s on %d of %d seeds", c.mutant, c.anomaly, caught, len(seeds))
+		require.GreaterOrEqual(t, caught*5, len(seeds), "%s: fewer than 20%% of seeds "+
+			"caught it", c.mutant)
 	}
-	t.Logf("stale commits accepted on %d of %d seeds", caught, len(seeds))
-	require.GreaterOrEqual(t, caught*5, len(seeds), "fewer than 20%% of seeds caught it")
 }
 
 // TestStaleCommitsAreRefused: the same seeds pass with the real coordinator, and they
 // did try commits from older generations (which it refused).
 func TestStaleCommitsAreRefused(t *testing.T) {
-	if mutantStaleCommitBuild {
+	if mutantGroupBuild {
 		t.Skip("the mutant build accepts them")
 	}
 	refused := 0
-	for _, r := range runParallel(t, staleCommitSeeds(t), groupSets) {
+	for _, r := range runParallel(t, groupMutantSeeds(t), groupSets) {
 		require.True(t, r.Result.Pass, "%s\n  %s\n  reproduce: %s", r.Result.Line(),
 			strings.Join(r.Result.Summary(), "\n  "), reproduce(r, groupSets))
 		refused += r.Result.Stats.Codes["member-offset-commit:ILLEGAL_GENERATION"]
@@ -53,17 +61,17 @@ func TestStaleCommitsAreRefused(t *testing.T) {
 	require.Positive(t, refused, "no commit of an older generation was ever tried")
 }
 
-// TestStaleCommitMutantBuild builds the sim tests with the mutant tag and runs
-// TestStaleCommitMutantIsCaught there, so every full test run proves the group checks
-// can fail.
-func TestStaleCommitMutantBuild(t *testing.T) {
-	if testing.Short() || mutantStaleCommitBuild {
+// TestGroupMutantBuild builds the sim tests with the mutant tag and runs
+// TestGroupMutantsAreCaught there, so every full test run proves the group checks can
+// fail.
+func TestGroupMutantBuild(t *testing.T) {
+	if testing.Short() || mutantGroupBuild {
 		t.Skip("builds the package a second time")
 	}
 	out, err := exec.Command("go", "test", "-count=1", "-tags",
-		"invariants,sluice_mutant_stale_commit", "-run", "^TestStaleCommitMutantIsCaught$",
+		"invariants,sluice_mutant_group_coordinator", "-run", "^TestGroupMutantsAreCaught$",
 		"-v", ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	require.Contains(t, string(out), "stale commits accepted on", "%s", out)
+	require.Contains(t, string(out), "mutant no-generation-bump: split-brain on", "%s", out)
 	require.NotContains(t, string(out), "SKIP", "%s", out)
 }

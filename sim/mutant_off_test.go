@@ -1,7 +1,9 @@
-//go:build !sluice_mutant_stale_commit
+//go:build !sluice_mutant_group_coordinator
 
 package sim
 
-// mutantStaleCommitBuild tells the tests whether core/group was built as the
-// deliberately broken coordinator (group_mutant_test.go).
-const mutantStaleCommitBuild = false
+// mutantGroupBuild tells the tests whether core/group was built as the deliberately
+// broken coordinator (group_mutant_test.go).
+const mutantGroupBuild = false
+
+func setGroupMutant(string) {}

@@ -1,5 +1,9 @@
-//go:build sluice_mutant_stale_commit
+//go:build sluice_mutant_group_coordinator
 
 package sim
 
-const mutantStaleCommitBuild = true
+import "github.com/sluicemq/sluice/core/group"
+
+const mutantGroupBuild = true
+
+func setGroupMutant(name string) { group.Mutant = name }

@@ -293,7 +293,9 @@ func (g *Group) completeJoin(now core.Time) {
 			g.dropMember(m)
 		}
 	}
-	g.generation++
+	if g.generation == 0 || !mutantOn("no-generation-bump") {
+		g.generation++
+	}
 	if len(g.members) == 0 {
 		g.state, g.protocol, g.leader = Empty, "", ""
 		g.emptySince, g.emptyKnown = now, true

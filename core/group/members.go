@@ -163,7 +163,7 @@ func (g *Group) CheckCommit(now core.Time, generation int32, memberID string,
 		return kerr.RebalanceInProgress.Code
 	case m == nil:
 		return kerr.UnknownMemberID.Code
-	case generation != g.generation && !mutantStaleCommit:
+	case generation != g.generation && !mutantOn("stale-commit"):
 		return kerr.IllegalGeneration.Code
 	}
 	m.deadline = now.AddMillis(int64(m.sessionMs))

@@ -1,10 +1,8 @@
-//go:build !sluice_mutant_stale_commit
+//go:build !sluice_mutant_group_coordinator
 
 package group
 
-// mutantStaleCommit is false in every real build. The build tag
-// sluice_mutant_stale_commit turns it on to make a deliberately broken coordinator that
-// accepts an OffsetCommit from a known member of an older generation (a zombie that
-// missed a rebalance); the simulator must catch that build
+// mutantOn is false in every real build. The build tag sluice_mutant_group_coordinator
+// makes a deliberately broken coordinator (mutant_on.go) that the simulator must catch
 // (sim/group_mutant_test.go). See docs/simulation.md.
-const mutantStaleCommit = false
+func mutantOn(string) bool { return false }

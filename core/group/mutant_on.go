@@ -1,6 +1,13 @@
-//go:build sluice_mutant_stale_commit
+//go:build sluice_mutant_group_coordinator
 
 package group
 
-// mutantStaleCommit: this is a deliberately broken build. Never ship it.
-const mutantStaleCommit = true
+// Mutant selects how this deliberately broken coordinator misbehaves — never ship it:
+//
+//	"stale-commit"        OffsetCommit from a known member of an older generation accepted
+//	"no-generation-bump"  rebalances after the first keep generation 1
+//
+// Set it before any coordinator runs (the simulator's mutant tests do).
+var Mutant = "stale-commit"
+
+func mutantOn(name string) bool { return Mutant == name }
