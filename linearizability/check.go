@@ -55,6 +55,7 @@ type Report struct {
 	Reads        int
 	Commits      int // OffsetCommit operations
 	CommitReads  int // successful OffsetFetch operations
+	GroupAnswers int // answers group members recorded (History.Groups)
 }
 
 // OK is true when no anomaly was found and every partition was linearizable (or its
@@ -100,7 +101,8 @@ func (r *Report) Summary(maxLines int) []string {
 	}
 	sort.Strings(kinds)
 	line := fmt.Sprintf("history: %d appends (%d acknowledged), %d reads, %d offset commits, "+
-		"%d offset fetches", r.Appends, r.Acknowledged, r.Reads, r.Commits, r.CommitReads)
+		"%d offset fetches, %d group answers", r.Appends, r.Acknowledged, r.Reads, r.Commits,
+		r.CommitReads, r.GroupAnswers)
 	for _, k := range kinds {
 		line += fmt.Sprintf(" %s=%d", k, r.Counts[k])
 	}
@@ -169,6 +171,7 @@ func Check(h *History, opt Options) Report {
 			rep.Counts["not-linearizable"]++
 		}
 	}
+	rep.GroupAnswers = len(h.Groups)
 	for _, a := range checkGroups(h) {
 		rep.Counts[a.Kind]++
 		rep.Anomalies = append(rep.Anomalies, a)
