@@ -198,8 +198,7 @@ func (m *member) stable(now int64) {
 	case now >= m.nextHB:
 		m.heartbeat()
 	case leader && now >= m.metaAt:
-		m.state = mMeta // the leader watches for new partitions
-		m.metadata()
+		m.metadata() // the leader watches for new partitions, staying Stable
 	case commits && now >= m.nextCommit:
 		m.nextCommit = now + m.rnd.Exp(ms, m.spec.CommitMs*ms)
 		m.commit(m.id, m.gen, m.owned[m.rnd.Intn(len(m.owned))])
@@ -314,8 +313,8 @@ func (m *member) findCoordinator() {
 	})
 }
 
-// metadata learns the topic's partition count; a leader that sees it grow rejoins so
-// the new partitions get assigned.
+// metadata learns the topic's partition count before joining; a Stable leader asks
+// now and then, and rejoins when it grew so the new partitions get assigned.
 func (m *member) metadata() {
 	m.inFlight = true
 	m.requestMetadata([]string{m.spec.Topic}, m.spec.TimeoutMs,
@@ -327,10 +326,12 @@ func (m *member) metadata() {
 				return
 			}
 			m.parts = c[m.spec.Topic]
-			if m.state == mMeta && m.gen >= 0 && m.id == m.leader && m.parts == m.planParts {
-				m.state = mStable
-			} else {
+			switch {
+			case m.state == mMeta:
 				m.state = mJoin
+			case m.state == mStable && m.parts != m.planParts:
+				m.rejoin() // a leader's refresh: new partitions need a new plan
+				return
 			}
 			m.wakeIn(0)
 		})
