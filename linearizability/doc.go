@@ -14,6 +14,10 @@
 //     records for one idempotent producer, reads past the high-water mark, skipped or
 //     backwards reads, and values nobody wrote.
 //
+// Committed offsets are registers checked with porcupine (register.go); what consumer
+// group members were answered is checked for split brain, generations going back and
+// accepted commits from stale generations (groups.go).
+//
 // Record contents are checked by the anomaly checker (every value is unique per write,
 // so offset → value must be a function); porcupine then only has to check timing, which
 // keeps its search over integer states small.

@@ -12,13 +12,14 @@
 // time the seed runs on the same commit.
 //
 // A run has two phases. In the safety phase clients produce, read and administer
-// topics while faults (faults.go) crash and pause the node, slow or fail its disk,
+// topics, commit offsets, and consumer-group members (member.go) join, rebalance,
+// heartbeat, commit and leave, while faults (faults.go) crash and pause the node, slow or fail its disk,
 // delay, cut or reset connections and skew its clock. At the heal, every fault stops,
 // crashed nodes restart, and the producers must drain; then a final reader reads every
 // partition end to end. The history of client operations is then checked by package
 // linearizability (porcupine per partition plus Jepsen-style anomaly checks), and the
-// liveness conditions (producers drained, final read completed within the budget) are
-// asserted.
+// liveness conditions (producers drained, consumer groups settled, final read
+// completed within the budget) are asserted.
 //
 // Entry points: Draw(seed) gives a configuration, Config.Set overrides it, New builds
 // the world, Run runs it and returns a Result; RunSeeds runs a range over several
