@@ -18,6 +18,7 @@ type finalReader struct {
 	parts    []*fPart
 	step     int // 0: metadata, 1: earliest, 2: latest, 3: fetching, 4: done
 	inFlight bool
+	advanced int64 // virtual time its read position last moved
 }
 
 type fPart struct {
@@ -39,6 +40,12 @@ func (f *finalReader) progress() string {
 		return "the producers never drained"
 	}
 	return fmt.Sprintf("final reader at step %d of 4 over %d partitions", f.step, len(f.parts))
+}
+
+// stillReading reports whether the final read is fetching and moved within the last
+// window: a long log read in small fetches is slow, not stuck.
+func (f *finalReader) stillReading(now, window int64) bool {
+	return f != nil && f.step == 3 && now-f.advanced < window
 }
 
 func (f *finalReader) retry() {
@@ -230,6 +237,7 @@ func (f *finalReader) fetched(p *fPart, call int64, resp *kmsg.FetchResponse) {
 		LogStart: rp.LogStartOffset, Final: true})
 	if n := len(recs); n > 0 && recs[n-1].Offset >= p.pos {
 		p.pos = recs[n-1].Offset + 1
+		f.advanced = f.w.now
 	} else if rp.HighWatermark <= p.pos {
 		p.end = p.pos // the high-water mark went back: what was promised is not there
 	}

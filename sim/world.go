@@ -63,20 +63,22 @@ type World struct {
 	nextConn  uint64
 	blocked   map[int32]*[2]int64 // client actor → [toNode, toClient] blocked until
 
-	hist     linearizability.History
-	phase    phase
-	healAt   int64
-	stopped  bool
-	failures []Failure
-	stats    Stats
-	ring     *ringWriter
-	logOut   zapcore.WriteSyncer
-	logLevel zapcore.Level
-	final    *finalReader
-	strings  map[string]string // interned record keys and values
-	decoded  map[decodedKey][]linearizability.Record
-	pids     map[[2]int64]string  // (producer id, epoch) handed out → to whom
-	groups   map[string]*simGroup // consumer groups of the members, by name
+	hist   linearizability.History
+	phase  phase
+	healAt int64
+	// finalExtensions counts the extra time given to a final read still advancing.
+	finalExtensions int
+	stopped         bool
+	failures        []Failure
+	stats           Stats
+	ring            *ringWriter
+	logOut          zapcore.WriteSyncer
+	logLevel        zapcore.Level
+	final           *finalReader
+	strings         map[string]string // interned record keys and values
+	decoded         map[decodedKey][]linearizability.Record
+	pids            map[[2]int64]string  // (producer id, epoch) handed out → to whom
+	groups          map[string]*simGroup // consumer groups of the members, by name
 }
 
 // Failure is one reason a run failed.
@@ -196,11 +198,26 @@ func (w *World) loop() {
 	}
 }
 
-// timeUp ends a run whose final read did not finish within the liveness budget.
+// maxFinalExtensions bounds how often a final read still making progress gets more time.
+const maxFinalExtensions = 8
+
+// timeUp ends a run whose final read did not finish within the liveness budget. A final
+// read that is still advancing (a big log read in small fetches, e.g. with tiny
+// segments, since a fetch returns data from one segment as Kafka's does) gets another
+// half budget, a bounded number of times: liveness asks for progress, and it is making
+// some.
 func (w *World) timeUp() {
+	half := w.cfg.HealMs * ms / 2
+	if w.phase != phaseDone && w.finalExtensions < maxFinalExtensions &&
+		w.final.stillReading(w.now, half/2) {
+		w.finalExtensions++
+		w.after(half, KindPhase, -1, uint64(phaseDone), 0, w.timeUp)
+		return
+	}
 	if w.phase != phaseDone {
 		w.fail("liveness", "the final read did not finish within %dms after the faults "+
-			"stopped (%s)", w.cfg.HealMs, w.final.progress())
+			"stopped (%s; %d extensions)", (w.now-w.healAt)/ms, w.final.progress(),
+			w.finalExtensions)
 		w.finish()
 	}
 }
