@@ -12,9 +12,19 @@ import (
 // Consumer-group membership (the classic protocol): what simulated group members
 // observed, and the coordinator's promises about it.
 //
-// Every observation names the coordinator incarnation that answered (Sluice does not
-// persist membership: after a restart generations start over and every member rejoins
-// under a new member id, so generations are compared within one incarnation only).
+// Every observation names the coordinator incarnation that answered. Membership is
+// persisted (a generation's GroupMetadata record is durable before any SyncGroup of it
+// is answered), so what a crash may take back is limited:
+//
+//   - a generation whose SyncGroup was answered (synced) was durable: it is never
+//     lost, never reused, and no answer to a request sent after that SyncGroup
+//     answer, by any incarnation, shows an older generation;
+//   - a generation only seen in JoinGroup answers may be lost in a crash (its record
+//     was not durable yet) and its number reused by the next incarnation with another
+//     leader and other members; within one incarnation generations never go back.
+//
+// So join answers are compared within one incarnation, synced plans across all of
+// them, and generations within one incarnation and against the newest synced one.
 
 // Group anomaly kinds.
 const (
@@ -23,11 +33,14 @@ const (
 	// its part of the leader's plan for that generation.
 	SplitBrain = "split-brain"
 	// GenerationRegressed: an answer showed a generation older than one another answer
-	// of the same coordinator showed before it was asked (generations only increase).
+	// of the same coordinator showed before it was asked, or older than a generation
+	// whose SyncGroup any coordinator had answered before it was asked (generations
+	// only increase, and a synced one is durable).
 	GenerationRegressed = "generation-regressed"
 	// StaleCommitAccepted: an OffsetCommit was acknowledged although its generation was
 	// already over when it was sent, or its member was never admitted to that
-	// generation by the coordinator that acknowledged it.
+	// generation (by the coordinator that acknowledged it, or an earlier one whose
+	// generation it may have restored).
 	StaleCommitAccepted = "stale-commit-accepted"
 )
 
@@ -160,9 +173,11 @@ func checkGroups(h *History) []Anomaly {
 	return out
 }
 
-// checkSplitBrain: the joined answers of one generation agree on leader and protocol;
-// the synced answers carry one plan, made for that generation by that leader; each
-// member got its own part of it; no partition went to two members.
+// checkSplitBrain: the joined answers of one generation of one incarnation agree on
+// leader and protocol; the synced answers of a generation, whatever incarnation gave
+// them (a synced generation is durable, never reused), carry one plan, made for that
+// generation by that leader; each member got its own part of it; no partition went to
+// two members.
 func checkSplitBrain(evs []GroupEvent) []Anomaly {
 	var out []Anomaly
 	leaders := map[genKey]*GroupEvent{}
@@ -182,11 +197,12 @@ func checkSplitBrain(evs []GroupEvent) []Anomaly {
 					first.Leader, first.Protocol, e.Leader, e.Protocol))
 			}
 		case GroupSynced:
-			if plans[k] == nil {
-				plans[k] = e
-				owner[k] = map[string]string{}
+			pk := genKey{group: e.Group, gen: e.Generation} // every incarnation
+			if plans[pk] == nil {
+				plans[pk] = e
+				owner[pk] = map[string]string{}
 			}
-			out = append(out, checkSynced(e, plans[k], leaders[k], owner[k])...)
+			out = append(out, checkSynced(e, plans[pk], leaders[k], owner[pk])...)
 		}
 	}
 	return out
@@ -274,8 +290,46 @@ func observations(evs []GroupEvent) ([]incKey, map[incKey][]genObs) {
 }
 
 // checkGenerations: an answer to a request sent after another answer of the same
-// coordinator arrived shows a generation at least as new.
+// coordinator arrived shows a generation at least as new; and one sent after any
+// coordinator answered a SyncGroup shows a generation at least as new as that one.
 func checkGenerations(evs []GroupEvent) []Anomaly {
+	out := checkIncarnationGenerations(evs)
+	synced := syncedIndex(evs)
+	for i := range evs {
+		e := &evs[i]
+		if e.Kind == GroupCommit || len(out) > 20 {
+			continue
+		}
+		if o := synced[e.Group].before(e.Call); o != nil && e.Generation < o.gen {
+			out = append(out, groupAnomaly(GenerationRegressed, e.Group, e.Generation,
+				"member %s was answered (%s, incarnation %d) with generation %d after "+
+					"member %s had been assigned its part of generation %d (incarnation %d),"+
+					" which was durable then", e.Member, e.Kind, e.Incarnation, e.Generation,
+				o.ev.Member, o.gen, o.ev.Incarnation))
+		}
+	}
+	return out
+}
+
+// syncedIndex indexes, per group, the SyncGroup answers of every incarnation: each
+// proves its generation durable from its return on.
+func syncedIndex(evs []GroupEvent) map[string]*retIndex {
+	by := map[string][]genObs{}
+	for i := range evs {
+		if e := &evs[i]; e.Kind == GroupSynced {
+			by[e.Group] = append(by[e.Group], genObs{call: e.Call, ret: e.Return,
+				gen: e.Generation, ev: e})
+		}
+	}
+	out := map[string]*retIndex{}
+	for g, obs := range by {
+		out[g] = newRetIndex(obs)
+	}
+	return out
+}
+
+// checkIncarnationGenerations: within one incarnation, generations never go back.
+func checkIncarnationGenerations(evs []GroupEvent) []Anomaly {
 	var out []Anomaly
 	keys, by := observations(evs)
 	for _, k := range keys {
@@ -307,19 +361,27 @@ func checkGenerations(evs []GroupEvent) []Anomaly {
 	return out
 }
 
-// checkStaleCommits: an acknowledged OffsetCommit names a member the acknowledging
-// coordinator admitted to the commit's generation, and that generation was not yet
-// over (no newer one observed) when the commit was sent.
+// checkStaleCommits: an acknowledged OffsetCommit names a member admitted to the
+// commit's generation, and that generation was not yet over when the commit was sent:
+// the acknowledging coordinator had not answered a newer one, and no coordinator had
+// answered a SyncGroup of a newer one.
+//
+// Admitted means: joined that generation in the acknowledging incarnation or an
+// earlier one, since a restarted coordinator restores the members of the generation
+// it stored. (A lost generation whose number was reused is not told apart from a
+// restored one here; the generation checks cover that case.)
 func checkStaleCommits(evs []GroupEvent) []Anomaly {
 	var out []Anomaly
-	admitted := map[genKey]map[string]bool{}
+	admitted := map[genKey]map[string]uint64{} // (group, gen) → member → first incarnation
 	for i := range evs {
 		if e := &evs[i]; e.Kind == GroupJoined {
-			k := genKey{e.Group, e.Incarnation, e.Generation}
+			k := genKey{group: e.Group, gen: e.Generation}
 			if admitted[k] == nil {
-				admitted[k] = map[string]bool{}
+				admitted[k] = map[string]uint64{}
 			}
-			admitted[k][e.Member] = true
+			if inc, ok := admitted[k][e.Member]; !ok || e.Incarnation < inc {
+				admitted[k][e.Member] = e.Incarnation
+			}
 		}
 	}
 	_, by := observations(evs)
@@ -327,23 +389,29 @@ func checkStaleCommits(evs []GroupEvent) []Anomaly {
 	for k, obs := range by {
 		newest[k] = newRetIndex(obs)
 	}
+	synced := syncedIndex(evs)
 	for i := range evs {
 		e := &evs[i]
 		if e.Kind != GroupCommit || e.Code != 0 {
 			continue
 		}
-		if !admitted[genKey{e.Group, e.Incarnation, e.Generation}][e.Member] {
+		inc, ok := admitted[genKey{group: e.Group, gen: e.Generation}][e.Member]
+		if !ok || inc > e.Incarnation {
 			out = append(out, groupAnomaly(StaleCommitAccepted, e.Group, e.Generation,
 				"op %d: commit by member %s in generation %d acknowledged by a coordinator "+
-					"that never admitted it to that generation", e.Op, e.Member, e.Generation))
+					"that neither admitted it to that generation nor could have restored it",
+				e.Op, e.Member, e.Generation))
 			continue
 		}
-		if o := newest[incKey{e.Group, e.Incarnation}].before(e.Call); o != nil &&
-			o.gen > e.Generation {
+		o := newest[incKey{e.Group, e.Incarnation}].before(e.Call)
+		if s := synced[e.Group].before(e.Call); o == nil || (s != nil && s.gen > o.gen) {
+			o = s
+		}
+		if o != nil && o.gen > e.Generation {
 			out = append(out, groupAnomaly(StaleCommitAccepted, e.Group, e.Generation,
 				"op %d: commit by member %s in generation %d acknowledged, but member %s "+
-					"had been answered with generation %d before it was sent", e.Op,
-				e.Member, e.Generation, o.ev.Member, o.gen))
+					"had been answered with generation %d (incarnation %d) before it was sent",
+				e.Op, e.Member, e.Generation, o.ev.Member, o.gen, o.ev.Incarnation))
 		}
 	}
 	return out

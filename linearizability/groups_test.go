@@ -22,6 +22,11 @@ func (b *groupHist) synced(inc uint64, member string, gen int32, plan string, pa
 		Call: call, Return: ret})
 }
 
+func (b *groupHist) heartbeat(inc uint64, member string, gen int32, call, ret int64) {
+	b.h.Groups = append(b.h.Groups, GroupEvent{Kind: GroupHeartbeat, Group: "g",
+		Incarnation: inc, Member: member, Generation: gen, Call: call, Return: ret})
+}
+
 func (b *groupHist) commit(inc uint64, member string, gen int32, code int16, call, ret int64) {
 	b.h.Groups = append(b.h.Groups, GroupEvent{Kind: GroupCommit, Group: "g", Incarnation: inc,
 		Member: member, Generation: gen, Topic: "t", Code: code, Call: call, Return: ret})
@@ -58,12 +63,33 @@ func TestGroupHistoryThatIsFine(t *testing.T) {
 	b.commit(1, "a", 1, 0, 14, 15)
 	b.joined(1, "a", 2, "a", 20, 30)
 	b.commit(1, "b", 1, 22, 31, 32) // ILLEGAL_GENERATION: rejected, fine
-	// After a coordinator restart generations start over, under new member ids.
-	b.joined(2, "c", 1, "c", 40, 50)
-	b.synced(2, "c", 1, EncodePlan(1, "c", []string{"c"},
-		map[string][]int32{"c": {0, 1}}), []int32{0, 1}, 51, 52)
-	b.commit(2, "c", 1, 0, 53, 54)
+	// The coordinator crashes before generation 2's record is durable: the next one
+	// restores generation 1 with its members, who go on without rejoining, and
+	// generation 2 is formed again, by another leader.
+	b.heartbeat(2, "b", 1, 40, 41)
+	b.commit(2, "b", 1, 0, 42, 43)
+	b.joined(2, "b", 2, "b", 44, 50)
+	p2 := EncodePlan(2, "b", []string{"b"}, map[string][]int32{"b": {0, 1}})
+	b.synced(2, "b", 2, p2, []int32{0, 1}, 51, 52)
+	b.commit(2, "b", 2, 0, 53, 54)
+	// Another restart: generation 2 was synced, so it is restored as it was.
+	b.heartbeat(3, "b", 2, 60, 61)
+	b.synced(3, "b", 2, p2, []int32{0, 1}, 62, 63)
+	b.commit(3, "b", 2, 0, 64, 65)
 	require.Empty(t, checkGroups(&b.h))
+}
+
+func TestSyncedGenerationIsNeverReused(t *testing.T) {
+	var b groupHist
+	p1 := EncodePlan(1, "a", []string{"a"}, map[string][]int32{"a": {0, 1}})
+	b.joined(1, "a", 1, "a", 0, 10)
+	b.synced(1, "a", 1, p1, []int32{0, 1}, 11, 12)
+	// The next incarnation forms generation 1 again (the record was lost).
+	b.joined(2, "c", 1, "c", 20, 30)
+	b.synced(2, "c", 1, EncodePlan(1, "c", []string{"c"}, map[string][]int32{"c": {0, 1}}),
+		[]int32{0, 1}, 31, 32)
+	require.GreaterOrEqual(t, kinds(checkGroups(&b.h))[SplitBrain], 1,
+		"two plans for generation 1")
 }
 
 func TestSplitBrainIsCaught(t *testing.T) {
@@ -102,10 +128,17 @@ func TestGenerationRegressionIsCaught(t *testing.T) {
 	c.joined(1, "b", 2, "a", 5, 20)
 	require.Zero(t, kinds(checkGroups(&c.h))[GenerationRegressed])
 
-	var d groupHist // another incarnation starts over
+	var d groupHist // generation 3 was never synced: a crash may take it back
 	d.joined(1, "a", 3, "a", 0, 10)
 	d.joined(2, "b", 1, "b", 11, 20)
 	require.Zero(t, kinds(checkGroups(&d.h))[GenerationRegressed])
+
+	var e groupHist // generation 3 was synced: it is durable
+	e.joined(1, "a", 3, "a", 0, 10)
+	e.synced(1, "a", 3, EncodePlan(3, "a", []string{"a"}, map[string][]int32{"a": {0}}),
+		[]int32{0}, 11, 12)
+	e.heartbeat(2, "a", 2, 13, 20)
+	require.Equal(t, 1, kinds(checkGroups(&e.h))[GenerationRegressed])
 }
 
 func TestStaleCommitAcceptedIsCaught(t *testing.T) {
@@ -121,10 +154,19 @@ func TestStaleCommitAcceptedIsCaught(t *testing.T) {
 	c.commit(1, "a", 1, 0, 25, 32)
 	require.Zero(t, kinds(checkGroups(&c.h))[StaleCommitAccepted])
 
-	var d groupHist // a member of the last incarnation, acknowledged by the new one
-	d.joined(1, "a", 1, "a", 0, 10)
-	d.commit(2, "a", 1, 0, 40, 41)
-	require.Equal(t, 1, kinds(checkGroups(&d.h))[StaleCommitAccepted])
+	var d groupHist // a member only admitted by a later incarnation
+	d.joined(2, "a", 1, "a", 0, 10)
+	d.commit(1, "a", 1, 0, 40, 41)
+	d.commit(2, "z", 1, 0, 40, 41) // never admitted
+	require.Equal(t, 2, kinds(checkGroups(&d.h))[StaleCommitAccepted])
+
+	var e groupHist // generation 2 was synced before the commit was sent, elsewhere
+	e.joined(1, "a", 1, "a", 0, 10)
+	e.joined(1, "a", 2, "a", 20, 30)
+	e.synced(1, "a", 2, EncodePlan(2, "a", []string{"a"}, map[string][]int32{"a": {0}}),
+		[]int32{0}, 31, 32)
+	e.commit(2, "a", 1, 0, 40, 41)
+	require.Equal(t, 1, kinds(checkGroups(&e.h))[StaleCommitAccepted])
 
 	rep := Check(&d.h, Options{})
 	require.False(t, rep.OK())

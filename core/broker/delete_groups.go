@@ -3,8 +3,9 @@ package broker
 // DeleteGroups (API key 42), versions 0–2.
 //
 // Behaviour: deletes groups that have no members, with their committed offsets: a
-// tombstone per offset is written to the group's offsets partition and the group is
-// answered once those are durable. Per group: members → NON_EMPTY_GROUP; unknown →
+// tombstone per offset and one for the group's metadata record are written to the
+// group's offsets partition and the group is answered once those are durable, so it
+// does not come back after a restart. Per group: members → NON_EMPTY_GROUP; unknown →
 // GROUP_ID_NOT_FOUND; offsets not loaded →
 // COORDINATOR_NOT_AVAILABLE. A member joining while the tombstones are written keeps
 // the group (without offsets).
@@ -35,7 +36,7 @@ func (b *Broker) handleDeleteGroups(r Request, m *kmsg.DeleteGroupsRequest) {
 		if rg.ErrorCode = b.deletableCode(id); rg.ErrorCode != 0 {
 			continue
 		}
-		var kvs []batch.KV
+		kvs := []batch.KV{{Key: group.EncodeGroupKey(id)}}
 		offs := b.groups.coord.Offsets(id)
 		for _, po := range offs {
 			kvs = append(kvs, batch.KV{Key: group.EncodeKey(id, po.TP)})
@@ -45,6 +46,9 @@ func (b *Broker) handleDeleteGroups(r Request, m *kmsg.DeleteGroupsRequest) {
 			if rg.ErrorCode = code; code == 0 {
 				for _, po := range offs {
 					b.groups.coord.ApplyOffset(id, po.TP, nil)
+				}
+				if g := b.groups.coord.Group(id); g != nil {
+					g.MetadataDeleted() // even if members came back meanwhile
 				}
 				b.groups.coord.Remove(id)
 				b.groupChanged(id)

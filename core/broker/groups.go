@@ -7,10 +7,14 @@ package broker
 // partition FNV-1a(group) mod offsets.topic.num.partitions, as one uncompressed batch
 // per request. The coordinator's table only changes once the batch is durable (the
 // high-water mark covers it), so OffsetFetch never shows an offset a crash could take
-// back; OffsetCommit is answered then too. At Start every partition of the topic is
-// replayed from its log start to rebuild the table. Group membership is not persisted:
-// after a restart members get UNKNOWN_MEMBER_ID and rejoin, as Kafka clients do.
-// Offsets of groups without members expire (groups_expire.go).
+// back; OffsetCommit is answered then too. Group membership is stored in the same
+// partition as Kafka's GroupMetadata records (core/group/metadata.go), written through
+// the same durable path when a generation's assignment is set (SyncGroup is answered
+// once the record is durable) and when a group becomes Empty, and tombstoned when the
+// group is deleted. At Start every partition of the topic is replayed from its log
+// start to rebuild the offsets and the groups: a Stable group comes back Stable with
+// its generation and members, whose sessions restart then. Offsets of groups without
+// members expire (groups_expire.go).
 
 import (
 	"errors"
@@ -209,6 +213,9 @@ func (b *Broker) loadOffsets(t *meta.Topic) {
 	}
 	b.groups.parts = t.Partitions
 	b.groups.coord.MarkRecovered()
+	for _, id := range b.groups.coord.GroupIDs() {
+		b.groupChanged(id) // restored members' sessions need their timers
+	}
 	b.lg.Info("consumer group offsets loaded", zap.Int("records", n),
 		zap.Int("groups", len(b.groups.coord.GroupIDs())))
 }
@@ -257,6 +264,15 @@ func (b *Broker) replayBatch(tp core.TopicPartition, raw []byte) int {
 	}
 	n := 0
 	for _, kv := range kvs {
+		if gid, ok, err := group.DecodeGroupKey(kv.Key); ok {
+			if err = b.replayGroupMetadata(gid, kv.Value, err); err != nil {
+				b.lg.Warn("unreadable group metadata in the offsets topic",
+					zap.Stringer("tp", tp), zap.Error(err))
+			} else {
+				n++
+			}
+			continue
+		}
 		gid, otp, err := group.DecodeKey(kv.Key)
 		if err == nil && kv.Value != nil {
 			var o group.Offset
@@ -275,6 +291,23 @@ func (b *Broker) replayBatch(tp core.TopicPartition, raw []byte) int {
 		}
 	}
 	return n
+}
+
+// replayGroupMetadata restores a group from one metadata record (nil value: deleted).
+func (b *Broker) replayGroupMetadata(gid string, value []byte, keyErr error) error {
+	if keyErr != nil {
+		return keyErr
+	}
+	if value == nil {
+		b.groups.coord.Restore(b.now, gid, nil, nil)
+		return nil
+	}
+	v, err := group.DecodeGroupValue(value)
+	if err != nil {
+		return err
+	}
+	b.groups.coord.Restore(b.now, gid, &v, value)
+	return nil
 }
 
 // offsetsPartition is the offsets partition that holds a group's commits.
@@ -391,10 +424,12 @@ func offsetWriteError(code int16) int16 {
 	return code
 }
 
-// groupChanged forgets a group left with nothing in it and re-arms its timer. Every
-// handler calls it after touching a group.
+// groupChanged forgets a group left with nothing in it, re-arms its timer and writes
+// its metadata if it changed so (persistGroup). Every handler calls it after touching
+// a group.
 func (b *Broker) groupChanged(id string) {
 	b.groups.coord.Collect(id)
+	defer b.persistGroup(id) // after the timer: its callback may re-enter here
 	var at core.Time
 	ok := false
 	if g := b.groups.coord.Group(id); g != nil {
@@ -412,6 +447,24 @@ func (b *Broker) groupChanged(id string) {
 	}
 	tid := b.setTimer(at, func() { b.groupTimerFired(id) })
 	b.groups.timers[id] = groupTimer{id: tid, at: at}
+}
+
+// persistGroup appends the metadata record the group wants written, if any, and
+// reports the outcome to it once durable or failed (SyncGroup answers wait on it).
+func (b *Broker) persistGroup(id string) {
+	g := b.groups.coord.Group(id)
+	if g == nil {
+		return
+	}
+	w, ok := g.TakeMetadataWrite(b.now)
+	if !ok {
+		return
+	}
+	kvs := []batch.KV{{Key: group.EncodeGroupKey(id), Value: w.Value}}
+	b.writeOffsets(id, kvs, func(code int16) {
+		g.MetadataWritten(b.now, w, code)
+		b.groupChanged(id)
+	})
 }
 
 func (b *Broker) groupTimerFired(id string) {

@@ -5,17 +5,20 @@ package broker
 // Kafka compacts the offsets topic (cleanup.policy=compact). Sluice's logs only delete
 // whole segments, so the coordinator compacts by rewriting: once a partition took
 // CompactAfterRecords records since its last rewrite, and at least twice as many as it
-// has live offsets, the live offsets of its groups are appended again as a snapshot;
-// once that is durable, the log start moves to the snapshot's first offset
-// (DeleteRecords) and whole segments below it go. Replay at start then reads the
-// snapshot and what followed. This keeps the disk and the restart time bounded by the
-// live offsets rather than by every commit ever made.
+// has live records, the live records of its groups are appended again as a snapshot:
+// each group's last durable metadata record and its committed offsets, that is the
+// latest value of every key (a key whose latest value is a tombstone has none). Once
+// that is durable, the log start moves to the snapshot's first offset (DeleteRecords)
+// and whole segments below it go. Replay at start then reads the snapshot and what
+// followed. This keeps the disk and the restart time bounded by the live records
+// rather than by every commit ever made.
 //
-// Safety: the snapshot is taken only while no write waits on the partition, so the
-// table (durable commits only) equals the log up to the snapshot's start; everything
-// below that start is superseded by the snapshot. A crash before the snapshot is
-// durable leaves the old records and part of a snapshot holding the same values:
-// replay gives the same table either way.
+// Safety: the snapshot is taken only while no write waits on the partition (metadata
+// records take the same path as commits), so the table (durable commits and metadata
+// only) equals the log up to the snapshot's start; everything below that start is
+// superseded by the snapshot. A crash before the snapshot is durable leaves the old
+// records and part of a snapshot holding the same values: replay gives the same table
+// either way.
 
 import (
 	"go.uber.org/zap"
@@ -91,13 +94,16 @@ func (b *Broker) offsetsSnapshotDone(tp core.TopicPartition, incarnation uint64,
 		zap.Int64("log_start_offset", newStart), zap.Int("live_offsets", live))
 }
 
-// liveOffsets returns the committed offsets of every group stored in partition p, as
-// records, in a fixed order.
+// liveOffsets returns the live records of every group stored in partition p — its
+// durable metadata record, if any, and its committed offsets — in a fixed order.
 func (b *Broker) liveOffsets(p int32) []batch.KV {
 	var kvs []batch.KV
 	for _, id := range b.groups.coord.GroupIDs() {
 		if group.Partition(id, b.groups.parts) != p {
 			continue
+		}
+		if v := b.groups.coord.Group(id).Durable(); v != nil {
+			kvs = append(kvs, batch.KV{Key: group.EncodeGroupKey(id), Value: v})
 		}
 		for _, po := range b.groups.coord.Offsets(id) {
 			kvs = append(kvs, batch.KV{Key: group.EncodeKey(id, po.TP),

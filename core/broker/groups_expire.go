@@ -7,9 +7,9 @@ package broker
 // Expired offsets get tombstones in the group's __consumer_offsets partition, through
 // the same path commits take; the coordinator's table drops them once the tombstones
 // are durable, so a restart never brings an expired offset back, nor loses one that
-// was still live. A group left Empty with no offsets is forgotten at the next pass, as
-// Kafka deletes it at its next cleanup (until then it keeps its generation); group
-// metadata is not persisted, so there is nothing else to tombstone.
+// was still live. A group left Empty with no offsets is deleted at the next pass, as
+// Kafka deletes it at its next cleanup (until then it keeps its generation): its
+// metadata record gets a tombstone, and the group is forgotten once that is durable.
 
 import (
 	"go.uber.org/zap"
@@ -27,7 +27,10 @@ func (b *Broker) armOffsetExpiry() {
 // offsetExpiryPass deletes every offset due for expiry, group by group, then re-arms.
 func (b *Broker) offsetExpiryPass() {
 	defer b.armOffsetExpiry()
-	b.groups.coord.Sweep() // groups left Empty since the last pass, as Kafka's cleanup
+	// Groups left Empty since the last pass, as Kafka's cleanup.
+	for _, id := range b.groups.coord.Sweep() {
+		b.deleteGroupMetadata(id)
+	}
 	if b.groups.parts == 0 {
 		return // no offsets topic: no offsets
 	}
@@ -71,4 +74,21 @@ func (b *Broker) expireOffsets(id string, tps []core.TopicPartition) {
 			b.groupChanged(id)
 		})
 	}
+}
+
+// deleteGroupMetadata tombstones a swept group's metadata record and forgets the group
+// once that is durable. A failed write leaves the group for the next pass.
+func (b *Broker) deleteGroupMetadata(id string) {
+	if b.coordinatorCode(id) != 0 {
+		return
+	}
+	b.writeOffsets(id, []batch.KV{{Key: group.EncodeGroupKey(id)}}, func(code int16) {
+		if code != 0 {
+			b.lg.Warn("empty group not deleted", zap.String("group", id),
+				zap.Int16("code", code))
+			return
+		}
+		b.groups.coord.Forget(id)
+		b.groupChanged(id)
+	})
 }

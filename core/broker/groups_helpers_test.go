@@ -85,8 +85,16 @@ func (m *member) sendSync(assign map[string]string) uint64 {
 	return m.h.sendOn(m.conn, m.syncReq(assign))
 }
 
+// synced returns the answer to a sync sent earlier, delivering log syncs until it comes
+// (the answer waits for the generation's metadata record to be durable); it fails if
+// none comes.
 func (m *member) synced(id uint64) *kmsg.SyncGroupResponse {
 	m.h.t.Helper()
+	for range maxSettleRounds {
+		if _, ok := m.h.reply(id); ok || m.h.deliver() == 0 {
+			break
+		}
+	}
 	r, ok := m.h.reply(id)
 	require.True(m.h.t, ok, "sync of %s not answered", m.id)
 	return r.(*kmsg.SyncGroupResponse)

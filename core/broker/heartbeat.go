@@ -8,6 +8,8 @@ package broker
 // was taken over → FENCED_INSTANCE_ID. An empty group id gets INVALID_GROUP_ID.
 
 import (
+	"math"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -30,7 +32,8 @@ func (b *Broker) handleHeartbeat(m *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespon
 // memberGroupCode checks the group id of a membership request (join, sync, heartbeat,
 // leave): those need a non-empty id, unlike the offset APIs.
 func (b *Broker) memberGroupCode(groupID string) int16 {
-	if groupID == "" {
+	if groupID == "" || len(groupID) > math.MaxInt16 {
+		// Too long for the record keys that store the group (int16 length).
 		return kerr.InvalidGroupID.Code
 	}
 	return b.coordinatorCode(groupID)

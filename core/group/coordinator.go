@@ -57,15 +57,34 @@ func (c *Coordinator) Collect(id string) {
 }
 
 // Sweep forgets every group left with nothing in it: no members, no ids handed out, no
-// committed offsets. The broker calls it at every expiry pass.
-func (c *Coordinator) Sweep() {
+// committed offsets. The broker calls it at every expiry pass. Groups whose metadata is
+// stored are not forgotten but returned (sorted): the broker tombstones their record
+// and calls Forget once the tombstone is durable, so a restart does not bring them back.
+func (c *Coordinator) Sweep() (tombstone []string) {
 	for _, id := range c.GroupIDs() {
-		c.forgetIdle(c.groups[id])
+		g := c.groups[id]
+		switch {
+		case !g.idle() || len(c.offsets[id]) > 0 || g.metaWrites > 0:
+		case g.durable != nil:
+			tombstone = append(tombstone, id)
+		default:
+			c.forgetIdle(g)
+		}
+	}
+	return tombstone
+}
+
+// Forget records that the tombstone of a swept group's metadata is durable, and forgets
+// the group unless something arrived in it meanwhile.
+func (c *Coordinator) Forget(id string) {
+	if g := c.groups[id]; g != nil {
+		g.MetadataDeleted()
+		c.forgetIdle(g)
 	}
 }
 
 func (c *Coordinator) forgetIdle(g *Group) {
-	if g.idle() && len(c.offsets[g.id]) == 0 {
+	if g.idle() && len(c.offsets[g.id]) == 0 && g.durable == nil && g.metaWrites == 0 {
 		g.state = Dead
 		delete(c.groups, g.id)
 	}
@@ -79,7 +98,7 @@ func (c *Coordinator) Remove(id string) bool {
 		return false
 	}
 	if g != nil {
-		g.state = Dead
+		g.state, g.durable = Dead, nil
 	}
 	delete(c.groups, id)
 	delete(c.offsets, id)

@@ -3,10 +3,14 @@
 //
 // It is pure and single-threaded like the rest of core/: time arrives as an argument,
 // member ids come from the injected core.Rand, and nothing is written anywhere. The
-// broker owns the I/O: it stores committed offsets as records of the internal topic
-// __consumer_offsets (the codec and the group → partition mapping are here), answers
-// clients, and arms one timer per group at Group.NextDeadline, calling Tick when it
-// fires.
+// broker owns the I/O: it stores committed offsets and group metadata as records of
+// the internal topic __consumer_offsets (the codecs, in Kafka's layouts, and the group
+// → partition mapping are here), answers clients, and arms one timer per group at
+// Group.NextDeadline, calling Tick when it fires.
+//
+// Membership survives restarts (metadata.go): a group asks for its metadata record
+// when a generation's assignment is set (SyncGroup answers wait until it is durable)
+// and when it becomes Empty; at load, Restore brings it back Stable with its members.
 //
 // A group moves through Kafka's states:
 //
@@ -14,6 +18,7 @@
 //	  ▲                 ▲        │                                        │
 //	  │                 │        └──no members left──▶ Empty     leader's SyncGroup
 //	  │                 └──join, leave, expiry, leader rejoin─── Stable ◀──┘
+//	                                                      (once its record is durable)
 //
 // The coordinator never computes assignments: the leader member receives every member's
 // metadata for the chosen protocol in its JoinGroup answer and sends the assignments in

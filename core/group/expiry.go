@@ -19,8 +19,10 @@ package group
 // flight are skipped (Kafka's pendingOffsetCommits): a tombstone appended after a commit
 // still waiting to become durable would delete that acknowledged commit.
 //
-// Group membership is not persisted, so after a restart every group comes back Empty
-// without its empty time. Such a recovered group counts from its latest commit (of any
+// After a restart a group comes back from its metadata record (metadata.go) with the
+// time it became Empty (the record's current state timestamp). A group without a
+// record (only offsets: simple consumers, or data written before records existed)
+// has no empty time; such a recovered group counts from its latest commit (of any
 // partition), which is never later than the time it became Empty: its offsets may go
 // up to that gap earlier than Kafka would drop them, never later than a week after the
 // last commit. A later join and departure gives it a real empty time again.

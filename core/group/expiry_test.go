@@ -55,6 +55,7 @@ func TestExpiryCountsFromWhenTheGroupEmptied(t *testing.T) {
 	var id string
 	g.Join(now, req, func(r JoinResult) { id = r.MemberID })
 	g.Sync(now, SyncRequest{MemberID: id, Generation: 1}, func(SyncResult) {})
+	persist(now, g)
 	require.Equal(t, Stable, g.State())
 	tp := core.TopicPartition{Topic: "t"}
 	c.ApplyOffset("g", tp, &Offset{Offset: 1, CommitMs: now.Millis()})
@@ -112,6 +113,7 @@ func TestExpiryPropertyRandomGroupLife(t *testing.T) {
 			case 1:
 				g.Sync(now, SyncRequest{MemberID: ids[i], Generation: gens[i]},
 					func(SyncResult) {})
+				persist(now, g)
 			case 2:
 				g.Leave(now, ids[i], nil)
 			case 3:

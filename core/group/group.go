@@ -111,6 +111,16 @@ type Group struct {
 	// recovered marks a group rebuilt from the offsets topic whose empty time is
 	// unknown: its latest commit stands in for it.
 	recovered bool
+
+	// Persistence of the group's metadata (metadata.go).
+	metaDirty   bool   // a metadata record is wanted (TakeMetadataWrite)
+	metaSeq     uint64 // writes taken so far
+	metaWrites  int    // writes taken and not yet reported
+	syncPending bool   // the leader's assignment waits for its record to be durable
+	syncSeq     uint64 // the write it waits on; 0 until taken
+	durable     []byte // the last durable record's value; nil: none (or tombstoned)
+	durableSeq  uint64
+	restored    bool // rebuilt from a metadata record at load
 }
 
 func newGroup(id string, cfg *Config, newMemberID func(string) string) *Group {

@@ -96,6 +96,13 @@ func (h *history) check() {
 		}
 	}
 	if g.state == Stable {
+		// G5: a generation is Stable (its assignment told) only once its record is
+		// durable, so a restart can never bring back an older generation.
+		v, err := DecodeGroupValue(g.durable)
+		if err != nil || v.Generation != g.generation {
+			h.t.Fatalf("Stable at generation %d, durable record %v (%v)", g.generation,
+				v.Generation, err)
+		}
 		for _, m := range g.members {
 			if m.joinWaiter != nil || m.syncWaiter != nil {
 				h.t.Fatalf("Stable group with a parked request of %s", m.id)
@@ -128,10 +135,11 @@ func TestGroupPropertyRandomMembership(t *testing.T) {
 		clients[3].protocols = consumerProto("roundrobin", "range")
 		inst := "static-2"
 		clients[2].instance = &inst
+		var writes []MetadataWrite // taken, not yet reported
 		steps := rapid.IntRange(1, 80).Draw(t, "steps")
 		for s := 0; s < steps; s++ {
 			cl := clients[rapid.IntRange(0, len(clients)-1).Draw(t, "client")]
-			switch rapid.IntRange(0, 7).Draw(t, "op") {
+			switch rapid.IntRange(0, 8).Draw(t, "op") {
 			case 0, 1:
 				req := JoinRequest{MemberID: cl.id, InstanceID: cl.instance, ClientID: "c",
 					ProtocolType: "consumer",
@@ -158,6 +166,15 @@ func TestGroupPropertyRandomMembership(t *testing.T) {
 				now = now.AddMillis(int64(rapid.IntRange(0, 15_000).Draw(t, "ms")))
 				g.Tick(now)
 				h.checkProgress(now)
+			case 8:
+				// The broker's metadata writes: taken, then durable or failed in order.
+				if w, ok := g.TakeMetadataWrite(now); ok {
+					writes = append(writes, w)
+				} else if len(writes) > 0 {
+					code := rapid.SampledFrom([]int16{0, 0, 15}).Draw(t, "write outcome")
+					g.MetadataWritten(now, writes[0], code)
+					writes = writes[1:]
+				}
 			}
 			h.check()
 		}

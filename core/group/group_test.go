@@ -60,10 +60,24 @@ func (f *fixture) join(req JoinRequest) *[]JoinResult {
 	return &got
 }
 
+// sync sends a SyncGroup; a metadata record it asks for is made durable at once.
 func (f *fixture) sync(req SyncRequest) *[]SyncResult {
 	var got []SyncResult
 	f.g.Sync(f.now, req, func(r SyncResult) { got = append(got, r) })
+	persist(f.now, f.g)
 	return &got
+}
+
+// persist plays the broker: every metadata record the group wants is written and
+// reported durable.
+func persist(now core.Time, g *Group) {
+	for range 10 {
+		w, ok := g.TakeMetadataWrite(now)
+		if !ok {
+			return
+		}
+		g.MetadataWritten(now, w, 0)
+	}
 }
 
 func (f *fixture) advance(d core.Time) {
@@ -380,7 +394,10 @@ func TestEmptiedGroupKeepsItsGenerationUntilSwept(t *testing.T) {
 	// Once empty again, the sweep forgets it; a group that never had a generation
 	// (only a handed-out id that expired) is forgotten at once.
 	require.Zero(t, f.g.Leave(f.now, (*jb)[0].MemberID, nil))
-	f.c.Sweep()
+	persist(f.now, f.g) // the empty generation's record
+	require.Equal(t, []string{"g"}, f.c.Sweep(), "its stored metadata needs a tombstone")
+	require.Same(t, f.g, f.c.Group("g"), "kept until the tombstone is durable")
+	f.c.Forget("g")
 	require.Nil(t, f.c.Group("g"))
 	require.Equal(t, Dead, f.g.State())
 	g2 := f.c.GetOrCreate("h")

@@ -67,6 +67,8 @@ func (g *Group) checkJoin(req JoinRequest) int16 {
 		return kerr.InvalidSessionTimeout.Code
 	case req.ProtocolType == "" || len(req.Protocols) == 0:
 		return kerr.InconsistentGroupProtocol.Code
+	case checkRecordable(req) != 0:
+		return checkRecordable(req)
 	case len(g.members) > 0 &&
 		(req.ProtocolType != g.protocolType || !g.supportsOneOf(req.Protocols)):
 		return kerr.InconsistentGroupProtocol.Code
@@ -195,6 +197,7 @@ func (g *Group) replaceStatic(now core.Time, old *member, id string, req JoinReq
 	if g.state == Stable && !wasLeader && sameProtocols(old.protocols, req.Protocols) {
 		g.updateMember(m, req, nil)
 		m.deadline = now.AddMillis(int64(m.sessionMs))
+		g.metaDirty = true // the new member id (not awaited, unlike Kafka)
 		reply(g.joinResult(m))
 		return
 	}
@@ -231,8 +234,10 @@ func (g *Group) updateMember(m *member, req JoinRequest, reply func(JoinResult))
 // prepareRebalance starts a rebalance: every member must rejoin.
 func (g *Group) prepareRebalance(now core.Time) {
 	if g.state == CompletingRebalance {
-		// The assignment being distributed is void; members waiting for it rejoin.
+		// The assignment being distributed is void (even if its record is being
+		// written: nobody was told it); members waiting for it rejoin.
 		// A member that waited on us was alive until now: its session restarts.
+		g.syncPending, g.syncSeq = false, 0
 		for _, m := range g.sortedMembers() {
 			m.assignment = nil
 			if w := m.syncWaiter; w != nil {
@@ -299,6 +304,7 @@ func (g *Group) completeJoin(now core.Time) {
 	if len(g.members) == 0 {
 		g.state, g.protocol, g.leader = Empty, "", ""
 		g.emptySince, g.emptyKnown = now, true
+		g.metaDirty = true // Kafka stores the empty generation too
 		return
 	}
 	ms := g.sortedMembers()

@@ -64,14 +64,16 @@ func (g *Group) Sync(now core.Time, req SyncRequest, reply func(SyncResult)) {
 		w(SyncResult{Err: kerr.RebalanceInProgress.Code}) // superseded by this retry
 	}
 	m.syncWaiter = reply
-	if m.id == g.leader {
-		g.completeSync(now, req.Assignments)
+	if m.id == g.leader && !g.syncPending {
+		g.completeSync(req.Assignments)
 	}
 }
 
-// completeSync stores the leader's assignments and answers every member waiting for its
-// own. Members that have not asked yet get theirs when they do.
-func (g *Group) completeSync(now core.Time, assignments []Assignment) {
+// completeSync stores the leader's assignments and asks for the metadata record that
+// carries them (metadata.go). The group turns Stable and the members get their
+// assignments once that record is durable (finishSync); a leader's retry meanwhile
+// just waits for the same write.
+func (g *Group) completeSync(assignments []Assignment) {
 	for _, m := range g.members {
 		m.assignment = nil
 	}
@@ -80,6 +82,13 @@ func (g *Group) completeSync(now core.Time, assignments []Assignment) {
 			m.assignment = a.Data
 		}
 	}
+	g.syncPending, g.syncSeq, g.metaDirty = true, 0, true
+}
+
+// finishSync makes the group Stable once the generation's record is durable and answers
+// every member waiting for its assignment. Members that have not asked yet get theirs
+// when they do.
+func (g *Group) finishSync(now core.Time) {
 	g.state = Stable
 	var waiting []*member
 	for _, m := range g.sortedMembers() {
