@@ -105,7 +105,8 @@ type Group struct {
 	// When the group last became Empty after having members (Kafka's
 	// currentStateTimestamp, KIP-211): offset retention counts from it. emptyKnown is
 	// false for groups that never had members here (simple consumers, and groups
-	// rebuilt from the offsets topic: membership is not persisted; expiry.go).
+	// rebuilt from offsets without a metadata record; expiry.go). A restored Empty
+	// group takes it from its record (metadata.go).
 	emptySince core.Time
 	emptyKnown bool
 	// recovered marks a group rebuilt from the offsets topic whose empty time is

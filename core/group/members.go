@@ -65,7 +65,7 @@ func (g *Group) Sync(now core.Time, req SyncRequest, reply func(SyncResult)) {
 	}
 	m.syncWaiter = reply
 	if m.id == g.leader && !g.syncPending {
-		g.completeSync(req.Assignments)
+		g.completeSync(now, req.Assignments)
 	}
 }
 
@@ -73,7 +73,7 @@ func (g *Group) Sync(now core.Time, req SyncRequest, reply func(SyncResult)) {
 // carries them (metadata.go). The group turns Stable and the members get their
 // assignments once that record is durable (finishSync); a leader's retry meanwhile
 // just waits for the same write.
-func (g *Group) completeSync(assignments []Assignment) {
+func (g *Group) completeSync(now core.Time, assignments []Assignment) {
 	for _, m := range g.members {
 		m.assignment = nil
 	}
@@ -83,6 +83,10 @@ func (g *Group) completeSync(assignments []Assignment) {
 		}
 	}
 	g.syncPending, g.syncSeq, g.metaDirty = true, 0, true
+	if mutantOn("sync-before-durable") {
+		g.syncPending = false
+		g.finishSync(now)
+	}
 }
 
 // finishSync makes the group Stable once the generation's record is durable and answers
