@@ -16,11 +16,17 @@ import (
 // every 64 bytes would need less. A larger file is treated as corrupt.
 const maxIndexFileBytes = 512 << 20
 
+// mutantTruncateOnReadError is false except in one test, which sets it to prove that
+// test catches a recovery treating a read error as a torn batch (the data-loss bug).
+var mutantTruncateOnReadError = false
+
 // recover rebuilds the in-memory log from the directory. Segments are visited oldest
 // first. A segment's prefix certified by valid index files is trusted; the rest is
 // validated batch by batch (batch.Check, contiguous offsets) and truncated at the first
 // bad byte, after which every later segment is dropped: Sync makes segments durable
-// oldest first, so nothing after a torn byte was ever acknowledged as durable.
+// oldest first, so nothing after a torn byte was ever acknowledged as durable. A read
+// error is not a bad byte: it fails the whole open (an unreadable index file only
+// costs the index, which is rebuilt from the segment).
 func (l *PartitionLog) recover(nowMs int64) error {
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
@@ -210,7 +216,12 @@ func (l *PartitionLog) validateTail(seg *segment, from, size int64) (bool, error
 		case errors.As(err, &cerr):
 			bad = cerr
 			continue
+		case err != nil && mutantTruncateOnReadError:
+			bad = &corruptError{pos, err}
+			continue
 		case err != nil:
+			// A read error is not corruption: truncating here would throw away synced
+			// data. Fail the open; the partition stays offline until a restart.
 			return false, err
 		}
 		if _, err := batch.Check(b); err != nil {

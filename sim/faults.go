@@ -17,19 +17,20 @@ const (
 	fPause
 	fRestart
 	fMetaErrors
+	fReadErrors
 )
 
 var faultNames = [...]string{"crash", "slowdisk", "diskerrors", "clog", "reset",
-	"partition", "pause", "restart", "metaerrors"}
+	"partition", "pause", "restart", "metaerrors", "readerrors"}
 
 func (w *World) spell(k faultKind) Spell {
 	f := w.cfg.Faults
 	return [...]Spell{f.Crash, f.SlowDisk, f.DiskErrors, f.Clog, f.Reset, f.Partition,
-		f.Pause, f.Restart, f.MetaErrors}[k]
+		f.Pause, f.Restart, f.MetaErrors, f.ReadErrors}[k]
 }
 
 func (w *World) startFaults() {
-	for k := fCrash; k <= fMetaErrors; k++ {
+	for k := fCrash; k <= fReadErrors; k++ {
 		if s := w.spell(k); s.On && s.EveryMs > 0 {
 			w.scheduleFault(k)
 		}
@@ -84,6 +85,8 @@ func (w *World) injectFault(k faultKind) {
 		n.pause(w.duration(k))
 	case fMetaErrors:
 		n.metaErrUntil = max(n.metaErrUntil, w.now+w.duration(k))
+	case fReadErrors:
+		n.readErrUntil = max(n.readErrUntil, w.now+w.duration(k))
 	case fRestart:
 		if !n.up {
 			return
@@ -125,7 +128,7 @@ func (w *World) heal() {
 	}
 	for _, n := range w.nodes {
 		n.slowUntil, n.errUntil, n.clogUntil = w.now, w.now, w.now
-		n.metaErrUntil = w.now
+		n.metaErrUntil, n.readErrUntil = w.now, w.now
 		switch {
 		case !n.up:
 			n.restart()

@@ -43,9 +43,11 @@ type node struct {
 	crashR *Rand // torn writes at a crash
 	diskR  *Rand // fsync latencies and injected disk errors
 	clockR *Rand
+	readR  *Rand // injected read errors (own stream: seeds without them keep their trace)
 
 	slowUntil, errUntil, clogUntil int64
 	metaErrUntil                   int64 // MetaErrors spell: proposals may fail
+	readErrUntil                   int64 // ReadErrors spell: reads may fail
 	hadDiskErr                     bool
 	syncTail                       map[core.TopicPartition]int64
 	conns                          map[uint64]*conn
@@ -56,7 +58,7 @@ func newNode(w *World, id int32) *node {
 	n := &node{w: w, id: id, fs: disk.NewMemFS(), state: disk.NewMemState(),
 		rnd: newStream(w.cfg.Seed, name+"/broker"), crashR: newStream(w.cfg.Seed, name+"/crash"),
 		diskR: newStream(w.cfg.Seed, name+"/disk"), clockR: newStream(w.cfg.Seed, name+"/clock"),
-		conns: map[uint64]*conn{}}
+		readR: newStream(w.cfg.Seed, name+"/readerr"), conns: map[uint64]*conn{}}
 	n.lg = newLogger(w, w.logOut, w.logLevel, name)
 	n.fs.SetFault(n.diskFault)
 	return n
@@ -183,8 +185,11 @@ func (n *node) resume() {
 }
 
 // diskFault is the MemFS fault hook: during a disk-error spell, writes and fsyncs fail
-// with the configured chance.
+// with the configured chance; during a read-error spell, reads do.
 func (n *node) diskFault(op disk.Op, path string) error {
+	if op == disk.OpRead || op == disk.OpReadDir {
+		return n.readFault(op)
+	}
 	if n.w.now >= n.errUntil || (op != disk.OpWrite && op != disk.OpSync) {
 		return nil
 	}
@@ -201,6 +206,17 @@ func (n *node) diskFault(op disk.Op, path string) error {
 	if n.diskR.Chance(0.5) {
 		return syscall.ENOSPC
 	}
+	return syscall.EIO
+}
+
+// readFault fails a read with EIO during a read-error spell. A read error is not
+// corruption: nothing may be truncated or served because of it.
+func (n *node) readFault(op disk.Op) error {
+	if n.w.now >= n.readErrUntil || !n.readR.Chance(n.w.cfg.Faults.ReadErrorChance) {
+		return nil
+	}
+	n.hadDiskErr = true
+	n.w.stats.Faults["disk-error-"+op.String()]++
 	return syscall.EIO
 }
 

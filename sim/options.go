@@ -60,6 +60,11 @@ type Faults struct {
 	// with an error (a definite failure: the record never commits).
 	MetaErrors      Spell
 	MetaErrorChance float64
+	// ReadErrors: for a spell, each read of a file (ReadAt, ReadDir) fails with EIO
+	// with ReadErrorChance: fetches, index and timestamp lookups, and the recovery of a
+	// node restarting meanwhile. Nodes that saw one restart their process at the heal.
+	ReadErrors      Spell
+	ReadErrorChance float64
 	// ClockSkewMs: each node incarnation's wall clock is offset by up to ±ClockSkewMs
 	// (0: off). Virtual monotonic time never goes back within one incarnation.
 	ClockSkewMs int64
@@ -194,6 +199,8 @@ func Draw(seed uint64) Config {
 	c.Faults.MetaErrors = drawSpell(r, 0.3, 500, 4000, 50, 2000)
 	c.Faults.MetaErrorChance = Pick(r, 0.1, 0.5, 1.0)
 	drawMembers(r, &c)
+	c.Faults.ReadErrors = drawSpell(r, 0.25, 500, 4000, 10, 1000)
+	c.Faults.ReadErrorChance = Pick(r, 0.05, 0.3, 1.0)
 	return c
 }
 
@@ -333,7 +340,7 @@ func (c *Config) faultSpells() map[string]*Spell {
 	return map[string]*Spell{"crash": &f.Crash, "slowdisk": &f.SlowDisk,
 		"diskerrors": &f.DiskErrors, "clog": &f.Clog, "reset": &f.Reset,
 		"partition": &f.Partition, "pause": &f.Pause, "restart": &f.Restart,
-		"metaerrors": &f.MetaErrors}
+		"metaerrors": &f.MetaErrors, "readerrors": &f.ReadErrors}
 }
 
 // SettingHelp lists the simulator's own --set names (broker and topic settings are
@@ -341,7 +348,7 @@ func (c *Config) faultSpells() map[string]*Spell {
 var SettingHelp = []string{
 	"faults=off                     no faults at all",
 	"faults.<kind>=on|off           kind: crash restart slowdisk diskerrors clog reset",
-	"                                     partition pause metaerrors",
+	"                                     partition pause metaerrors readerrors",
 	"faults.<kind>.every.ms=N       mean interval between faults of a kind",
 	"faults.<kind>.for.ms=N         mean duration of one fault (downtime, spell)",
 	"faults.skew.ms=N               wall-clock skew bound per node (0 = off)",
@@ -542,7 +549,8 @@ func (c Config) Summary() []string {
 			f.ClogFactor),
 		fmt.Sprintf("faults: reset=%s partition=%s(oneway=%.1f) pause=%s skew=%dms restart=%s",
 			f.Reset, f.Partition, f.OneWayChance, f.Pause, f.ClockSkewMs, f.Restart),
-		fmt.Sprintf("faults: metaerrors=%s(p=%.2f)", f.MetaErrors, f.MetaErrorChance),
+		fmt.Sprintf("faults: metaerrors=%s(p=%.2f) readerrors=%s(p=%.2f)", f.MetaErrors,
+			f.MetaErrorChance, f.ReadErrors, f.ReadErrorChance),
 		fmt.Sprintf("timing: net=%d+~%dus fsync=%d+~%dus meta=%d+~%dus",
 			c.Timing.NetFloorUs, c.Timing.NetMeanUs, c.Timing.FsyncFloorUs,
 			c.Timing.FsyncMeanUs, c.Timing.MetaFloorUs, c.Timing.MetaMeanUs),

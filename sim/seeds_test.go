@@ -96,7 +96,9 @@ func TestSameSeedGivesSameTrace(t *testing.T) {
 		{"faults.pause", "on"}, {"faults.diskerrors", "on"}, {"faults.reset", "on"},
 		{"faults.metaerrors", "on"}},
 		{{"members", "4"}, {"faults.crash", "on"}, {"faults.pause", "on"},
-			{"faults.partition", "on"}, {"faults.reset", "on"}}}
+			{"faults.partition", "on"}, {"faults.reset", "on"}},
+		{{"faults.readerrors", "on"}, {"faults.readerrors.every.ms", "200"},
+			{"faults.restart", "on"}, {"committers", "2"}}}
 	for _, sets := range variants {
 		for _, seed := range []uint64{2, 11} {
 			a := RunOne(seed, sets, 0, Options{})

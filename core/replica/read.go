@@ -31,7 +31,12 @@ func (r *Replica) Read(offset int64, maxBytes int) ReadResult {
 	}
 	b, err := r.log.Read(offset, maxBytes, r.hwm)
 	if err != nil {
+		// As Kafka does on an IOException: the partition goes offline until a restart
+		// recovers it. Nothing read is served, and a reader that needs every record
+		// (the group coordinator replaying its offsets) sees the partition offline
+		// rather than a silently shorter log.
 		r.lg.Error("read failed", zap.Int64("offset", offset), zap.Error(err))
+		r.goOffline()
 		res.Err = kerr.KafkaStorageError.Code
 		return res
 	}
