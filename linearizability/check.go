@@ -138,6 +138,7 @@ func Check(h *History, opt Options) Report {
 		opt.Timeout = 20 * time.Second
 	}
 	rep := Report{Counts: map[string]int{}}
+	h = h.splitIncarnations()
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		switch {

@@ -104,6 +104,8 @@ type History struct {
 	Crashes []Crash
 	Finals  []Final
 	Groups  []GroupEvent // what consumer-group members were answered (groups.go)
+	// Deletions of topics, in the order the broker applied them (incarnations.go).
+	Deletions []Deletion
 }
 
 // Add appends op, giving it the next ID, and returns that ID.
