@@ -401,6 +401,40 @@ func TestPartitionLogFailedSyncThenRestartThenCrashKeepsSyncedData(t *testing.T)
 	require.Len(t, splitBatches(t, got), 2)
 }
 
+// A Sync fsyncs segments oldest first; when a later one fails, the earlier ones it
+// fsynced are durable. The log keeps them: it neither throws durable batches away on the
+// restart, nor cuts a segment back in a truncation no fsync makes durable, which a power
+// loss would undo (the log shrinking at the restart, then growing back after a crash).
+func TestPartitionLogFailedSyncKeepsWhatEarlierFsyncsMadeDurable(t *testing.T) {
+	m, st := NewMemFS(), NewMemState()
+	l := openTestLog(t, m, st, smallSegments)
+	for len(l.Segments()) < 2 {
+		appendBatch(t, l, 1000, 1, 10, 1)
+	}
+	durable := l.Segments()[0].EndOffset // the first segment's fsync succeeds
+	fsyncs := 0
+	m.SetFault(func(op Op, _ string) error {
+		if op == OpSync {
+			if fsyncs++; fsyncs == 2 {
+				return syscall.EIO // the second segment's fsync fails
+			}
+		}
+		return nil
+	})
+	require.ErrorIs(t, l.Sync(), replica.ErrLogOffline)
+	m.SetFault(nil)
+	require.NoError(t, l.Close())
+
+	l = openTestLog(t, m, st, smallSegments) // process restart
+	require.Equal(t, durable, l.EndOffset(), "the durable segment is kept whole")
+	require.NoError(t, l.Close())
+
+	m.Crash(zeroRand{})
+	l = openTestLog(t, m, st, smallSegments)
+	defer l.Close()
+	require.Equal(t, durable, l.EndOffset(), "a power loss changes nothing the restart saw")
+}
+
 func TestPartitionLogAppendRejectsWrongOffset(t *testing.T) {
 	l := openTestLog(t, NewMemFS(), NewMemState(), smallSegments)
 	defer l.Close()

@@ -38,13 +38,18 @@ func (l *PartitionLog) Sync() error {
 	}
 	l.mu.Unlock()
 
-	for _, j := range jobs {
+	for i, j := range jobs {
 		if !j.needSync {
 			continue
 		}
 		if err := j.seg.f.Sync(); err != nil {
 			l.mu.Lock()
 			defer l.mu.Unlock()
+			// The segments fsynced before this one are durable: dropUnsynced must keep
+			// what they made durable, not cut them back to the last Sync's sizes.
+			for _, done := range jobs[:i] {
+				done.seg.synced = max(done.seg.synced, done.size)
+			}
 			failed := l.goOffline(fmt.Errorf("fsync segment %d: %w", j.seg.base, err))
 			l.dropUnsynced()
 			return failed
