@@ -25,7 +25,7 @@ func TestNodeCloseDuringTraffic(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		for i := range 6 {
-			opts := []kgo.Opt{kgo.DefaultProduceTopic("x"), kgo.ProducerLinger(0), kgo.RetryTimeout(time.Second), kgo.DisableIdempotentWrite(), kgo.RecordDeliveryTimeout(2*time.Second)}
+			opts := []kgo.Opt{kgo.DefaultProduceTopic("x"), kgo.ProducerLinger(0), kgo.RetryTimeout(time.Second), kgo.DisableIdempotentWrite(), kgo.RecordDeliveryTimeout(2 * time.Second)}
 			if i%2 == 0 {
 				opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
 			}
