@@ -10,7 +10,8 @@ import (
 	"github.com/sluicemq/sluice/core/broker"
 )
 
-// Replier is Reply for one goroutine (the node's event loop) that may write answers
+// Replier is Reply for the goroutine stepping the node (the event loop, or a connection
+// reader holding the step lock), which may write answers
 // itself. Reply only records the answer; Flush then either writes the finished responses
 // of every connection it touched straight to the socket from the calling goroutine, or
 // wakes their writers as Server.Reply does.

@@ -6,7 +6,9 @@
 //
 //   - the event loop: one goroutine that owns the *broker.Broker and calls Step for each
 //     input (a decoded request, a closed connection, a timer, a finished fsync, a
-//     committed metadata record), so the actor never runs concurrently with itself;
+//     committed metadata record); a connection reader may step its lone request itself
+//     when nothing is queued. Every step holds the node's step lock, so the actor never
+//     runs concurrently with itself;
 //   - the Kafka wire server (package net), whose per-connection goroutines decode
 //     requests into the loop's bounded inbox and write replies in request order;
 //   - a small pool of sync goroutines running Log.Sync for SyncLog effects, coalescing

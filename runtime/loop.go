@@ -119,7 +119,8 @@ func (s sink) put(in broker.Input) {
 	}
 }
 
-// env implements broker.Env. Its methods run on the loop goroutine, inside Step, and
+// env implements broker.Env. Its methods run inside Step, on whichever goroutine holds
+// the step lock (the loop or a connection reader), and
 // never wait for I/O other than opening or removing a log.
 type env struct{ n *Node }
 

@@ -34,7 +34,8 @@ func (h *timerHeap) Pop() any {
 }
 
 // timers is the loop's set of pending broker timers with one time.Timer armed for the
-// earliest. Only the loop goroutine touches it.
+// earliest. Only the goroutine holding the node's step lock (the loop, or a connection
+// reader stepping a lone request) touches it.
 type timers struct {
 	h       timerHeap
 	t       *time.Timer
