@@ -67,6 +67,15 @@ func OpenPartitionLog(fs FS, dir string, state StateStore, stateKeyPrefix string
 		fs: fs, dir: dir, state: state, prefix: stateKeyPrefix,
 		lg: lg.With(zap.String("log", dir)), cfg: normalizeConfig(cfg),
 	}
+	if _, removing, err := state.Get(removingKey(stateKeyPrefix)); err != nil {
+		return nil, fmt.Errorf("open partition log %s: %w", dir, err)
+	} else if removing {
+		// A deleted topic's log whose removal stopped part way: finish it, so a topic
+		// created later under this name starts empty.
+		if err := RemovePartitionLog(fs, dir, state, stateKeyPrefix); err != nil {
+			return nil, fmt.Errorf("open partition log %s: finish removing: %w", dir, err)
+		}
+	}
 	if err := fs.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("open partition log %s: %w", dir, err)
 	}

@@ -102,3 +102,38 @@ func lossf(seed int64, clean, sticky bool, k int, what string, got, want int) st
 	return fmt.Sprintf("seed %d clean=%v sticky=%v read %d failed, %s: %d of %d batches",
 		seed, clean, sticky, k, what, got, want)
 }
+
+// TestRemovalStoppedByReadErrorIsFinishedAtOpen: a removal that fails part way (the
+// directory cannot be read) must not leave a log that a later open recovers: the
+// deleted topic's records would become those of the next topic of the same name.
+func TestRemovalStoppedByReadErrorIsFinishedAtOpen(t *testing.T) {
+	cfg := replica.SegmentConfig{SegmentBytes: 1500, IndexInterval: 200}
+	for _, failAt := range []Op{OpReadDir, OpRemove} {
+		m, st := NewMemFS(), NewMemState()
+		l := openTestLog(t, m, st, cfg)
+		for i := 0; i < 20; i++ {
+			appendBatch(t, l, 1000, 2, 50, int64(i))
+		}
+		require.NoError(t, l.Sync())
+		require.NoError(t, l.Close())
+		removes := 0
+		m.SetFault(func(op Op, _ string) error {
+			if op == OpRemove {
+				removes++
+			}
+			if op == failAt && (op != OpRemove || removes == 2) {
+				return syscall.EIO
+			}
+			return nil
+		})
+		require.Error(t, RemovePartitionLog(m, "data/t-0", st, "log/t-0/"))
+		m.SetFault(nil)
+		l = openTestLog(t, m, st, cfg)
+		require.Equal(t, int64(0), l.EndOffset(), "fault at %v: the deleted log came back", failAt)
+		require.Equal(t, int64(0), l.StartOffset())
+		require.NoError(t, l.Close())
+		_, marked, err := st.Get(removingKey("log/t-0/"))
+		require.NoError(t, err)
+		require.False(t, marked)
+	}
+}

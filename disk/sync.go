@@ -223,10 +223,20 @@ func removeSegmentFiles(fsys FS, dir string, base int64) error {
 	return nil
 }
 
+// removingKey marks a partition whose removal has begun and not finished. While it is
+// set, OpenPartitionLog finishes the removal before anything else: what is left of a
+// deleted topic's log (after a crash or a failed read of the directory part way) is
+// never recovered as the log of a topic created later under the same name.
+func removingKey(prefix string) []byte { return []byte(prefix + "removing") }
+
 // RemovePartitionLog deletes a partition's directory and every state key under prefix,
-// for a deleted topic. The log must be closed. Files go first: a crash part way leaves a
-// log that reopens empty or partial, and the caller retries the removal.
+// for a deleted topic. The log must be closed. The removing mark goes first and last,
+// the files in between, so a removal that stops part way is finished by the next
+// removal or open.
 func RemovePartitionLog(fsys FS, dir string, state StateStore, prefix string) error {
+	if err := state.Set(removingKey(prefix), []byte{1}); err != nil {
+		return fmt.Errorf("remove partition log %s: %w", dir, err)
+	}
 	names, err := fsys.ReadDir(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove partition log %s: %w", dir, err)
@@ -259,10 +269,17 @@ func RemovePartitionLog(fsys FS, dir string, state StateStore, prefix string) er
 	}); err != nil {
 		return fmt.Errorf("remove state of %s: %w", dir, err)
 	}
+	mark := removingKey(prefix)
 	for _, k := range keys {
+		if string(k) == string(mark) {
+			continue // last, once everything else is gone
+		}
 		if err := state.Delete(k); err != nil {
 			return fmt.Errorf("remove state of %s: %w", dir, err)
 		}
+	}
+	if err := state.Delete(mark); err != nil {
+		return fmt.Errorf("remove state of %s: %w", dir, err)
 	}
 	return nil
 }

@@ -69,7 +69,11 @@ type Op struct {
 	Acks       int16 // 0, 1 or -1
 	Idempotent bool
 	Offset     int64 // base offset returned when OK; -1 when not known
-	ErrCode    int16
+	// Attempts is how many requests carried the write (0: not counted). An idempotent
+	// write sent once was handled between Call and Return; one sent again may still
+	// have an attempt in the network after Return (incarnations.go).
+	Attempts int
+	ErrCode  int16
 
 	// Read. FetchOffset is -1 for a ListOffsets(latest), which only observes HWM.
 	FetchOffset int64

@@ -25,9 +25,10 @@ import (
 //   - a read whose window contains a deletion is dropped (its outcome becomes Unknown,
 //     which every check ignores): its records may come from either incarnation;
 //   - a write may have applied in every incarnation from the one alive at its invocation
-//     up to the one alive at its response, and, when its outcome is unknown or it is
-//     idempotent (one operation across attempts, an earlier attempt possibly still in
-//     the network), in any later one: it gets a copy in each, with its real outcome only
+//     up to the one alive at its response, and, when its outcome is unknown or it is an
+//     idempotent write sent more than once (one operation across attempts, an earlier
+//     attempt possibly still in the network), in any later one: it gets a copy in each,
+//     with its real outcome only
 //     in the incarnation where it is unambiguous and Unknown elsewhere (Failed stays
 //     Failed everywhere: nothing was written anywhere).
 //
@@ -91,7 +92,7 @@ func (h *History) splitIncarnations() *History {
 func attribute(op *Op, ts []int64) []Op {
 	lo := countBefore(ts, op.Call, false)
 	hi := countBefore(ts, op.Return, true)
-	if op.Outcome == Unknown && op.Kind == OpAppend || op.Idempotent {
+	if op.Outcome == Unknown && op.Kind == OpAppend || op.Idempotent && op.Attempts != 1 {
 		hi = len(ts)
 	}
 	exact := op.Outcome != Unknown && lo == countBefore(ts, op.Return, true)

@@ -34,6 +34,10 @@ type metaLog struct {
 type committedTopic struct {
 	ids      map[[16]byte]bool
 	maxParts int32
+	live     bool
+	// deletes says, for each TopicDeleted record of the name in commit order, whether
+	// it deleted a live topic (a record for a name already gone changes nothing).
+	deletes []bool
 }
 
 // errProposalFailed is the injected metadata failure: the record was not committed.
@@ -123,7 +127,7 @@ func (m *metaLog) append(rec meta.Record) error {
 
 func (m *metaLog) index(rec meta.Record) {
 	switch rec.Kind {
-	case meta.KindTopicCreated, meta.KindPartitionsAdded:
+	case meta.KindTopicCreated, meta.KindPartitionsAdded, meta.KindTopicDeleted:
 	default:
 		return
 	}
@@ -132,10 +136,32 @@ func (m *metaLog) index(rec meta.Record) {
 		t = &committedTopic{ids: map[[16]byte]bool{}}
 		m.topics[rec.Topic] = t
 	}
-	if rec.Kind == meta.KindTopicCreated {
+	switch rec.Kind {
+	case meta.KindTopicDeleted:
+		t.deletes = append(t.deletes, t.live)
+		t.live = false
+		return
+	case meta.KindTopicCreated:
 		t.ids[rec.TopicID] = true
+		t.live = true
 	}
 	t.maxParts = max(t.maxParts, rec.Partitions)
+}
+
+// realDeletes counts the deletions of a live topic among the first k TopicDeleted
+// records of the name.
+func (m *metaLog) realDeletes(topic string, k int) int {
+	t := m.topics[topic]
+	if t == nil {
+		return 0
+	}
+	n := 0
+	for _, real := range t.deletes[:min(k, len(t.deletes))] {
+		if real {
+			n++
+		}
+	}
+	return n
 }
 
 // checkReported checks a topic a broker reported as existing against the committed

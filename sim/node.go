@@ -14,6 +14,7 @@ import (
 	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/core/replica"
 	"github.com/sluicemq/sluice/disk"
+	"github.com/sluicemq/sluice/linearizability"
 )
 
 // maxPausedInputs bounds the inputs a paused node may queue; past it the run fails
@@ -49,6 +50,7 @@ type node struct {
 	metaErrUntil                   int64 // MetaErrors spell: proposals may fail
 	readErrUntil                   int64 // ReadErrors spell: reads may fail
 	hadDiskErr                     bool
+	applied                        map[string]int // TopicDeleted records applied, by topic
 	syncTail                       map[core.TopicPartition]int64
 	conns                          map[uint64]*conn
 }
@@ -107,7 +109,45 @@ func (n *node) input(in broker.Input) {
 	n.step(in)
 }
 
-func (n *node) step(in broker.Input) { n.b.Step(n.brokerNow(), in) }
+func (n *node) step(in broker.Input) {
+	n.b.Step(n.brokerNow(), in)
+	n.noteDeletions(in)
+}
+
+// noteDeletions records the instant this broker applied a topic deletion: requests it
+// handled before ran against the old incarnation, requests after against a new one
+// (linearizability/incarnations.go). The broker applies committed records in commit
+// order, at Start all of them, then each MetaCommitted as it is stepped.
+func (n *node) noteDeletions(in broker.Input) {
+	var topics []string
+	switch in := in.(type) {
+	case broker.Start:
+		n.applied = map[string]int{}
+		for _, r := range in.Records {
+			if r.Kind == meta.KindTopicDeleted {
+				if n.applied[r.Topic] == 0 {
+					topics = append(topics, r.Topic)
+				}
+				n.applied[r.Topic]++
+			}
+		}
+	case broker.MetaCommitted:
+		if in.Err != nil || in.Record.Kind != meta.KindTopicDeleted {
+			return
+		}
+		n.applied[in.Record.Topic]++
+		topics = append(topics, in.Record.Topic)
+	}
+	for _, t := range topics {
+		for real := n.w.meta.realDeletes(t, n.applied[t]); n.w.deleted[t] < real; {
+			n.w.deleted[t]++
+			n.w.hist.Deletions = append(n.w.hist.Deletions,
+				linearizability.Deletion{Topic: t, At: n.w.now})
+			n.w.tr.note("topic-deleted", int64(n.w.deleted[t]), int64(n.id))
+			n.w.stats.Faults["topic-deleted"]++
+		}
+	}
+}
 
 // crash is a power loss: unsynced bytes are lost (the last write may tear), the broker
 // and every pending effect vanish, connections break.
@@ -297,6 +337,9 @@ func (e nodeEnv) OpenLog(tp core.TopicPartition, cfg replica.SegmentConfig) (rep
 func (e nodeEnv) RemoveLog(tp core.TopicPartition) error {
 	if !e.live() {
 		return errors.New("node is down")
+	}
+	if e.n.w.mutantKeepLogs {
+		return nil // the checker's own test: the deleted topic's data stays behind
 	}
 	return removeLog(e.n, tp)
 }

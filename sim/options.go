@@ -145,6 +145,16 @@ type AdminSpec struct {
 	MaxPartitions int32
 }
 
+// DeleteSpec: a deleter client deletes a topic no committer or group uses now and
+// then (~EveryMs apart), and re-creates it ~GapMs later, with its original configs and
+// at least as many partitions as it ever had, so the producers and readers bound to it
+// meet UNKNOWN_TOPIC_OR_PARTITION, auto-creation and a log restarting at offset 0.
+type DeleteSpec struct {
+	On      bool
+	EveryMs int64
+	GapMs   int64
+}
+
 // Config is one run's complete configuration. Draw derives it from a seed; Set
 // overrides single fields afterwards.
 type Config struct {
@@ -163,6 +173,7 @@ type Config struct {
 	Admin      AdminSpec
 	Committers []CommitterSpec
 	Members    []MemberSpec
+	Deletes    DeleteSpec
 }
 
 // DefaultSafetyMs is the default virtual run time of the safety phase.
@@ -201,6 +212,8 @@ func Draw(seed uint64) Config {
 	drawMembers(r, &c)
 	c.Faults.ReadErrors = drawSpell(r, 0.25, 500, 4000, 10, 1000)
 	c.Faults.ReadErrorChance = Pick(r, 0.05, 0.3, 1.0)
+	c.Deletes = DeleteSpec{On: r.Chance(0.3), EveryMs: r.Between(500, 4000),
+		GapMs: Pick[int64](r, 0, 50, 500)}
 	return c
 }
 
@@ -360,6 +373,8 @@ var SettingHelp = []string{
 	"members=N                      consumer-group members (copies of the first one drawn:",
 	"                                     one group; 0 turns groups off)",
 	"admin=on|off                   admin changes during the run",
+	"deletes=on|off                 delete and re-create topics no group or committer uses",
+	"deletes.every.ms=N             mean interval between topic deletions",
 	"codec=on|off                   pass messages through the wire codec",
 	"heal.ms=N                      liveness budget after faults stop",
 }
@@ -439,6 +454,12 @@ func (c *Config) setSim(name, value string) (bool, error) {
 		on, err := onOff(value)
 		c.Admin.On = on
 		return true, err
+	case name == "deletes":
+		on, err := onOff(value)
+		c.Deletes.On = on
+		return true, err
+	case name == "deletes.every.ms":
+		return true, setInt64(&c.Deletes.EveryMs, value)
 	case name == "codec":
 		on, err := onOff(value)
 		c.Codec = on
@@ -573,6 +594,10 @@ func (c Config) Summary() []string {
 		lines = append(lines, fmt.Sprintf("member %d: %+v", i, m))
 	}
 	lines = append(lines, fmt.Sprintf("admin: %+v", c.Admin))
+	if c.Deletes.On {
+		lines = append(lines, fmt.Sprintf("deletes: every~%dms gap~%dms topics=%v",
+			c.Deletes.EveryMs, c.Deletes.GapMs, c.deletableTopics()))
+	}
 	return lines
 }
 

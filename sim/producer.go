@@ -259,13 +259,14 @@ func (p *producer) attempt(pp *pPart, b *pBatch) int {
 	b.inflight, b.sent = true, true
 	pp.inflight++
 	if p.spec.Idempotent && b.opID >= 0 {
+		p.w.hist.Op(b.opID).Attempts++
 		return b.opID
 	}
 	id := p.w.record(linearizability.Op{Kind: linearizability.OpAppend, Client: int(p.actor),
 		TP: pp.tp, Call: p.w.now, Outcome: linearizability.Unknown, Write: b.write,
 		Values: b.values, Keys: b.keys, Producer: int(p.actor), Session: p.session,
 		Seq:  b.writeNo,
-		Acks: p.spec.Acks, Idempotent: p.spec.Idempotent, Offset: -1})
+		Acks: p.spec.Acks, Idempotent: p.spec.Idempotent, Offset: -1, Attempts: 1})
 	if p.spec.Idempotent {
 		b.opID = id
 	}

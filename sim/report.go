@@ -189,6 +189,10 @@ func writeHistory(h *linearizability.History, path string) error {
 	for _, c := range h.Crashes {
 		fmt.Fprintf(&b, "%s crash node=%d\n", fmtTime(c.At), c.Node)
 	}
+	for _, d := range h.Deletions {
+		fmt.Fprintf(&b, "%s topic %s deleted (later operations: the next incarnation)\n",
+			fmtTime(d.At), d.Topic)
+	}
 	for _, f := range h.Finals {
 		fmt.Fprintf(&b, "final %s read [%d, %d)\n", f.TP, f.Start, f.End)
 	}

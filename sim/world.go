@@ -79,6 +79,10 @@ type World struct {
 	decoded         map[decodedKey][]linearizability.Record
 	pids            map[[2]int64]string  // (producer id, epoch) handed out → to whom
 	groups          map[string]*simGroup // consumer groups of the members, by name
+	deleted         map[string]int       // deletions of each topic applied so far
+	// mutantKeepLogs, set only by a test, makes removing a partition's log a no-op that
+	// reports success: a re-created topic then recovers the deleted one's records.
+	mutantKeepLogs bool
 }
 
 // Failure is one reason a run failed.
@@ -93,7 +97,8 @@ func (f Failure) String() string { return f.Kind + ": " + f.Detail }
 func New(cfg Config, opts Options) (*World, error) {
 	w := &World{cfg: cfg, opts: opts, tr: newTracer(), conns: map[uint64]*conn{},
 		blocked: map[int32]*[2]int64{}, strings: map[string]string{},
-		decoded: map[decodedKey][]linearizability.Record{}, pids: map[[2]int64]string{}}
+		decoded: map[decodedKey][]linearizability.Record{}, pids: map[[2]int64]string{},
+		deleted: map[string]int{}}
 	w.q.limit = maxQueuedEvents
 	w.netR = newStream(cfg.Seed, "net")
 	w.faultR = newStream(cfg.Seed, "faults")
@@ -296,5 +301,9 @@ func (w *World) buildClients() {
 	for i, spec := range w.cfg.Members {
 		actor++
 		w.clients = append(w.clients, newMember(w, actor, i, spec))
+	}
+	if w.cfg.Deletes.On && len(w.cfg.deletableTopics()) > 0 {
+		actor++
+		w.clients = append(w.clients, newDeleter(w, actor, w.clients[0].(*admin)))
 	}
 }

@@ -72,14 +72,15 @@ func (b *Broker) openReplica(tp core.TopicPartition, t *meta.Topic) {
 	b.replicas[tp] = r
 }
 
+// removeReplica closes a deleted partition and removes its log, also when the log did
+// not open (a read error at recovery): left behind, it would be recovered into the
+// next topic of the same name.
 func (b *Broker) removeReplica(tp core.TopicPartition) {
-	r := b.replicas[tp]
-	if r == nil {
-		return
+	if r := b.replicas[tp]; r != nil {
+		delete(b.replicas, tp)
+		b.partitionGone(tp)
+		r.Close()
 	}
-	delete(b.replicas, tp)
-	b.partitionGone(tp)
-	r.Close()
 	if err := b.env.RemoveLog(tp); err != nil {
 		b.lg.Warn("cannot remove partition log", zap.Stringer("tp", tp), zap.Error(err))
 	}

@@ -96,13 +96,66 @@ func (b *Broker) Step(now core.Time, in Input) {
 func (b *Broker) start(in Start) {
 	core.Invariant(!b.started, "B2", "Start delivered twice")
 	b.started = true
-	for _, rec := range in.Records {
-		b.apply(rec)
-	}
+	b.replay(in.Records)
 	b.armRetention()
 	b.startGroups()
 	b.lg.Info("broker started", zap.Int32("node", b.cfg.NodeID),
 		zap.Int("topics", len(b.image.TopicNames())), zap.Int("partitions", len(b.replicas)))
+}
+
+// replay applies the committed metadata at start. A topic's records before its last
+// deletion describe incarnations that are gone: they only update the image, without
+// opening their logs. Opening and then removing them, as applying them live did, would
+// remove what the partition directories hold now, which is the data of the incarnation
+// created after that deletion (the simulator found acknowledged writes to a re-created
+// topic lost at the next restart). A topic whose last record is its deletion has its
+// logs removed again: a crash between the deletion's commit and its apply leaves them.
+func (b *Broker) replay(recs []meta.Record) {
+	lastDelete := map[string]int{}
+	for i, rec := range recs {
+		if rec.Kind == meta.KindTopicDeleted {
+			lastDelete[rec.Topic] = i
+		}
+	}
+	for i, rec := range recs {
+		j, deleted := lastDelete[rec.Topic]
+		switch {
+		case !deleted || i > j:
+			b.apply(rec)
+		case i < j:
+			if err := b.image.Apply(rec); err != nil {
+				b.lg.Warn("metadata record did not apply", zap.Stringer("kind", rec.Kind),
+					zap.String("topic", rec.Topic), zap.Error(err))
+			}
+		default:
+			b.replayDeletion(rec, recs[i+1:])
+		}
+	}
+}
+
+// replayDeletion applies a topic's last deletion at start: its partitions' logs are
+// removed unless the topic was created again later (then they are the new one's).
+func (b *Broker) replayDeletion(rec meta.Record, later []meta.Record) {
+	var parts int32
+	if t := b.image.Topic(rec.Topic); t != nil {
+		parts = t.Partitions
+	}
+	if err := b.image.Apply(rec); err != nil {
+		b.lg.Warn("metadata record did not apply", zap.Stringer("kind", rec.Kind),
+			zap.String("topic", rec.Topic), zap.Error(err))
+		return
+	}
+	for _, r := range later {
+		if r.Topic == rec.Topic {
+			return
+		}
+	}
+	for p := int32(0); p < parts; p++ {
+		tp := core.TopicPartition{Topic: rec.Topic, Partition: p}
+		if err := b.env.RemoveLog(tp); err != nil {
+			b.lg.Warn("cannot remove partition log", zap.Stringer("tp", tp), zap.Error(err))
+		}
+	}
 }
 
 // request routes one client request to its handler. Every path ends in exactly one
