@@ -98,7 +98,9 @@ func TestSameSeedGivesSameTrace(t *testing.T) {
 		{{"members", "4"}, {"faults.crash", "on"}, {"faults.pause", "on"},
 			{"faults.partition", "on"}, {"faults.reset", "on"}},
 		{{"faults.readerrors", "on"}, {"faults.readerrors.every.ms", "200"},
-			{"faults.restart", "on"}, {"committers", "2"}}}
+			{"faults.restart", "on"}, {"committers", "2"}},
+		{{"deletes", "on"}, {"deletes.every.ms", "300"}, {"members", "0"},
+			{"committers", "0"}, {"faults.crash", "on"}, {"faults.readerrors", "on"}}}
 	for _, sets := range variants {
 		for _, seed := range []uint64{2, 11} {
 			a := RunOne(seed, sets, 0, Options{})
