@@ -212,7 +212,7 @@ func Draw(seed uint64) Config {
 	drawMembers(r, &c)
 	c.Faults.ReadErrors = drawSpell(r, 0.25, 500, 4000, 10, 1000)
 	c.Faults.ReadErrorChance = Pick(r, 0.05, 0.3, 1.0)
-	c.Deletes = DeleteSpec{On: r.Chance(0.3), EveryMs: r.Between(500, 4000),
+	c.Deletes = DeleteSpec{On: r.Chance(0.5), EveryMs: r.Between(500, 4000),
 		GapMs: Pick[int64](r, 0, 50, 500)}
 	return c
 }
