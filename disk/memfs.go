@@ -53,6 +53,9 @@ type memNode struct {
 	durLen   int
 	diverged bool
 	durCopy  []byte
+	// truncLow is the lowest size a truncation cut the file to since it diverged: the
+	// bytes rewritten from there on are as dirty as the ones past durLen.
+	truncLow int
 	// lost are byte ranges of data whose writeback failed: readable now, zeros after a
 	// crash. durLost are those of durCopy.
 	lost, durLost []span
@@ -422,8 +425,13 @@ func (f *memFile) Sync() error {
 	}
 	n := f.node
 	if ferr != nil {
-		// Writeback failed and the pages were marked clean anyway.
-		n.lost = addSpan(n.lost, n.durLen, len(n.data))
+		// Writeback failed and the pages were marked clean anyway: every byte written
+		// since the last successful sync.
+		from := n.durLen
+		if n.diverged {
+			from = n.truncLow
+		}
+		n.lost = addSpan(n.lost, from, len(n.data))
 		return pathErr("sync", f.path, ferr)
 	}
 	n.durLen, n.diverged, n.durCopy, n.durLost = len(n.data), false, nil, nil
@@ -452,7 +460,10 @@ func (f *memFile) Truncate(size int64) error {
 		// appends that follow would overwrite them in place: keep a copy.
 		n.durCopy = append([]byte(nil), n.data[:n.durLen]...)
 		n.durLost = clipSpans(n.lost, n.durLen)
-		n.diverged = true
+		n.diverged, n.truncLow = true, int(size)
+	}
+	if n.diverged {
+		n.truncLow = min(n.truncLow, int(size))
 	}
 	n.lost = clipSpans(n.lost, int(size))
 	// Cut capacity too, so later appends never write into bytes a reader still holds.

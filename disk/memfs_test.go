@@ -194,3 +194,30 @@ func TestMemFSTruncateDropsLostBytes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "fresh", string(got))
 }
+
+// Bytes rewritten after a truncation into the durable part are dirty too: a failed
+// fsync loses them, and a later successful one does not write them.
+func TestMemFSFailedSyncAfterTruncationLosesTheRewrittenBytes(t *testing.T) {
+	m := NewMemFS()
+	f, err := m.Create("f")
+	require.NoError(t, err)
+	_, err = f.Write([]byte("0123456789"))
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Truncate(4))
+	_, err = f.Write([]byte("abcdef"))
+	require.NoError(t, err)
+	m.SetFault(func(op Op, _ string) error {
+		if op == OpSync {
+			return syscall.EIO
+		}
+		return nil
+	})
+	require.Error(t, f.Sync())
+	m.SetFault(nil)
+	require.NoError(t, f.Sync())
+	m.Crash(rand.New(rand.NewSource(1)))
+	got, err := m.ReadFile("f")
+	require.NoError(t, err)
+	require.Equal(t, "0123\x00\x00\x00\x00\x00\x00", string(got))
+}
