@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Helpers of the hostile-client suite (hostile_*_test.go): after each attack a normal
+// client must still produce and consume within a bound, and the node's memory and
+// descriptors must stay under generous ceilings (docs/limits.md records the measured
+// values precisely; the tests only catch regressions of an order of magnitude).
+
+// procStats is what /proc says about a process: resident memory and open descriptors.
+type procStats struct {
+	rssBytes int64
+	fds      int
+}
+
+func (s procStats) String() string {
+	return fmt.Sprintf("rss=%.1f MiB fds=%d", float64(s.rssBytes)/(1<<20), s.fds)
+}
+
+// statsOf reads VmRSS from /proc/<pid>/status and counts /proc/<pid>/fd.
+func statsOf(t *testing.T, pid int) procStats {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	var s procStats
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(
+				strings.TrimSpace(rest), "kB")), 10, 64)
+			require.NoError(t, err)
+			s.rssBytes = kb << 10
+		}
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	require.NoError(t, err)
+	s.fds = len(fds)
+	return s
+}
+
+// stats reads the node process's procStats.
+func (n *node) stats() procStats { return statsOf(n.t, n.cmd.Process.Pid) }
+
+// requireWithin fails the test when the node's RSS or descriptor count is over the
+// ceilings, and logs the values either way.
+func (n *node) requireWithin(maxRSSBytes int64, maxFDs int) {
+	n.t.Helper()
+	s := n.stats()
+	n.t.Logf("node after the attack: %s", s)
+	require.LessOrEqual(n.t, s.rssBytes, maxRSSBytes, "node RSS over its ceiling: %s", s)
+	require.LessOrEqual(n.t, s.fds, maxFDs, "node descriptors over their ceiling: %s", s)
+}
+
+// requireServes checks that a well-behaved client still gets through: a fresh franz-go
+// client produces one record with acks=all to topic (auto-created when missing) and
+// reads it back, all within bound.
+func (n *node) requireServes(topic string, bound time.Duration) {
+	n.t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	start := time.Now()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr), kgo.AllowAutoTopicCreation(),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(),
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.MaxBufferedRecords(16))
+	require.NoError(n.t, err)
+	defer cl.Close()
+	val := fmt.Sprintf("probe-%d", time.Now().UnixNano())
+	require.NoError(n.t, cl.ProduceSync(c, &kgo.Record{Topic: topic,
+		Value: []byte(val)}).FirstErr(), "a normal producer was not served within %v", bound)
+	for {
+		fs := cl.PollFetches(c)
+		if err := c.Err(); err != nil {
+			n.t.Fatalf("a normal consumer did not read its record within %v", bound)
+		}
+		found := false
+		fs.EachRecord(func(r *kgo.Record) { found = found || string(r.Value) == val })
+		if found {
+			break
+		}
+	}
+	n.t.Logf("a normal client produced and consumed in %v", time.Since(start))
+}
