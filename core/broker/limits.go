@@ -1,0 +1,139 @@
+package broker
+
+// Limits on what one request may make the broker do: the size of fetch responses and the
+// rate of topic creation. docs/limits.md describes each setting, its default, what a
+// client sees when it is hit and how to raise it.
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/sluicemq/sluice/core"
+)
+
+// LimitsConfig holds the request-bounding settings.
+type LimitsConfig struct {
+	// FetchMaxBytes is fetch.max.bytes: the most record bytes one consumer Fetch response
+	// carries, whatever the request's MaxBytes (KIP-541).
+	FetchMaxBytes int
+	// ReplicaFetchResponseMaxBytes is replica.fetch.response.max.bytes: the same bound
+	// for fetches from followers (ReplicaID >= 0).
+	ReplicaFetchResponseMaxBytes int
+	// AutoCreateTopicsPerRequest (sluice.auto.create.topics.max.per.request) bounds the
+	// topics one Metadata request may auto-create; the rest are answered
+	// LEADER_NOT_AVAILABLE without being created, and a retry creates them.
+	AutoCreateTopicsPerRequest int
+	// AutoCreatePartitionsPerSec (sluice.auto.create.partitions.per.sec) is the rate at
+	// which Metadata auto-creation may create partitions, with a burst of one second's
+	// worth. 0 turns auto-creation off in effect (every unknown topic is deferred).
+	AutoCreatePartitionsPerSec int
+	// ControllerMutationRate (sluice.controller.mutation.rate) is the rate, in
+	// partitions per second, at which CreateTopics may create partitions (Kafka's
+	// controller_mutation_rate quota, KIP-599, as one node-wide bucket). Past it, v6+
+	// requests get THROTTLING_QUOTA_EXCEEDED with a throttle time; older versions, which
+	// do not know that error, are accepted and told to back off through
+	// ThrottleMillis, as Kafka does. 0: unlimited.
+	ControllerMutationRate int
+}
+
+// DefaultLimitsConfig returns Kafka's defaults where Kafka has the setting.
+func DefaultLimitsConfig() LimitsConfig {
+	return LimitsConfig{
+		FetchMaxBytes:                57_671_680, // 55 MiB
+		ReplicaFetchResponseMaxBytes: 10 << 20,
+		AutoCreateTopicsPerRequest:   50,
+		AutoCreatePartitionsPerSec:   300,
+		ControllerMutationRate:       0,
+	}
+}
+
+// limitSettings lists every setting LimitsConfig.set accepts, with its lower bound.
+var limitSettings = []struct {
+	name string
+	min  int64
+	dst  func(c *LimitsConfig) *int
+}{
+	{"fetch.max.bytes", 1024, func(c *LimitsConfig) *int { return &c.FetchMaxBytes }},
+	{"replica.fetch.response.max.bytes", 0,
+		func(c *LimitsConfig) *int { return &c.ReplicaFetchResponseMaxBytes }},
+	{"sluice.auto.create.topics.max.per.request", 0,
+		func(c *LimitsConfig) *int { return &c.AutoCreateTopicsPerRequest }},
+	{"sluice.auto.create.partitions.per.sec", 0,
+		func(c *LimitsConfig) *int { return &c.AutoCreatePartitionsPerSec }},
+	{"sluice.controller.mutation.rate", 0,
+		func(c *LimitsConfig) *int { return &c.ControllerMutationRate }},
+}
+
+// set applies one setting; ok is false when name is not a limit setting.
+func (c *LimitsConfig) set(name, value string) (ok bool, err error) {
+	for _, s := range limitSettings {
+		if s.name != name {
+			continue
+		}
+		n, err := strconv.ParseInt(value, 10, 32)
+		if err != nil {
+			return true, fmt.Errorf("%s: not a number: %q", name, value)
+		}
+		if n < s.min {
+			return true, fmt.Errorf("%s: %d is below the minimum %d", name, n, s.min)
+		}
+		*s.dst(c) = int(n)
+		return true, nil
+	}
+	return false, nil
+}
+
+func limitSettingNames() []string {
+	out := make([]string, len(limitSettings))
+	for i, s := range limitSettings {
+		out[i] = s.name
+	}
+	return out
+}
+
+// tokenBucket meters partitions created per second on the broker's clock. Tokens are
+// kept in thousandths of a partition so that refills are exact integers. Like Kafka's
+// controller mutation quota, a request is admitted while the bucket is not empty and
+// may take it below zero (one topic's partitions at most); the next is admitted once
+// the refill brought it back above zero.
+type tokenBucket struct {
+	milli int64     // tokens × 1000, at most burst × 1000
+	last  core.Time // when milli was last brought up to date
+	init  bool
+}
+
+// refill brings the bucket up to date at now for rate partitions per second, holding at
+// most one second's worth.
+func (t *tokenBucket) refill(now core.Time, rate int) {
+	full := int64(rate) * 1000
+	if !t.init {
+		t.milli, t.last, t.init = full, now, true
+		return
+	}
+	elapsedMs := int64(now-t.last) / 1e6
+	if elapsedMs <= 0 {
+		return
+	}
+	// rate partitions per second is rate thousandths of a partition per millisecond.
+	t.milli = min(full, t.milli+elapsedMs*int64(rate))
+	t.last = t.last.AddMillis(elapsedMs)
+}
+
+// take admits n partitions at now if the bucket is not empty, and debits them.
+func (t *tokenBucket) take(now core.Time, rate, n int) bool {
+	t.refill(now, rate)
+	if t.milli <= 0 {
+		return false
+	}
+	t.milli -= int64(n) * 1000
+	return true
+}
+
+// waitMs is how long until the bucket admits again (0: now).
+func (t *tokenBucket) waitMs(now core.Time, rate int) int64 {
+	t.refill(now, rate)
+	if t.milli > 0 || rate <= 0 {
+		return 0
+	}
+	return (-t.milli)/int64(rate) + 1
+}
