@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"go.uber.org/zap"
+
 	"github.com/sluicemq/sluice/core"
 )
 
@@ -119,15 +121,14 @@ func (t *tokenBucket) refill(now core.Time, rate int) {
 	t.last = t.last.AddMillis(elapsedMs)
 }
 
-// take admits n partitions at now if the bucket is not empty, and debits them.
-func (t *tokenBucket) take(now core.Time, rate, n int) bool {
+// admits says whether the bucket takes a request at now: it is not empty.
+func (t *tokenBucket) admits(now core.Time, rate int) bool {
 	t.refill(now, rate)
-	if t.milli <= 0 {
-		return false
-	}
-	t.milli -= int64(n) * 1000
-	return true
+	return t.milli > 0
 }
+
+// spend debits n partitions; the bucket may go below zero.
+func (t *tokenBucket) spend(n int32) { t.milli -= int64(n) * 1000 }
 
 // waitMs is how long until the bucket admits again (0: now).
 func (t *tokenBucket) waitMs(now core.Time, rate int) int64 {
@@ -136,4 +137,34 @@ func (t *tokenBucket) waitMs(now core.Time, rate int) int64 {
 		return 0
 	}
 	return (-t.milli)/int64(rate) + 1
+}
+
+// creationState meters topic creation (limits.go).
+type creationState struct {
+	auto     tokenBucket // Metadata auto-creation
+	admin    tokenBucket // CreateTopics (sluice.controller.mutation.rate)
+	lastWarn core.Time   // last "auto-creation deferred" log line
+	deferred int         // topics deferred since that line
+}
+
+// autoCreateAdmits says whether a Metadata request that already planned planned
+// topics may auto-create one more now.
+func (b *Broker) autoCreateAdmits(planned int) bool {
+	return planned < b.cfg.Limits.AutoCreateTopicsPerRequest &&
+		b.creation.auto.admits(b.now, b.cfg.Limits.AutoCreatePartitionsPerSec)
+}
+
+// autoCreateDeferred logs, at most once a second, how many topics auto-creation left
+// for a later request.
+func (b *Broker) autoCreateDeferred(n int) {
+	b.creation.deferred += n
+	if b.creation.lastWarn != 0 && b.now < b.creation.lastWarn.AddMillis(1000) {
+		return
+	}
+	b.lg.Warn("topic auto-creation bounded: topics answered LEADER_NOT_AVAILABLE, "+
+		"created when clients retry",
+		zap.Int("deferred_topics", b.creation.deferred),
+		zap.Int("max_per_request", b.cfg.Limits.AutoCreateTopicsPerRequest),
+		zap.Int("partitions_per_sec", b.cfg.Limits.AutoCreatePartitionsPerSec))
+	b.creation.lastWarn, b.creation.deferred = b.now, 0
 }
