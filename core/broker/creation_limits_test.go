@@ -42,10 +42,13 @@ func (h *harness) autoCreate(names ...string) (created, deferred int) {
 // sluice.auto.create.topics.max.per.request topics, the partitions created per second are
 // bounded, and the rest are answered LEADER_NOT_AVAILABLE without being created.
 func TestMetadataAutoCreateStormIsBounded(t *testing.T) {
-	h := newHarness(t)
+	def := DefaultLimitsConfig()
+	require.Equal(t, 20, def.AutoCreateTopicsPerRequest)
+	require.Equal(t, 100, def.AutoCreatePartitionsPerSec)
+	h := newHarness(t, func(c *Config) {
+		c.Limits.AutoCreateTopicsPerRequest, c.Limits.AutoCreatePartitionsPerSec = 50, 300
+	})
 	lim := h.cfg.Limits
-	require.Equal(t, 50, lim.AutoCreateTopicsPerRequest)
-	require.Equal(t, 300, lim.AutoCreatePartitionsPerSec)
 	names := stormNames("storm", 3000)
 
 	// The request's proposals: no more than the per-request cap, each its own commit

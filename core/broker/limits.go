@@ -43,8 +43,8 @@ func DefaultLimitsConfig() LimitsConfig {
 	return LimitsConfig{
 		FetchMaxBytes:                57_671_680, // 55 MiB
 		ReplicaFetchResponseMaxBytes: 10 << 20,
-		AutoCreateTopicsPerRequest:   50,
-		AutoCreatePartitionsPerSec:   300,
+		AutoCreateTopicsPerRequest:   20,
+		AutoCreatePartitionsPerSec:   100,
 		ControllerMutationRate:       0,
 	}
 }
