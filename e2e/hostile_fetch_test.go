@@ -104,6 +104,8 @@ func TestHostileMetadataStormIsBounded(t *testing.T) {
 	_, err = kadm.NewClient(admin).CreateTopic(ctx(t, 10*time.Second), 1, 1, nil, "probe")
 	require.NoError(t, err)
 
+	// storm runs on the test goroutine and on the storming one: it reports failures
+	// with t.Errorf, never FailNow.
 	storm := func(round int) (created, deferred int) {
 		req := kmsg.NewPtrMetadataRequest()
 		req.AllowAutoTopicCreation = true
@@ -112,9 +114,13 @@ func TestHostileMetadataStormIsBounded(t *testing.T) {
 			rt.Topic = kmsg.StringPtr(fmt.Sprintf("storm-%d-%04d", round, i))
 			req.Topics = append(req.Topics, rt)
 		}
-		resp, err := req.RequestWith(ctx(t, 10*time.Second), admin.Broker(1))
-		require.NoError(t, err)
-		require.Len(t, resp.Topics, 3000)
+		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := req.RequestWith(c, admin.Broker(1))
+		if err != nil || len(resp.Topics) != 3000 {
+			t.Errorf("storm round %d: %v", round, err)
+			return 0, 0
+		}
 		for _, mt := range resp.Topics {
 			switch mt.ErrorCode {
 			case 0:
@@ -150,17 +156,29 @@ func TestHostileMetadataStormIsBounded(t *testing.T) {
 			total += c
 		}
 	}()
-	n.requireServes("probe", 2*time.Second)
-	close(stop)
-	total := created + <-done
+	stopped := false
+	stopStorms := func() int {
+		if stopped {
+			return 0
+		}
+		stopped = true
+		close(stop)
+		return <-done
+	}
+	defer stopStorms() // also when requireServes fails: no storm outlives the test
+	for stormStart := time.Now(); time.Since(stormStart) < 2*time.Second; {
+		n.requireServes("probe", 2*time.Second)
+	}
+	total := created + stopStorms()
 	elapsed := time.Since(start)
 	t.Logf("in %v of storms %d topics were created", elapsed, total)
-	// 100 partitions per second (33 topics of 3) after a burst of one second's worth,
+	// 50 partitions per second (16.7 topics of 3) after a burst of one second's worth,
 	// which one topic may overdraw.
-	require.LessOrEqual(t, float64(total), 34*elapsed.Seconds()+34+1)
+	require.LessOrEqual(t, float64(total), 17*elapsed.Seconds()+17+1)
 	topics, err := kadm.NewClient(admin).ListTopics(context.Background())
 	require.NoError(t, err)
 	require.Len(t, topics, 1+total, "only what the answers reported was created")
-	n.requireServes("probe", 2*time.Second)
+	n.requireServes("probe-after-the-storm", 2*time.Second) // auto-created
+
 	n.requireWithin(400<<20, 2000)
 }

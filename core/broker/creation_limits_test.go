@@ -44,7 +44,7 @@ func (h *harness) autoCreate(names ...string) (created, deferred int) {
 func TestMetadataAutoCreateStormIsBounded(t *testing.T) {
 	def := DefaultLimitsConfig()
 	require.Equal(t, 20, def.AutoCreateTopicsPerRequest)
-	require.Equal(t, 100, def.AutoCreatePartitionsPerSec)
+	require.Equal(t, 50, def.AutoCreatePartitionsPerSec)
 	h := newHarness(t, func(c *Config) {
 		c.Limits.AutoCreateTopicsPerRequest, c.Limits.AutoCreatePartitionsPerSec = 50, 300
 	})

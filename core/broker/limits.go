@@ -44,7 +44,7 @@ func DefaultLimitsConfig() LimitsConfig {
 		FetchMaxBytes:                57_671_680, // 55 MiB
 		ReplicaFetchResponseMaxBytes: 10 << 20,
 		AutoCreateTopicsPerRequest:   20,
-		AutoCreatePartitionsPerSec:   100,
+		AutoCreatePartitionsPerSec:   50,
 		ControllerMutationRate:       0,
 	}
 }

@@ -21,8 +21,8 @@ package broker
 // every client retries that (the Java producer until max.block.ms, franz-go and
 // librdkafka without giving up on the topic as they may on UNKNOWN_TOPIC_OR_PARTITION),
 // and the retry creates it once there is room. Names that are not legal topic names get
-// INVALID_TOPIC_EXCEPTION; other unknown topics get UNKNOWN_TOPIC_OR_PARTITION. Authorized-operations fields keep their "not provided"
-// default.
+// INVALID_TOPIC_EXCEPTION; other unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+// Authorized-operations fields keep their "not provided" default.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
