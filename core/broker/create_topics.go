@@ -81,6 +81,7 @@ func (b *Broker) createTopics(r Request, m *kmsg.CreateTopicsRequest, done func(
 	}
 	if rate := b.cfg.Limits.ControllerMutationRate; rate > 0 {
 		resp.ThrottleMillis = int32(min(b.creation.admin.waitMs(b.now, rate), 1<<31-1))
+		b.logThrottled(resp)
 	}
 	b.proposeAll(recs, func(errs []error) {
 		for j, err := range errs {
@@ -107,13 +108,27 @@ func (b *Broker) mutationQuota(version int16, n int32) (int16, string) {
 		return 0, ""
 	}
 	if !b.creation.admin.admits(b.now, rate) && version >= 6 {
-		b.lg.Info("topic creation throttled", zap.Int("partitions_per_sec", rate))
 		return kerr.ThrottlingQuotaExceeded.Code, fmt.Sprintf("The throttling quota has "+
 			"been exceeded: sluice.controller.mutation.rate allows %d partitions per "+
 			"second; retry after the throttle time", rate)
 	}
 	b.creation.admin.spend(n)
 	return 0, ""
+}
+
+// logThrottled logs, once per request, the topics the mutation quota refused.
+func (b *Broker) logThrottled(resp *kmsg.CreateTopicsResponse) {
+	n := 0
+	for _, t := range resp.Topics {
+		if t.ErrorCode == kerr.ThrottlingQuotaExceeded.Code {
+			n++
+		}
+	}
+	if n > 0 || resp.ThrottleMillis > 0 {
+		b.lg.Info("topic creation throttled", zap.Int("refused_topics", n),
+			zap.Int32("throttle_ms", resp.ThrottleMillis),
+			zap.Int("partitions_per_sec", b.cfg.Limits.ControllerMutationRate))
+	}
 }
 
 // describeCreated fills the v5+ fields of a successful creation.
