@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+	"pgregory.net/rapid"
 
 	"github.com/sluicemq/sluice/core/batch"
 )
@@ -158,4 +160,64 @@ func TestFetchSessionlessAndFullFetchesAreServed(t *testing.T) {
 		requireCode(t, kerr.FetchSessionIDNotFound, h.do(req).(*kmsg.FetchResponse).ErrorCode,
 			"session %d epoch %d", c.id, c.epoch)
 	}
+}
+
+// The size rules of a Fetch response, over random logs and limits: the records stay
+// within min(MaxBytes, fetch.max.bytes) and each partition within its
+// PartitionMaxBytes, except that the first partition with data always gets its first
+// batch (KIP-74), and then nothing else may exceed the limits.
+func TestFetchSizeRulesRapid(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		capBytes := rapid.IntRange(1024, 20_000).Draw(rt, "fetch.max.bytes")
+		h := newHarness(t, func(c *Config) { c.Limits.FetchMaxBytes = capBytes })
+		h.env.lg = zap.NewNop()
+		h.b.lg = zap.NewNop()
+		parts := rapid.Int32Range(1, 4).Draw(rt, "partitions")
+		h.mustCreate("t", parts)
+		batchSizes := map[int32]int{}
+		for p := range parts {
+			n := rapid.IntRange(0, 6).Draw(rt, "batches")
+			size := rapid.IntRange(10, 8_000).Draw(rt, "value bytes")
+			batchSizes[p] = len(values(string(make([]byte, size))))
+			if n > 0 {
+				h.fillLog("t", p, n, size)
+			}
+		}
+		req := hugeFetch("t", 0)
+		req.Topics[0].Partitions = nil
+		for p := range parts {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.CurrentLeaderEpoch = p, -1
+			rp.PartitionMaxBytes = rapid.Int32Range(-1, 30_000).Draw(rt, "partition max")
+			req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+		}
+		req.MaxBytes = rapid.Int32Range(-1, 40_000).Draw(rt, "max bytes")
+		budget := capBytes
+		if req.MaxBytes > 0 {
+			budget = min(budget, int(req.MaxBytes))
+		}
+		total, per := responseBytes(t, h.do(req))
+		first := -1 // index of the first partition with data
+		for i, p := range req.Topics[0].Partitions {
+			if h.b.replicas[tp("t", p.Partition)].HighWatermark() > 0 && first < 0 {
+				first = i
+			}
+		}
+		for i, p := range req.Topics[0].Partitions {
+			switch {
+			case i == first:
+				require.GreaterOrEqual(rt, per[i], batchSizes[p.Partition],
+					"the first partition with data gets at least its first batch")
+				if per[i] > max(budget, int(p.PartitionMaxBytes)) {
+					require.Equal(rt, batchSizes[p.Partition], per[i], "over a limit: one batch")
+				}
+			default:
+				require.LessOrEqual(rt, per[i], max(int(p.PartitionMaxBytes), 0))
+			}
+		}
+		if total > budget {
+			require.Equal(rt, per[first], total, "only the KIP-74 batch goes past the budget")
+			require.Equal(rt, batchSizes[req.Topics[0].Partitions[first].Partition], total)
+		}
+	})
 }
