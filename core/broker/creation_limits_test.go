@@ -121,8 +121,9 @@ func TestMetadataAutoCreateLimitSettings(t *testing.T) {
 	off := newHarness(t, func(c *Config) {
 		require.NoError(t, c.Set("sluice.auto.create.partitions.per.sec", "0"))
 	})
-	_, d = off.autoCreate("x")
-	require.Equal(t, 1, d, "rate 0 creates nothing")
+	requireCode(t, kerr.UnknownTopicOrPartition,
+		off.metadataAt(maxVersion(kmsg.Metadata), true, "x").Topics[0].ErrorCode,
+		"rate 0 is auto-creation off, not a retry forever")
 	require.Empty(t, off.b.image.TopicNames())
 
 	var cfg Config = DefaultConfig()

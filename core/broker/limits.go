@@ -27,7 +27,8 @@ type LimitsConfig struct {
 	AutoCreateTopicsPerRequest int
 	// AutoCreatePartitionsPerSec (sluice.auto.create.partitions.per.sec) is the rate at
 	// which Metadata auto-creation may create partitions, with a burst of one second's
-	// worth. 0 turns auto-creation off in effect (every unknown topic is deferred).
+	// worth. 0 for either setting turns auto-creation off, as
+	// auto.create.topics.enable=false does.
 	AutoCreatePartitionsPerSec int
 	// ControllerMutationRate (sluice.controller.mutation.rate) is the rate, in
 	// partitions per second, at which CreateTopics may create partitions (Kafka's

@@ -85,8 +85,10 @@ type topicError struct {
 // autoCreatable returns the distinct requested topic names that do not exist and would
 // be created by this request, in request order.
 func (b *Broker) autoCreatable(m *kmsg.MetadataRequest) []string {
-	if !b.cfg.AutoCreateTopics || (m.Version >= 4 && !m.AllowAutoTopicCreation) {
-		return nil
+	lim := b.cfg.Limits
+	if !b.cfg.AutoCreateTopics || (m.Version >= 4 && !m.AllowAutoTopicCreation) ||
+		lim.AutoCreateTopicsPerRequest == 0 || lim.AutoCreatePartitionsPerSec == 0 {
+		return nil // a bound of 0 is auto-creation off: UNKNOWN_TOPIC_OR_PARTITION
 	}
 	var names []string
 	seen := map[string]bool{}
