@@ -38,8 +38,9 @@ type Broker struct {
 
 	produces produceState
 	fetches  fetchState
-	admin    adminState  // metadata-changing requests run one at a time (admin.go)
-	groups   groupsState // consumer groups and committed offsets (groups.go)
+	admin    adminState    // metadata-changing requests run one at a time (admin.go)
+	groups   groupsState   // consumer groups and committed offsets (groups.go)
+	creation creationState // topic creation rates (limits.go)
 
 	// dec inflates compressed batches for exact ListOffsets by time; nil answers a
 	// compressed batch's base offset instead (see WithDecompressor).

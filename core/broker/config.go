@@ -33,6 +33,9 @@ type Config struct {
 
 	// Groups holds the group coordinator's settings (groups.go).
 	Groups GroupConfig
+
+	// Limits bounds fetch responses and topic creation (limits.go).
+	Limits LimitsConfig
 }
 
 // TopicConfigDef describes one topic-level setting Sluice understands.
@@ -86,6 +89,7 @@ func DefaultConfig() Config {
 		MaxWaitingProduces:       10_000,
 		TopicDefaults:            map[string]string{},
 		Groups:                   DefaultGroupConfig(),
+		Limits:                   DefaultLimitsConfig(),
 	}
 	for _, d := range TopicConfigDefs {
 		c.TopicDefaults[d.Name] = d.Default
@@ -131,6 +135,9 @@ func (c *Config) Set(name, value string) error {
 		if ok, err := c.Groups.set(name, value); ok {
 			return err
 		}
+		if ok, err := c.Limits.set(name, value); ok {
+			return err
+		}
 		return fmt.Errorf("unknown setting %q", name)
 	}
 	if err != nil {
@@ -144,6 +151,7 @@ func SettingNames() []string {
 	names := []string{"node.id", "broker.id", "cluster.id", "auto.create.topics.enable",
 		"num.partitions", "default.replication.factor", "log.retention.check.interval.ms"}
 	names = append(names, groupSettingNames...)
+	names = append(names, limitSettingNames()...)
 	for _, d := range TopicConfigDefs {
 		names = append(names, d.Name)
 		if d.BrokerName != d.Name {

@@ -18,6 +18,10 @@ package broker
 // Valid topics each get one TopicCreated record with a fresh random topic ID; the reply
 // waits until all of them committed (the Timeout field is not needed: commits are local).
 // ValidateOnly answers as if created without proposing anything (topic ID left zero).
+// With sluice.controller.mutation.rate set (Kafka's controller_mutation_rate quota,
+// KIP-599; default unlimited), a topic met while the node's partition bucket is empty
+// gets THROTTLING_QUOTA_EXCEEDED (v6+) and the response a ThrottleMillis saying when
+// the bucket admits again; v0–v5 requests are created and only throttled.
 // From v5 a successful topic reports its partition count, replication factor and every
 // topic config with its value and source; ErrorMessage is sent from v1.
 
@@ -26,6 +30,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core/meta"
 )
@@ -58,6 +63,9 @@ func (b *Broker) createTopics(r Request, m *kmsg.CreateTopicsRequest, done func(
 				replicationFactor: t.ReplicationFactor, assignment: t.ReplicaAssignment,
 				configs: t.Configs}, pending)
 		}
+		if code == 0 && !m.ValidateOnly {
+			code, msg = b.mutationQuota(m.Version, rec.Partitions)
+		}
 		if code != 0 {
 			rt.ErrorCode, rt.ErrorMessage = code, strp(msg)
 		} else {
@@ -70,6 +78,10 @@ func (b *Broker) createTopics(r Request, m *kmsg.CreateTopicsRequest, done func(
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	if rate := b.cfg.Limits.ControllerMutationRate; rate > 0 {
+		resp.ThrottleMillis = int32(min(b.creation.admin.waitMs(b.now, rate), 1<<31-1))
+		b.logThrottled(resp)
 	}
 	b.proposeAll(recs, func(errs []error) {
 		for j, err := range errs {
@@ -84,6 +96,39 @@ func (b *Broker) createTopics(r Request, m *kmsg.CreateTopicsRequest, done func(
 		b.reply(r, resp)
 		done()
 	})
+}
+
+// mutationQuota meters a creation of n partitions against
+// sluice.controller.mutation.rate (Kafka's controller_mutation_rate, KIP-599): from v6
+// a creation while the bucket is empty gets THROTTLING_QUOTA_EXCEEDED; older versions
+// do not know that error and are only told to back off through ThrottleMillis.
+func (b *Broker) mutationQuota(version int16, n int32) (int16, string) {
+	rate := b.cfg.Limits.ControllerMutationRate
+	if rate <= 0 {
+		return 0, ""
+	}
+	if !b.creation.admin.admits(b.now, rate) && version >= 6 {
+		return kerr.ThrottlingQuotaExceeded.Code, fmt.Sprintf("The throttling quota has "+
+			"been exceeded: sluice.controller.mutation.rate allows %d partitions per "+
+			"second; retry after the throttle time", rate)
+	}
+	b.creation.admin.spend(n)
+	return 0, ""
+}
+
+// logThrottled logs, once per request, the topics the mutation quota refused.
+func (b *Broker) logThrottled(resp *kmsg.CreateTopicsResponse) {
+	n := 0
+	for _, t := range resp.Topics {
+		if t.ErrorCode == kerr.ThrottlingQuotaExceeded.Code {
+			n++
+		}
+	}
+	if n > 0 || resp.ThrottleMillis > 0 {
+		b.lg.Info("topic creation throttled", zap.Int("refused_topics", n),
+			zap.Int32("throttle_ms", resp.ThrottleMillis),
+			zap.Int("partitions_per_sec", b.cfg.Limits.ControllerMutationRate))
+	}
 }
 
 // describeCreated fills the v5+ fields of a successful creation.

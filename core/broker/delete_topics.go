@@ -7,6 +7,9 @@ package broker
 // IDs UNKNOWN_TOPIC_ID. Each existing topic gets one TopicDeleted record; a topic named
 // twice is deleted once and both entries share the outcome. The reply waits for every
 // commit; the topic's partitions are closed and their logs removed as the record applies.
+// Every group's committed offsets of the deleted partitions are then removed, as Kafka
+// removes them, with tombstones in __consumer_offsets; the reply also waits for those
+// to be durable (groups_topics.go).
 // Answers are in request order; v6 answers carry the topic ID, v5+ an error message.
 
 import (
@@ -68,8 +71,16 @@ func (b *Broker) deleteTopics(r Request, m *kmsg.DeleteTopicsRequest, done func(
 				resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, strp(msg)
 			}
 		}
-		b.reply(r, resp)
-		done()
+		deleted := map[string]bool{}
+		for i, rec := range recs {
+			if errs[i] == nil {
+				deleted[rec.Topic] = true
+			}
+		}
+		b.deleteTopicOffsets(deleted, func() {
+			b.reply(r, resp)
+			done()
+		})
 	})
 }
 

@@ -9,13 +9,24 @@ package broker
 //   - Returns the whole batch containing the fetch offset; the client skips records
 //     before its offset. At most PartitionMaxBytes per partition and MaxBytes in all,
 //     except that the first non-empty partition always gets its first batch (KIP-74).
+//   - The broker caps MaxBytes (KIP-541): a consumer's response holds at most
+//     fetch.max.bytes (55 MiB) of records, a follower's (ReplicaID >= 0)
+//     replica.fetch.response.max.bytes (10 MiB); MaxBytes <= 0 means the cap. No
+//     partition reads more than what is left of that. Only the KIP-74 first batch may
+//     go past it, and that batch is no larger than max.message.bytes allowed when it
+//     was written, so one response holds at most the cap plus one batch (limits.go,
+//     docs/limits.md).
 //   - Offsets below the log start or above the log end get OFFSET_OUT_OF_RANGE; offsets
 //     in [high-water mark, log end] read as empty.
 //   - Long poll: when fewer than MinBytes are available the request waits up to
 //     MaxWaitMillis for more, and is answered as soon as enough arrives.
-//   - Fetch sessions (KIP-227) are declined: SessionID is always 0, and a request that
-//     names a session gets FETCH_SESSION_ID_NOT_FOUND so the client falls back to full
-//     fetches.
+//   - Fetch sessions (KIP-227) are not created: the response's SessionID is always 0,
+//     which tells the client to keep sending full fetches. A full fetch is served
+//     whatever SessionID it names, as Kafka serves it: SessionEpoch -1 (FINAL_EPOCH: a
+//     sessionless fetch, as kafka-go's Client.Fetch sends) and 0 (INITIAL_EPOCH: a
+//     request for a new session, which closes the named one). Any other epoch is an
+//     incremental fetch of a session this broker does not have:
+//     FETCH_SESSION_ID_NOT_FOUND, and the client falls back to full fetches.
 //   - CurrentLeaderEpoch (v9+) is checked as in OffsetForLeaderEpoch: newer than the
 //     leader's gets UNKNOWN_LEADER_EPOCH, older FENCED_LEADER_EPOCH, -1 skips the check.
 
@@ -47,7 +58,7 @@ type fetchState struct {
 }
 
 func (b *Broker) handleFetch(r Request, m *kmsg.FetchRequest) {
-	if m.SessionID != 0 || m.SessionEpoch > 0 {
+	if m.SessionEpoch != 0 && m.SessionEpoch != -1 {
 		resp := m.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		b.reply(r, resp)
@@ -66,10 +77,7 @@ func (b *Broker) handleFetch(r Request, m *kmsg.FetchRequest) {
 // number of record bytes in it and whether any partition had an error.
 func (b *Broker) readFetch(m *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool) {
 	resp := m.ResponseKind().(*kmsg.FetchResponse)
-	budget := int(m.MaxBytes)
-	if budget <= 0 {
-		budget = 50 << 20 // the Java client's default fetch.max.bytes
-	}
+	budget := b.fetchBudget(m)
 	total, anyErr := 0, false
 	for _, t := range m.Topics {
 		rt := kmsg.NewFetchResponseTopic()
@@ -83,6 +91,19 @@ func (b *Broker) readFetch(m *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, total, anyErr
+}
+
+// fetchBudget is the most record bytes the response to m may carry: the request's
+// MaxBytes capped by fetch.max.bytes, or replica.fetch.response.max.bytes for a follower.
+func (b *Broker) fetchBudget(m *kmsg.FetchRequest) int {
+	limit := b.cfg.Limits.FetchMaxBytes
+	if m.ReplicaID >= 0 {
+		limit = b.cfg.Limits.ReplicaFetchResponseMaxBytes
+	}
+	if m.MaxBytes > 0 && int(m.MaxBytes) < limit {
+		return int(m.MaxBytes)
+	}
+	return limit
 }
 
 func (b *Broker) readFetchPartition(topic string, p *kmsg.FetchRequestTopicPartition,
@@ -100,7 +121,12 @@ func (b *Broker) readFetchPartition(topic string, p *kmsg.FetchRequestTopicParti
 		rp.ErrorCode = code
 		return rp
 	}
-	limit := min(int(p.PartitionMaxBytes), budget)
+	// Never more than the response has left, however large PartitionMaxBytes is. The
+	// first non-empty partition gets its first batch even at a limit of 0 (KIP-74).
+	limit := max(min(int(p.PartitionMaxBytes), budget), 0)
+	if !strict {
+		limit = max(limit, 1)
+	}
 	res := rep.Read(p.FetchOffset, limit)
 	rp.ErrorCode = res.Err
 	rp.HighWatermark, rp.LastStableOffset = res.HighWatermark, res.HighWatermark

@@ -145,6 +145,7 @@ func (b *Broker) startGroups() {
 		running: map[core.TopicPartition]bool{}}
 	if t := b.image.Topic(group.OffsetsTopic); t != nil {
 		b.loadOffsets(t)
+		b.purgeOrphanOffsets()
 	}
 	b.armOffsetExpiry()
 }

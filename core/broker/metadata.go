@@ -12,10 +12,17 @@ package broker
 // Unknown named topics are created when auto.create.topics.enable is on and the client
 // allows it (always before v4, AllowAutoTopicCreation from v4) with num.partitions and
 // default.replication.factor. The reply waits for the creation to commit, so the new
-// topic is returned ready to use rather than with LEADER_NOT_AVAILABLE. Names that are
-// not legal topic names get INVALID_TOPIC_EXCEPTION; other unknown topics get
-// UNKNOWN_TOPIC_OR_PARTITION. Authorized-operations fields keep their "not provided"
-// default.
+// topic is returned ready to use rather than with LEADER_NOT_AVAILABLE. Auto-creation is
+// bounded (limits.go, docs/limits.md): at most
+// sluice.auto.create.topics.max.per.request topics per request, and partitions at
+// sluice.auto.create.partitions.per.sec (a token bucket on the broker's clock, burst of
+// one second). Topics past either bound are not created and answered
+// LEADER_NOT_AVAILABLE, as Kafka answers a topic whose creation it has not finished:
+// every client retries that (the Java producer until max.block.ms, franz-go and
+// librdkafka without giving up on the topic as they may on UNKNOWN_TOPIC_OR_PARTITION),
+// and the retry creates it once there is room. Names that are not legal topic names get
+// INVALID_TOPIC_EXCEPTION; other unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+// Authorized-operations fields keep their "not provided" default.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,15 +43,25 @@ func (b *Broker) handleMetadata(r Request, m *kmsg.MetadataRequest) {
 		failed := map[string]topicError{}
 		pending := map[string]string{}
 		var recs []meta.Record
+		deferred := 0
 		for _, name := range b.autoCreatable(m) {
+			if !b.autoCreateAdmits(len(recs)) {
+				failed[name] = topicError{code: kerr.LeaderNotAvailable.Code}
+				deferred++
+				continue
+			}
 			spec := topicSpec{name: name, partitions: -1, replicationFactor: -1}
 			rec, code, msg := b.planTopic(spec, pending)
 			if code != 0 {
 				failed[name] = topicError{code, msg}
 				continue
 			}
+			b.creation.auto.spend(rec.Partitions)
 			rec.TopicID = b.newTopicID()
 			recs = append(recs, rec)
+		}
+		if deferred > 0 {
+			b.autoCreateDeferred(deferred)
 		}
 		b.proposeAll(recs, func(errs []error) {
 			for i, err := range errs {
@@ -68,8 +85,10 @@ type topicError struct {
 // autoCreatable returns the distinct requested topic names that do not exist and would
 // be created by this request, in request order.
 func (b *Broker) autoCreatable(m *kmsg.MetadataRequest) []string {
-	if !b.cfg.AutoCreateTopics || (m.Version >= 4 && !m.AllowAutoTopicCreation) {
-		return nil
+	lim := b.cfg.Limits
+	if !b.cfg.AutoCreateTopics || (m.Version >= 4 && !m.AllowAutoTopicCreation) ||
+		lim.AutoCreateTopicsPerRequest == 0 || lim.AutoCreatePartitionsPerSec == 0 {
+		return nil // a bound of 0 is auto-creation off: UNKNOWN_TOPIC_OR_PARTITION
 	}
 	var names []string
 	seen := map[string]bool{}

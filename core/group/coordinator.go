@@ -168,3 +168,44 @@ func (c *Coordinator) newMemberID(prefix string) string {
 	return fmt.Sprintf("%s-%08x-%04x-%04x-%04x-%012x", prefix, a>>32, (a>>16)&0xffff,
 		a&0xffff, b>>48, b&0xffffffffffff)
 }
+
+// OffsetsWhere returns, by group id, every partition with a committed offset or an
+// offset write in flight that drop selects (sorted). It changes nothing: the broker
+// writes tombstones for them when a topic is deleted, as Kafka removes a deleted
+// topic's offsets from every group, and applies them once durable. In-flight writes are
+// included because they were appended before the tombstones and become durable first:
+// left out, such a commit would outlive its topic. A group may have a write in flight
+// before it exists (a first commit), so ids come from both tables.
+func (c *Coordinator) OffsetsWhere(drop func(tp core.TopicPartition) bool) []Expired {
+	sel := map[string]map[core.TopicPartition]bool{}
+	add := func(id string, tp core.TopicPartition) {
+		if !drop(tp) {
+			return
+		}
+		if sel[id] == nil {
+			sel[id] = map[core.TopicPartition]bool{}
+		}
+		sel[id][tp] = true
+	}
+	for id, m := range c.offsets {
+		for tp := range m {
+			add(id, tp)
+		}
+	}
+	for id, m := range c.writing {
+		for tp := range m {
+			add(id, tp)
+		}
+	}
+	out := make([]Expired, 0, len(sel))
+	for id, m := range sel {
+		e := Expired{Group: id}
+		for tp := range m {
+			e.TPs = append(e.TPs, tp)
+		}
+		sort.Slice(e.TPs, func(i, j int) bool { return e.TPs[i].Less(e.TPs[j]) })
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return out
+}

@@ -62,3 +62,23 @@ func TestPartitionIsStable(t *testing.T) {
 	}
 	require.Equal(t, int32(0), Partition("x", 0))
 }
+
+func TestOffsetsWhereSelectsCommittedAndInFlightOffsets(t *testing.T) {
+	c := NewCoordinator(DefaultConfig(), &testRand{})
+	tp := func(topic string, p int32) core.TopicPartition {
+		return core.TopicPartition{Topic: topic, Partition: p}
+	}
+	c.ApplyOffset("b", tp("t", 1), &Offset{Offset: 1})
+	c.ApplyOffset("b", tp("t", 0), &Offset{Offset: 1})
+	c.ApplyOffset("b", tp("u", 0), &Offset{Offset: 1})
+	c.WriteStarted("a", []core.TopicPartition{tp("t", 2)}) // a first commit: no group yet
+	c.WriteStarted("b", []core.TopicPartition{tp("t", 0)})
+	got := c.OffsetsWhere(func(x core.TopicPartition) bool { return x.Topic == "t" })
+	require.Equal(t, []Expired{
+		{Group: "a", TPs: []core.TopicPartition{tp("t", 2)}},
+		{Group: "b", TPs: []core.TopicPartition{tp("t", 0), tp("t", 1)}},
+	}, got)
+	require.Empty(t, c.OffsetsWhere(func(core.TopicPartition) bool { return false }))
+	_, ok := c.Offset("b", tp("t", 0))
+	require.True(t, ok, "nothing changes")
+}
