@@ -314,6 +314,9 @@ func kerrText(ke *kerr.Error, topic string) (text string, withDetail bool) {
 			topic), false
 	case kerr.NotLeaderForPartition, kerr.LeaderNotAvailable:
 		return "a partition has no leader right now; try again shortly", false
+	case kerr.KafkaStorageError:
+		return "the broker could not write to its disk (KAFKA_STORAGE_ERROR: the disk is " +
+			"full or failing; see the node's log)", false
 	case kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend:
 		return "too few in-sync replicas for acks=all (min.insync.replicas)", false
 	case kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed,
