@@ -273,6 +273,10 @@ func friendly(err error, topic, detail string) error {
 	}
 	var ke *kerr.Error
 	switch {
+	case errors.As(err, &ke) && ke == kerr.InvalidTopicException && detail != "":
+		// The broker says what is wrong with the name, e.g. that it collides with an
+		// existing topic once '.' and '_' are treated alike.
+		return fmt.Errorf("cannot use topic name %q: %s", topic, detail)
 	case errors.As(err, &ke):
 		msg, withDetail := kerrText(ke, topic)
 		if withDetail && detail != "" {
