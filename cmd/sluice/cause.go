@@ -74,7 +74,7 @@ func (c *causeRecorder) Log(_ kgo.LogLevel, msg string, keyvals ...any) {
 	for i := 0; i+1 < len(keyvals); i += 2 {
 		if k, _ := keyvals[i].(string); k == "err" {
 			if err, ok := keyvals[i+1].(error); ok && err != nil {
-				c.set(err)
+				c.set(dialErr(err))
 			}
 		}
 	}
@@ -105,6 +105,15 @@ func (c *causeRecorder) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration
 	}
 	addr := net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port)))
 	c.set(&unreachableErr{addr: addr, err: err})
+}
+
+// dialErr words a failed dial as the node being unreachable; other errors pass.
+func dialErr(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" && op.Addr != nil {
+		return &unreachableErr{addr: op.Addr.String(), err: err}
+	}
+	return err
 }
 
 // unreachableErr is a failed connection to one node.

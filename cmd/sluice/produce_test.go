@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -115,4 +116,14 @@ func TestRetriedCodeFromKgoLog(t *testing.T) {
 	require.Equal(t, kerr.KafkaStorageError, c.cause())
 	c.Log(kgo.LogLevelDebug, "produced", "broker", "1", "to", "t[0{0=>3}]")
 	require.Equal(t, kerr.KafkaStorageError, c.cause(), "a success line keeps the last cause")
+}
+
+func TestDialErrorFromKgoLogNamesTheNode(t *testing.T) {
+	var c causeRecorder
+	addr, _ := net.ResolveTCPAddr("tcp", "127.0.0.1:9092")
+	dial := fmt.Errorf("unable to dial: %w", &net.OpError{Op: "dial", Net: "tcp", Addr: addr,
+		Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)})
+	c.Log(kgo.LogLevelInfo, "produce request failed, triggering metadata update", "err", dial)
+	require.Equal(t, "node 127.0.0.1:9092 unreachable: connection refused",
+		causeText(c.cause(), "t"))
 }
