@@ -165,3 +165,41 @@ func produceClient(t *testing.T, addr, topic string) *kgo.Client {
 	t.Cleanup(cl.Close)
 	return cl
 }
+
+// SIGTERM during a start that is stuck in the state store (here its manifest is a FIFO
+// nobody writes, as a hung disk would be) ends the start at once. Before, the signal
+// was caught and ignored until the start finished, which on a full disk was never.
+func TestSignalDuringStartStopsTheNode(t *testing.T) {
+	data := t.TempDir()
+	state := filepath.Join(data, "state")
+	require.NoError(t, os.MkdirAll(state, 0o755))
+	for _, f := range []string{"marker.format-version.000001.013",
+		"marker.manifest.000001.MANIFEST-000001"} {
+		require.NoError(t, os.WriteFile(filepath.Join(state, f), nil, 0o644))
+	}
+	require.NoError(t, syscall.Mkfifo(filepath.Join(state, "MANIFEST-000001"), 0o644))
+
+	cmd := exec.Command(sluiceBinary(t), "node", "--data", data, "--listen", "127.0.0.1:0")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		t.Fatalf("the node was expected to hang in its start, it exited: %v\n%s", err, out.String())
+	case <-time.After(time.Second):
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		require.True(t, errors.As(err, &ee), "%v", err)
+		require.Equal(t, 1, ee.ExitCode())
+		require.Contains(t, out.String(), "sluice node: start interrupted by a signal")
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("SIGTERM did not stop a node stuck in its start within 5s:\n%s", out.String())
+	}
+}

@@ -114,7 +114,7 @@ func serveNode(opts runtime.Options, stderr io.Writer) int {
 	case <-ctx.Done():
 		stop()
 		lg.Info("signal received while starting, stopping (a second signal kills the node)")
-		if err = <-started; err == nil {
+		if err = <-started; err == nil || errors.Is(err, context.Canceled) {
 			err = errors.New("start interrupted by a signal")
 			_ = node.Close()
 		}
