@@ -51,7 +51,7 @@ func freeBytes(dir string) (uint64, error) {
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return 0, err
 	}
-	return st.Bavail * uint64(st.Bsize), nil //nolint:gosec // sizes are positive
+	return st.Bavail * uint64(st.Bsize), nil
 }
 
 // stateNeed is the free space opening the pebble store in dir needs: its write-ahead
