@@ -93,7 +93,8 @@ func TestFullDiskAtStartExitsWithOneMessage(t *testing.T) {
 	data := filepath.Join(disk, "data")
 	n := startNode(t, data)
 	cl := produceClient(t, n.addr, "t")
-	require.NoError(t, cl.ProduceSync(ctx(t, 10*time.Second), &kgo.Record{Value: []byte("kept")}).FirstErr())
+	rec := &kgo.Record{Value: []byte("kept")}
+	require.NoError(t, cl.ProduceSync(ctx(t, 10*time.Second), rec).FirstErr())
 	cl.Close()
 	require.NoError(t, n.stop())
 	ballast := fillDisk(t, disk)

@@ -85,7 +85,8 @@ func TestProduceSummaryAndErrors(t *testing.T) {
 	o.acks = "0"
 	require.Contains(t, o.summary(1, 1, 0), "unconfirmed")
 
-	require.EqualError(t, o.recordErr(errors.New("invalid record partitioning choice of 7 from 3 available"), nil),
+	bad := errors.New("invalid record partitioning choice of 7 from 3 available")
+	require.EqualError(t, o.recordErr(bad, nil),
 		`partition 7 does not exist in topic "t"`)
 	require.EqualError(t, o.recordErr(kerr.UnknownTopicOrPartition, nil), `topic "t" does not exist`)
 	require.ErrorContains(t, o.recordErr(kgo.ErrRecordTimeout, nil), "not acknowledged within 10s")
