@@ -27,7 +27,7 @@ func (endlessLines) Read(p []byte) (int, error) {
 // within about --timeout and say that the node is unreachable.
 func TestProduceStopsWhenTheNodeDies(t *testing.T) {
 	n := startNode(t, "")
-	_, err := kadm.NewClient(produceClient(t, n.addr, "")).CreateTopic(ctx(t, 10*time.Second),
+	_, err := kadm.NewClient(cliTestClient(t, n.addr, "")).CreateTopic(ctx(t, 10*time.Second),
 		1, 1, nil, "dies")
 	require.NoError(t, err)
 	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)

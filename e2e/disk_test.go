@@ -68,7 +68,7 @@ func runSluice(t *testing.T, bound time.Duration, stdin []byte, args ...string) 
 	out, err := cmd.CombinedOutput()
 	took := time.Since(start)
 	require.NoError(t, c.Err(), "sluice %s did not exit within %s; output:\n%s",
-		strings.Join(args, " "), bound, tail(out))
+		strings.Join(args, " "), bound, outputTail(out))
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return ee.ExitCode(), string(out), took
@@ -77,7 +77,7 @@ func runSluice(t *testing.T, bound time.Duration, stdin []byte, args ...string) 
 	return 0, string(out), took
 }
 
-func tail(b []byte) string {
+func outputTail(b []byte) string {
 	if len(b) > 4000 {
 		return "..." + string(b[len(b)-4000:])
 	}
@@ -92,7 +92,7 @@ func TestFullDiskAtStartExitsWithOneMessage(t *testing.T) {
 	disk := smallDisk(t, "4m")
 	data := filepath.Join(disk, "data")
 	n := startNode(t, data)
-	cl := produceClient(t, n.addr, "t")
+	cl := cliTestClient(t, n.addr, "t")
 	rec := &kgo.Record{Value: []byte("kept")}
 	require.NoError(t, cl.ProduceSync(ctx(t, 10*time.Second), rec).FirstErr())
 	cl.Close()
@@ -105,7 +105,8 @@ func TestFullDiskAtStartExitsWithOneMessage(t *testing.T) {
 	require.Less(t, took, 5*time.Second)
 	require.Contains(t, out, "sluice node: disk full: "+filepath.Join(data, "state")+
 		" needs at least 1.0 MiB free to start and its filesystem has ")
-	require.Less(t, strings.Count(out, "\n"), 10, "no flood of log lines:\n%s", tail([]byte(out)))
+	require.Less(t, strings.Count(out, "\n"), 10, "no flood of log lines:\n%s",
+		outputTail([]byte(out)))
 
 	require.NoError(t, os.Remove(ballast))
 	n = startNode(t, data)
@@ -117,7 +118,7 @@ func TestFullDiskAtStartExitsWithOneMessage(t *testing.T) {
 func TestFullDiskWhileRunningIsAStorageErrorAndHeals(t *testing.T) {
 	disk := smallDisk(t, "8m")
 	n := startNode(t, filepath.Join(disk, "data"))
-	adm := kadm.NewClient(produceClient(t, n.addr, ""))
+	adm := kadm.NewClient(cliTestClient(t, n.addr, ""))
 	_, err := adm.CreateTopic(ctx(t, 10*time.Second), 1, 1, nil, "full")
 	require.NoError(t, err)
 	ballast := fillDisk(t, disk)
@@ -153,9 +154,9 @@ func TestSecondNodeOnSameDataDirSaysInUse(t *testing.T) {
 		"process (it holds the lock on "+filepath.Join(n.data, "state", "LOCK")+")")
 }
 
-// produceClient is a franz-go client of addr producing to topic (none when empty),
+// cliTestClient is a franz-go client of addr producing to topic (none when empty),
 // closed at the end of the test.
-func produceClient(t *testing.T, addr, topic string) *kgo.Client {
+func cliTestClient(t *testing.T, addr, topic string) *kgo.Client {
 	t.Helper()
 	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation()}
 	if topic != "" {
