@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -15,7 +16,7 @@ func stateStores(t *testing.T) map[string]func() StateStore {
 	return map[string]func() StateStore{
 		"mem": func() StateStore { return NewMemState() },
 		"pebble": func() StateStore {
-			s, err := OpenPebbleState(t.TempDir(), zap.NewNop())
+			s, err := OpenPebbleState(context.Background(), t.TempDir(), zap.NewNop())
 			require.NoError(t, err)
 			return s
 		},
@@ -57,11 +58,11 @@ func TestStateStoreContract(t *testing.T) {
 
 func TestPebbleStateSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenPebbleState(dir, zap.NewNop())
+	s, err := OpenPebbleState(context.Background(), dir, zap.NewNop())
 	require.NoError(t, err)
 	require.NoError(t, s.Set([]byte("k"), []byte("v")))
 	require.NoError(t, s.Close())
-	s, err = OpenPebbleState(dir, zap.NewNop())
+	s, err = OpenPebbleState(context.Background(), dir, zap.NewNop())
 	require.NoError(t, err)
 	defer s.Close()
 	v, ok, err := s.Get([]byte("k"))
@@ -119,7 +120,7 @@ func TestMetaLogAppendLoadInOrder(t *testing.T) {
 // "durable on return" promise, checked on pebble's crashable in-memory filesystem.
 func TestPebbleStateSetIsDurableOnReturn(t *testing.T) {
 	mem := vfs.NewCrashableMem()
-	s, err := OpenPebbleStateFS(mem, "state", zap.NewNop())
+	s, err := OpenPebbleStateFS(context.Background(), mem, "state", zap.NewNop())
 	require.NoError(t, err)
 	for i := 0; i < 50; i++ {
 		require.NoError(t, s.Set(fmt.Appendf(nil, "k%02d", i), []byte{byte(i)}))
@@ -128,7 +129,7 @@ func TestPebbleStateSetIsDurableOnReturn(t *testing.T) {
 	crashed := mem.CrashClone(vfs.CrashCloneCfg{})
 	require.NoError(t, s.Close())
 
-	s, err = OpenPebbleStateFS(crashed, "state", zap.NewNop())
+	s, err = OpenPebbleStateFS(context.Background(), crashed, "state", zap.NewNop())
 	require.NoError(t, err)
 	defer s.Close()
 	n := 0

@@ -88,7 +88,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.started = true
 	n.clockStart = time.Now()
 	n.clockBase = n.clockStart.UnixNano()
-	if err := n.open(); err != nil {
+	if err := n.open(ctx); err != nil {
 		_ = n.release()
 		n.closeOnce.Do(func() { close(n.closed) }) // nothing left for Close to do
 		return err
@@ -108,8 +108,9 @@ func (n *Node) Start(ctx context.Context) error {
 	return nil
 }
 
-// open does everything of Start that can fail, before any goroutine runs.
-func (n *Node) open() error {
+// open does everything of Start that can fail, before any goroutine runs. ctx ends
+// the open early (a signal during start).
+func (n *Node) open(ctx context.Context) error {
 	// Listen first: a busy port is the likeliest failure and needs no cleanup of state.
 	var err error
 	if n.srv, err = kafkanet.Listen(n.opts.ListenAddr, sink{n}, kafkanet.Options{
@@ -126,8 +127,8 @@ func (n *Node) open() error {
 			return fmt.Errorf("create data directory: %w", err)
 		}
 	}
-	if n.state, err = disk.OpenPebbleState(n.stateDir(), n.lg); err != nil {
-		return fmt.Errorf("open node state in %s: %w", n.stateDir(), err)
+	if n.state, err = disk.OpenPebbleState(ctx, n.stateDir(), n.lg); err != nil {
+		return err // names the directory and the cause
 	}
 	if n.metaLog, err = disk.NewMetaLog(n.state); err != nil {
 		return fmt.Errorf("open metadata log: %w", err)
@@ -135,6 +136,9 @@ func (n *Node) open() error {
 	records, err := n.metaLog.Load()
 	if err != nil {
 		return fmt.Errorf("load metadata log: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("start interrupted: %w", err)
 	}
 	n.syncer = newSyncer(n.opts.SyncWorkers, n.deliverCompletion)
 	n.metaW = newMetaWriter(n.metaLog, n.deliverCompletion)

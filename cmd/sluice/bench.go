@@ -7,15 +7,18 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -48,8 +51,8 @@ type benchStep struct {
 const syncRecords = 20_000
 
 func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("bench", "sluice bench [--bootstrap HOST:PORT] [--records N] [--size B] "+
+		"[--steps S,...]", stderr)
 	var o benchOpts
 	fs.StringVar(&o.bootstrap, "bootstrap", "127.0.0.1:9092", "broker address")
 	fs.IntVar(&o.records, "records", 200_000, "records per produce step")
@@ -63,20 +66,36 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		"comma-separated steps: acks1_pN, acksall_pN, acksall_idem_pN, consume, "+
 			"sync_acks1, sync_acksall")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // -h: the usage is printed
+		}
 		return 2
 	}
 	if o.records <= 0 || o.size <= 0 || o.partitions <= 0 {
 		fmt.Fprintln(stderr, "bench: --records, --size and --partitions must be positive")
 		return 2
 	}
-	if err := benchRun(o, stdout); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := benchRun(ctx, o, stdout); err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
 	return 0
 }
 
-func benchRun(o benchOpts, out io.Writer) error {
+// benchRun runs the steps until ctx ends (Ctrl-C), and deletes the topics it created
+// in any case.
+func benchRun(ctx context.Context, o benchOpts, out io.Writer) (err error) {
+	var created []string
+	defer func() {
+		if derr := benchDeleteTopics(o, created); derr != nil && err == nil {
+			err = derr
+		}
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("interrupted (bench topics deleted): %w", err)
+		}
+	}()
 	lastTopic, lastAcked := "", 0
 	for _, s := range strings.Split(o.steps, ",") {
 		s = strings.TrimSpace(s)
@@ -87,7 +106,7 @@ func benchRun(o benchOpts, out io.Writer) error {
 			if lastTopic == "" {
 				return fmt.Errorf("consume needs a produce step before it")
 			}
-			if err := benchConsume(o, lastTopic, lastAcked, out); err != nil {
+			if err := benchConsume(ctx, o, lastTopic, lastAcked, out); err != nil {
 				return err
 			}
 			continue
@@ -97,16 +116,17 @@ func benchRun(o benchOpts, out io.Writer) error {
 			return err
 		}
 		topic := fmt.Sprintf("bench-%s-%d", st.name, time.Now().UnixNano())
-		if err := benchCreateTopic(o, topic); err != nil {
+		if err := benchCreateTopic(ctx, o, topic); err != nil {
 			return err
 		}
-		acked, err := benchProduce(o, st, topic, out)
+		created = append(created, topic)
+		acked, err := benchProduce(ctx, o, st, topic, out)
 		if err != nil {
 			return err
 		}
 		lastTopic, lastAcked = topic, acked
 	}
-	return nil
+	return ctx.Err() // a step cut short by Ctrl-C still prints its figures
 }
 
 func parseStep(s string) (benchStep, error) {
@@ -142,13 +162,13 @@ func stepErr(s string, err error, n int) error {
 	return nil
 }
 
-func benchCreateTopic(o benchOpts, topic string) error {
+func benchCreateTopic(ctx context.Context, o benchOpts, topic string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(o.partitions), 1, nil, topic)
 	if err != nil {
@@ -157,19 +177,43 @@ func benchCreateTopic(o benchOpts, topic string) error {
 	return resp.Err
 }
 
+// benchDeleteTopics deletes the bench's topics, with a bound of its own so that it
+// runs after an interrupt too.
+func benchDeleteTopics(o benchOpts, topics []string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resps, err := kadm.NewClient(cl).DeleteTopics(ctx, topics...)
+	if err == nil {
+		err = resps.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("delete bench topics %s: %w", strings.Join(topics, ", "), err)
+	}
+	return nil
+}
+
 // benchProduce runs st.producers clients in parallel, each producing its share of the
 // records asynchronously, and reports throughput and per-record ack latency.
-func benchProduce(o benchOpts, st benchStep, topic string, out io.Writer) (int, error) {
+func benchProduce(ctx context.Context, o benchOpts, st benchStep, topic string,
+	out io.Writer) (int, error) {
 	value := make([]byte, o.size)
 	_, _ = rand.Read(value) // incompressible, like the peers' payloads
 	if st.sync {
-		return benchProduceSync(o, st, topic, value, out)
+		return benchProduceSync(ctx, o, st, topic, value, out)
 	}
 	per := o.records / st.producers
 	lat := make([][]time.Duration, st.producers)
 	var failed atomic.Int64
 	var wg sync.WaitGroup
-	ctx, cancel := context.WithTimeout(context.Background(), o.maxTime)
+	ctx, cancel := context.WithTimeout(ctx, o.maxTime)
 	defer cancel()
 	start := time.Now()
 	for p := 0; p < st.producers; p++ {
@@ -184,7 +228,7 @@ func benchProduce(o benchOpts, st benchStep, topic string, out io.Writer) (int, 
 			return 0, err
 		}
 		defer cl.Close()
-		lat[p] = make([]time.Duration, 0, per)
+		lat[p] = make([]time.Duration, 0, min(per, 1<<20))
 		wg.Add(1)
 		go func(p int, cl *kgo.Client) {
 			defer wg.Done()
@@ -228,8 +272,8 @@ func printProduce(out io.Writer, name string, size int, lat []time.Duration,
 
 // benchProduceSync produces one record at a time, each waiting for its ack: the
 // latency of a single round trip including, for acks=all, the fsync.
-func benchProduceSync(o benchOpts, st benchStep, topic string, value []byte,
-	out io.Writer) (int, error) {
+func benchProduceSync(ctx context.Context, o benchOpts, st benchStep, topic string,
+	value []byte, out io.Writer) (int, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(o.bootstrap), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(st.acks), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerLinger(0)}
@@ -241,7 +285,7 @@ func benchProduceSync(o benchOpts, st benchStep, topic string, value []byte,
 		return 0, err
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), o.maxTime)
+	ctx, cancel := context.WithTimeout(ctx, o.maxTime)
 	defer cancel()
 	n := min(o.records, syncRecords)
 	lat := make([]time.Duration, 0, n)
@@ -258,14 +302,15 @@ func benchProduceSync(o benchOpts, st benchStep, topic string, value []byte,
 }
 
 // benchConsume reads the given topic from the beginning to its end.
-func benchConsume(o benchOpts, topic string, want int, out io.Writer) error {
+func benchConsume(ctx context.Context, o benchOpts, topic string, want int,
+	out io.Writer) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(32<<20))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), o.maxTime)
+	ctx, cancel := context.WithTimeout(ctx, o.maxTime)
 	defer cancel()
 	got, bytes := 0, 0
 	start := time.Now()

@@ -273,6 +273,10 @@ func friendly(err error, topic, detail string) error {
 	}
 	var ke *kerr.Error
 	switch {
+	case errors.As(err, &ke) && ke == kerr.InvalidTopicException && detail != "":
+		// The broker says what is wrong with the name, e.g. that it collides with an
+		// existing topic once '.' and '_' are treated alike.
+		return fmt.Errorf("cannot use topic name %q: %s", topic, detail)
 	case errors.As(err, &ke):
 		msg, withDetail := kerrText(ke, topic)
 		if withDetail && detail != "" {
@@ -314,6 +318,9 @@ func kerrText(ke *kerr.Error, topic string) (text string, withDetail bool) {
 			topic), false
 	case kerr.NotLeaderForPartition, kerr.LeaderNotAvailable:
 		return "a partition has no leader right now; try again shortly", false
+	case kerr.KafkaStorageError:
+		return "the broker could not write to its disk (KAFKA_STORAGE_ERROR: the disk is " +
+			"full or failing; see the node's log)", false
 	case kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend:
 		return "too few in-sync replicas for acks=all (min.insync.replicas)", false
 	case kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed,

@@ -153,3 +153,15 @@ func TestCLIGroupResumesFromWhatItPrinted(t *testing.T) {
 	out, _ = cli(t, addr, 0, "", "consume", "g", "--group", "grp", "--exit-at-end")
 	require.Empty(t, out, "everything was committed")
 }
+
+// Issue 6 item 7: the broker's collision message was hidden behind a generic "not a
+// valid topic name".
+func TestCLITopicCreateShowsCollision(t *testing.T) {
+	addr := startTestNode(t)
+	cli(t, addr, 0, "", "topic", "create", "c_d", "--partitions", "1")
+	_, errOut := cli(t, addr, 1, "", "topic", "create", "c.d", "--partitions", "1")
+	require.Equal(t, "sluice topic create: cannot use topic name \"c.d\": Topic 'c.d' "+
+		"collides with existing topic: c_d\n", errOut)
+	_, errOut = cli(t, addr, 1, "", "topic", "create", "bad/name")
+	require.Contains(t, errOut, "bad/name")
+}

@@ -41,7 +41,7 @@ var groupActions = map[string]topicAction{
 }
 
 func runGroup(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || isHelp(args[0]) {
 		groupUsage(stderr)
 		if len(args) == 0 {
 			return 2

@@ -97,7 +97,8 @@ func usageNode(fs *flag.FlagSet, format string, args ...any) int {
 	return 2
 }
 
-// serveNode runs the node until a signal, then shuts it down gracefully. A second
+// serveNode runs the node until a signal, then shuts it down gracefully. A signal
+// during start ends the start (opening the node state gives up at once). A second
 // signal during shutdown kills the process (the default handling is restored).
 func serveNode(opts runtime.Options, stderr io.Writer) int {
 	lg := opts.Logger
@@ -105,7 +106,20 @@ func serveNode(opts runtime.Options, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	node := runtime.NewNode(opts)
-	if err := node.Start(context.Background()); err != nil {
+	started := make(chan error, 1)
+	go func() { started <- node.Start(ctx) }()
+	var err error
+	select {
+	case err = <-started:
+	case <-ctx.Done():
+		stop()
+		lg.Info("signal received while starting, stopping (a second signal kills the node)")
+		if err = <-started; err == nil || errors.Is(err, context.Canceled) {
+			err = errors.New("start interrupted by a signal")
+			_ = node.Close()
+		}
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "sluice node: %v\n", err)
 		return 1
 	}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -110,16 +111,53 @@ func (o *produceOptions) record(line string) *kgo.Record {
 	return r
 }
 
-// tally counts outcomes reported by kgo's delivery goroutines.
+// tally counts outcomes reported by kgo's delivery goroutines. The first failure
+// cancels the run: producing more of stdin could only fail the same way, one delivery
+// timeout after another. So does a stall (see watch).
 type tally struct {
-	mu       sync.Mutex
-	ok, fail int
-	first    error
+	mu             sync.Mutex
+	sent, ok, fail int
+	first          error
+	last           time.Time // of the last outcome, or of a send when none was pending
+	stalled        bool
+	cancel         context.CancelFunc
+}
+
+// sending counts a record handed to kgo.
+func (t *tally) sending() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sent == t.ok+t.fail {
+		t.last = time.Now()
+	}
+	t.sent++
+}
+
+// watch cancels the run when records are pending and none has had an outcome for
+// bound. kgo's delivery timeout does not fire while it cannot reach the partition's
+// leader at all (a dead node), and Produce then blocks on a full buffer forever.
+func (t *tally) watch(ctx context.Context, bound time.Duration) {
+	tick := time.NewTicker(max(bound/20, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t.mu.Lock()
+		if t.sent > t.ok+t.fail && time.Since(t.last) > bound {
+			t.stalled = true
+			t.cancel()
+		}
+		t.mu.Unlock()
+	}
 }
 
 func (t *tally) done(_ *kgo.Record, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.last = time.Now()
 	if err == nil {
 		t.ok++
 		return
@@ -127,6 +165,7 @@ func (t *tally) done(_ *kgo.Record, err error) {
 	t.fail++
 	if t.first == nil {
 		t.first = err
+		t.cancel()
 	}
 }
 
@@ -135,50 +174,67 @@ func runProduce(args []string, stdin io.Reader, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cl, err := connect(context.Background(), o.client, o.clientOpts()...)
+	var why causeRecorder
+	cl, err := connect(context.Background(), o.client, append(o.clientOpts(), why.opts()...)...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 
-	var t tally
-	sent, readErr := o.send(cl, stdin, &t)
-	// Every record carries its own delivery timeout, so Flush ends; the outer bound
-	// is only a guard against a stuck client.
-	fctx, cancel := context.WithTimeout(context.Background(), 2*o.client.timeout)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	flushErr := cl.Flush(fctx)
+	t := tally{cancel: cancel}
+	go t.watch(ctx, o.client.timeout)
+	readErr := o.send(ctx, cl, stdin, &t)
+	// Every record carries its own delivery timeout, so Flush ends; the outer bound
+	// is only a guard against a stuck client. After a failure the records still
+	// buffered are failed at once instead.
+	var flushErr error
+	if ctx.Err() != nil {
+		// A request in flight to a dead node can keep kgo waiting on it; do not.
+		actx, acancel := context.WithTimeout(context.Background(), time.Second)
+		defer acancel()
+		flushErr = cl.AbortBufferedRecords(actx)
+	} else {
+		fctx, fcancel := context.WithTimeout(context.Background(), 2*o.client.timeout)
+		defer fcancel()
+		flushErr = cl.Flush(fctx)
+	}
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	pending := sent - t.ok - t.fail
-	fmt.Fprintln(stderr, o.summary(sent, t.ok, t.fail+pending))
+	pending := t.sent - t.ok - t.fail
+	fmt.Fprintln(stderr, o.summary(t.sent, t.ok, t.fail+pending))
 	switch {
+	case t.stalled:
+		return o.recordErr(kgo.ErrRecordTimeout, why.cause())
 	case t.first != nil:
-		return o.recordErr(t.first)
+		return o.recordErr(t.first, why.cause())
 	case flushErr != nil || pending > 0:
 		return fmt.Errorf("%d record(s) were still unconfirmed after %s", pending, 2*o.client.timeout)
 	}
 	return readErr
 }
 
-// send produces every line of in and returns how many records it handed to kgo.
-func (o *produceOptions) send(cl *kgo.Client, in io.Reader, t *tally) (int, error) {
+// send produces every line of in, until ctx ends, counting each record in t.
+func (o *produceOptions) send(ctx context.Context, cl *kgo.Client, in io.Reader,
+	t *tally) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLineBytes)
-	sent := 0
-	for sc.Scan() {
+	lines := 0
+	for ctx.Err() == nil && sc.Scan() {
+		t.sending()
+		lines++
 		// Produce blocks once kgo's bounded buffer is full, which paces the reading.
-		cl.Produce(context.Background(), o.record(sc.Text()), t.done)
-		sent++
+		cl.Produce(ctx, o.record(sc.Text()), t.done)
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return sent, fmt.Errorf("line %d is longer than %d bytes", sent+1, maxLineBytes)
+			return fmt.Errorf("line %d is longer than %d bytes", lines+1, maxLineBytes)
 		}
-		return sent, fmt.Errorf("reading stdin: %w", err)
+		return fmt.Errorf("reading stdin: %w", err)
 	}
-	return sent, nil
+	return nil
 }
 
 func (o *produceOptions) summary(sent, ok, failed int) string {
@@ -193,11 +249,16 @@ func (o *produceOptions) summary(sent, ok, failed int) string {
 		failed)
 }
 
-// recordErr words a failed record's error.
-func (o *produceOptions) recordErr(err error) error {
+// recordErr words a failed record's error. cause is the last reason kgo met for not
+// delivering (a broker error code or a failed connection), which a delivery timeout
+// does not carry.
+func (o *produceOptions) recordErr(err, cause error) error {
 	switch {
 	case strings.Contains(err.Error(), "invalid record partitioning choice"):
 		return fmt.Errorf("partition %d does not exist in topic %q", o.partition, o.topic)
+	case errors.Is(err, kgo.ErrRecordTimeout) && cause != nil:
+		return fmt.Errorf("records were not acknowledged within %s: %s", o.client.timeout,
+			causeText(cause, o.topic))
 	case errors.Is(err, kgo.ErrRecordTimeout):
 		return fmt.Errorf("records were not acknowledged within %s (raise --timeout?)",
 			o.client.timeout)

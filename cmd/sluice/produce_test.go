@@ -2,8 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -80,17 +85,46 @@ func TestProduceSummaryAndErrors(t *testing.T) {
 	o.acks = "0"
 	require.Contains(t, o.summary(1, 1, 0), "unconfirmed")
 
-	require.EqualError(t, o.recordErr(errors.New("invalid record partitioning choice of 7 from 3 available")),
+	bad := errors.New("invalid record partitioning choice of 7 from 3 available")
+	require.EqualError(t, o.recordErr(bad, nil),
 		`partition 7 does not exist in topic "t"`)
-	require.EqualError(t, o.recordErr(kerr.UnknownTopicOrPartition), `topic "t" does not exist`)
-	require.ErrorContains(t, o.recordErr(kgo.ErrRecordTimeout), "not acknowledged within 10s")
+	require.EqualError(t, o.recordErr(kerr.UnknownTopicOrPartition, nil), `topic "t" does not exist`)
+	require.ErrorContains(t, o.recordErr(kgo.ErrRecordTimeout, nil), "not acknowledged within 10s")
+	// A delivery timeout says why, from what kgo met meanwhile.
+	require.EqualError(t, o.recordErr(kgo.ErrRecordTimeout, kerr.KafkaStorageError),
+		"records were not acknowledged within 10s: the broker could not write to its disk "+
+			"(KAFKA_STORAGE_ERROR: the disk is full or failing; see the node's log)")
+	refused := &unreachableErr{addr: "127.0.0.1:9092", err: &net.OpError{Op: "dial", Net: "tcp",
+		Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	require.EqualError(t, o.recordErr(kgo.ErrRecordTimeout, refused),
+		"records were not acknowledged within 10s: node 127.0.0.1:9092 unreachable: "+
+			"connection refused")
 }
 
 func TestSendRejectsOverlongLine(t *testing.T) {
 	o := produceOptions{topic: "t", partition: -1}
 	long := bytes.Repeat([]byte("x"), maxLineBytes+1)
 	var tl tally
-	sent, err := o.send(nil, bytes.NewReader(long), &tl)
-	require.Equal(t, 0, sent)
+	err := o.send(context.Background(), nil, bytes.NewReader(long), &tl)
+	require.Equal(t, 0, tl.sent)
 	require.ErrorContains(t, err, "line 1 is longer than")
+}
+
+func TestRetriedCodeFromKgoLog(t *testing.T) {
+	var c causeRecorder
+	c.Log(kgo.LogLevelDebug, "produced", "broker", "1",
+		"to", "t[0{retrying@-1,1(KAFKA_STORAGE_ERROR: Disk error when trying to access log file.)}]")
+	require.Equal(t, kerr.KafkaStorageError, c.cause())
+	c.Log(kgo.LogLevelDebug, "produced", "broker", "1", "to", "t[0{0=>3}]")
+	require.Equal(t, kerr.KafkaStorageError, c.cause(), "a success line keeps the last cause")
+}
+
+func TestDialErrorFromKgoLogNamesTheNode(t *testing.T) {
+	var c causeRecorder
+	addr, _ := net.ResolveTCPAddr("tcp", "127.0.0.1:9092")
+	dial := fmt.Errorf("unable to dial: %w", &net.OpError{Op: "dial", Net: "tcp", Addr: addr,
+		Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)})
+	c.Log(kgo.LogLevelInfo, "produce request failed, triggering metadata update", "err", dial)
+	require.Equal(t, "node 127.0.0.1:9092 unreachable: connection refused",
+		causeText(c.cause(), "t"))
 }

@@ -13,6 +13,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,8 +60,8 @@ type simOpts struct {
 }
 
 func runSim(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sim", "sluice sim (--seed N | --seeds A..B) [--set NAME=VALUE]... "+
+		"[--duration D]", stderr)
 	var o simOpts
 	fs.Uint64Var(&o.seed, "seed", 0, "run this one seed")
 	fs.StringVar(&o.seeds, "seeds", "", "run a range of seeds, A..B")
@@ -75,6 +76,9 @@ func runSim(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		"run to this file (--seed)")
 	help := fs.Bool("help-settings", false, "list the names --set accepts")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // -h: the usage is printed
+		}
 		return 2
 	}
 	if *help {

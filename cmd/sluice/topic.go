@@ -37,7 +37,7 @@ var topicActions = map[string]topicAction{
 }
 
 func runTopic(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || isHelp(args[0]) {
 		topicUsage(stderr)
 		if len(args) == 0 {
 			return 2
