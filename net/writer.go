@@ -2,7 +2,10 @@ package net
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -39,7 +42,7 @@ func (c *conn) writeLoop() {
 			}
 			var freed int
 			batch, freed = c.q.popDone(batch[:0])
-			c.inBytes -= freed
+			c.freeLocked(freed, 0)
 			pending, pendingClose := c.pending, c.pendingClose
 			c.pending, c.pendingClose = nil, false
 			idle := c.readerDone && c.q.len() == 0
@@ -65,8 +68,10 @@ func (c *conn) writeLoop() {
 			signal(c.room)
 			var closeAfter bool
 			var err error
+			out := outBytes(batch)
 			buf, closeAfter, err = c.writeBatch(buf[:0], batch)
 			clear(batch) // drop the responses
+			c.freeWritten(out)
 			if err != nil || closeAfter {
 				c.close()
 				return
@@ -107,6 +112,7 @@ func (c *conn) writeBatch(buf []byte, batch []slot) (_ []byte, closeAfter bool, 
 					zap.Int16("version", s.version), zap.Error(err))
 				return buf, true, err
 			}
+			s.resp = nil // encoded: a large Fetch's records can go while the bytes are sent
 		}
 		if len(buf) >= flushBytes {
 			if err = c.write(buf); err != nil {
@@ -122,12 +128,60 @@ func (c *conn) writeBatch(buf []byte, batch []slot) (_ []byte, closeAfter bool, 
 	return buf, closeAfter, err
 }
 
+// write writes buf with a blocking write, closing the connection (the caller does) when
+// the client takes none of it for sluice.connection.write.timeout.ms: each deadline is
+// renewed as long as the client makes progress, so a slow reader is not cut off.
 func (c *conn) write(buf []byte) error {
-	if _, err := c.nc.Write(buf); err != nil {
+	for {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.opts.WriteTimeout))
+		n, err := c.nc.Write(buf)
+		buf = buf[n:]
+		if err == nil {
+			break
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			if n > 0 {
+				continue
+			}
+			c.srv.counters.writeTimeouts.Add(1)
+			c.lg.Warn("closing connection: the client read none of its responses within "+
+				"the write timeout (sluice.connection.write.timeout.ms)",
+				zap.Duration("timeout", c.srv.opts.WriteTimeout), zap.Int("unwritten", len(buf)))
+			return err
+		}
 		c.lg.Debug("closing connection: write failed", zap.Error(err))
 		return err
 	}
+	// A direct write (non-blocking, with no deadline of its own) must not see this one.
+	_ = c.nc.SetWriteDeadline(time.Time{})
 	return nil
+}
+
+// outBytes sums the response bytes counted for the slots of batch.
+func outBytes(batch []slot) int {
+	n := 0
+	for i := range batch {
+		n += batch[i].out
+	}
+	return n
+}
+
+// fetchResponseBytes estimates the bytes a Fetch response holds: its record batches
+// and a little per partition.
+func fetchResponseBytes(resp kmsg.Response) int {
+	f, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return 1 << 10
+	}
+	n := 64
+	for i := range f.Topics {
+		t := &f.Topics[i]
+		n += len(t.Topic) + 16
+		for j := range t.Partitions {
+			n += len(t.Partitions[j].RecordBatches) + 64
+		}
+	}
+	return n
 }
 
 // appendResponse appends one response frame: size, correlation id, the header's empty
