@@ -219,13 +219,13 @@ func TestServerStopsReadingWhileResponsesAreUnread(t *testing.T) {
 
 func TestServerClosesConnectionThatNeverReads(t *testing.T) {
 	sink := newFakeSink(false)
-	srv := startServer(t, sink, Options{WriteTimeout: 100 * time.Millisecond})
+	srv := startServer(t, sink, Options{WriteTimeout: 50 * time.Millisecond})
 	nc := dial(t, srv)
 	send(t, nc, 1, fetchReq(64<<20))
 	r := sink.next(t)
-	srv.Reply(bigFetchReply(r, 32<<20))
+	srv.Reply(bigFetchReply(r, 16<<20))
 	require.Eventually(t, func() bool { return len(sink.closedConns()) == 1 },
-		3*time.Second, time.Millisecond, "a client that reads nothing is closed")
+		10*time.Second, time.Millisecond, "a client that reads nothing is closed")
 	require.EqualValues(t, 1, srv.Stats().WriteTimeouts)
 	require.Eventually(t, func() bool { return srv.respBudget.inUse() == 0 },
 		time.Second, time.Millisecond)

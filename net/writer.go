@@ -128,9 +128,14 @@ func (c *conn) writeBatch(buf []byte, batch []slot) (_ []byte, closeAfter bool, 
 	return buf, closeAfter, err
 }
 
+// minWriteProgress is how much of its responses a client must take per write timeout
+// (or all that is left) for the connection to stay open while a response is written.
+const minWriteProgress = 64 << 10
+
 // write writes buf with a blocking write, closing the connection (the caller does) when
-// the client takes none of it for sluice.connection.write.timeout.ms: each deadline is
-// renewed as long as the client makes progress, so a slow reader is not cut off.
+// the client takes less than minWriteProgress of it in sluice.connection.write.timeout.ms:
+// the deadline is renewed while the client makes progress, so a slow reader is not cut
+// off, but one that reads a trickle is.
 func (c *conn) write(buf []byte) error {
 	for {
 		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.opts.WriteTimeout))
@@ -140,12 +145,12 @@ func (c *conn) write(buf []byte) error {
 			break
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			if n > 0 {
+			if n >= minWriteProgress {
 				continue
 			}
 			c.srv.counters.writeTimeouts.Add(1)
-			c.lg.Warn("closing connection: the client read none of its responses within "+
-				"the write timeout (sluice.connection.write.timeout.ms)",
+			c.lg.Warn("closing connection: the client did not read its responses "+
+				"(sluice.connection.write.timeout.ms)", zap.Int("read_in_timeout", n),
 				zap.Duration("timeout", c.srv.opts.WriteTimeout), zap.Int("unwritten", len(buf)))
 			return err
 		}
