@@ -57,7 +57,8 @@ func Listen(addr string, sink Sink, opts Options) (*Server, error) {
 	}
 	return &Server{ln: ln, sink: sink, opts: opts, lg: opts.Logger,
 		conns: map[uint64]*conn{}, perIP: map[string]int{},
-		reqBudget: newBudget(opts.QueuedMaxRequestBytes), respBudget: newBudget(opts.QueuedMaxResponseBytes),
+		reqBudget:  newBudget(opts.QueuedMaxRequestBytes),
+		respBudget: newBudget(opts.QueuedMaxResponseBytes),
 	}, nil
 }
 
