@@ -42,44 +42,57 @@ func (s *Server) Stats() Stats {
 
 // budget is a node-wide byte budget that readers reserve from and wait on. A
 // reservation is always granted when nothing is reserved, so one request larger than
-// the whole budget still goes through (alone). A negative limit never waits.
+// the whole budget still goes through (alone). A negative limit never waits. Taking and
+// releasing are atomic adds on the fast path: every request of every connection passes
+// here, and only a waiting reader takes the mutex.
 type budget struct {
-	limit int64
+	limit   int64
+	used    atomic.Int64
+	waiters atomic.Int32 // readers between registering and leaving take's slow path
 
 	mu    sync.Mutex
-	used  int64
-	freed chan struct{} // closed, and replaced, whenever bytes are released
+	freed chan struct{} // closed, and replaced, at a release while readers wait
 }
 
 func newBudget(limit int64) *budget {
 	return &budget{limit: limit, freed: make(chan struct{})}
 }
 
-// tryTake reserves n bytes when they fit; otherwise it returns a channel closed at the
-// next release.
-func (b *budget) tryTake(n int64) (bool, <-chan struct{}) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.limit < 0 || b.used == 0 || b.used+n <= b.limit {
-		b.used += n
-		return true, nil
+// tryTake reserves n bytes when they fit.
+func (b *budget) tryTake(n int64) bool {
+	for {
+		u := b.used.Load()
+		if b.limit >= 0 && u != 0 && u+n > b.limit {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+n) {
+			return true
+		}
 	}
-	return false, b.freed
 }
 
 // take reserves n bytes, waiting until they fit, until deadline (zero: no deadline) or
 // until stop or stop2 is closed. False when it gave up.
 func (b *budget) take(n int64, deadline time.Time, stop, stop2 <-chan struct{}) bool {
+	if b.tryTake(n) {
+		return true
+	}
+	b.waiters.Add(1)
+	defer b.waiters.Add(-1)
 	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timeout = t.C
+	}
 	for {
-		ok, freed := b.tryTake(n)
-		if ok {
+		// Registered as a waiter before this check: a release that the check misses
+		// sees the waiter and closes the channel taken here.
+		b.mu.Lock()
+		freed := b.freed
+		b.mu.Unlock()
+		if b.tryTake(n) {
 			return true
-		}
-		if timeout == nil && !deadline.IsZero() {
-			t := time.NewTimer(time.Until(deadline))
-			defer t.Stop()
-			timeout = t.C
 		}
 		select {
 		case <-freed:
@@ -93,23 +106,22 @@ func (b *budget) take(n int64, deadline time.Time, stop, stop2 <-chan struct{}) 
 	}
 }
 
+// release gives back n bytes (a negative n takes more: a count corrected upwards).
 func (b *budget) release(n int64) {
 	if n == 0 {
 		return
 	}
-	b.mu.Lock()
-	b.used -= n
-	close(b.freed)
-	b.freed = make(chan struct{})
-	b.mu.Unlock()
+	b.used.Add(-n)
+	if b.waiters.Load() > 0 {
+		b.mu.Lock()
+		close(b.freed)
+		b.freed = make(chan struct{})
+		b.mu.Unlock()
+	}
 }
 
 // inUse is the reserved byte count, for tests.
-func (b *budget) inUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
+func (b *budget) inUse() int64 { return b.used.Load() }
 
 // sampler lets one log line through per interval for a limit hit over and over (a
 // connection flood), and counts the lines it held back.

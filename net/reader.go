@@ -90,7 +90,8 @@ func (c *conn) setReadDeadline(t time.Time) bool {
 func (c *conn) readFrame(br *bufio.Reader) ([]byte, bool) {
 	start := time.Now()
 	deadline := start.Add(c.srv.opts.RequestReadTimeout)
-	if !c.setReadDeadline(deadline) {
+	// A frame already in the read buffer (the usual small request) needs no deadline.
+	if !frameBuffered(br) && !c.setReadDeadline(deadline) {
 		return nil, false
 	}
 	var sizeBuf [4]byte
@@ -116,11 +117,22 @@ func (c *conn) readFrame(br *bufio.Reader) ([]byte, bool) {
 	return body, true
 }
 
+// frameBuffered says whether a whole frame is in br's buffer, so that reading it
+// cannot block.
+func frameBuffered(br *bufio.Reader) bool {
+	if br.Buffered() < 4 {
+		return false
+	}
+	b, _ := br.Peek(4)
+	size := int64(int32(binary.BigEndian.Uint32(b)))
+	return size >= 0 && int64(br.Buffered()) >= 4+size
+}
+
 // reserveRequest reserves a frame's bytes from the node-wide budget before its body is
 // read, waiting (the socket unread: backpressure) at most until the frame's deadline.
 func (c *conn) reserveRequest(n int64, deadline, start time.Time) bool {
 	b := c.srv.reqBudget
-	if ok, _ := b.tryTake(n); ok {
+	if b.tryTake(n) {
 		return true
 	}
 	c.srv.counters.requestBudgetWaits.Add(1)
@@ -269,7 +281,7 @@ func (c *conn) reserveResponse(out int) bool {
 			return false
 		}
 	}
-	if ok, _ := c.srv.respBudget.tryTake(int64(out)); ok {
+	if c.srv.respBudget.tryTake(int64(out)) {
 		return true
 	}
 	if !counted {
