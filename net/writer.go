@@ -18,6 +18,9 @@ const (
 	// keepBufferBytes is the largest write buffer a connection keeps between batches; a
 	// bigger one (a large fetch) is dropped so idle connections stay small.
 	keepBufferBytes = 2 << 20
+	// keepIdleBufferBytes is the largest it keeps once nothing is left to write: ten
+	// thousand quiet connections must not hold a batch buffer of megabytes each.
+	keepIdleBufferBytes = 64 << 10
 )
 
 // writeLoop writes the responses at the head of the FIFO whenever they are ready. While
@@ -53,6 +56,9 @@ func (c *conn) writeLoop() {
 				if idle {
 					c.close() // drained: every request read was answered
 					return
+				}
+				if cap(buf) > keepIdleBufferBytes {
+					buf = nil
 				}
 				break
 			}
