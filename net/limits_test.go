@@ -255,3 +255,39 @@ func TestOptionsSet(t *testing.T) {
 	known, _ = o.Set("num.partitions", "3")
 	require.False(t, known)
 }
+
+func TestServerNodeWideResponseBudgetHoldsBackOtherConnections(t *testing.T) {
+	sink := newFakeSink(false)
+	srv := startServer(t, sink, Options{QueuedMaxResponseBytes: 2 << 20})
+	a, b := dial(t, srv), dial(t, srv)
+	send(t, a, 1, fetchReq(3<<19))
+	first := sink.next(t)
+	send(t, b, 2, fetchReq(3<<19)) // 1.5 MiB more would pass the node's 2 MiB
+	select {
+	case r := <-sink.got:
+		t.Fatalf("fetch %d read while the node's response budget was spent", r.ID)
+	case <-time.After(50 * time.Millisecond):
+	}
+	require.Positive(t, srv.Stats().ResponseBudgetWaits)
+	srv.Reply(bigFetchReply(first, 100)) // far smaller than asked: the count shrinks
+	second := sink.next(t)
+	srv.Reply(bigFetchReply(second, 100))
+	corr, _ := readFrame(t, a)
+	require.Equal(t, int32(1), corr)
+	corr, _ = readFrame(t, b)
+	require.Equal(t, int32(2), corr)
+	require.Eventually(t, func() bool { return srv.respBudget.inUse() == 0 },
+		time.Second, time.Millisecond)
+}
+
+func TestServerCapsConnections(t *testing.T) {
+	sink := newFakeSink(true)
+	srv := startServer(t, sink, Options{MaxConns: 3})
+	for range 3 {
+		dialFrom(t, srv, "127.0.0.1")
+	}
+	require.Eventually(t, func() bool { return srv.Conns() == 3 }, 5*time.Second,
+		time.Millisecond)
+	requireClosed(t, dialFrom(t, srv, "127.0.0.2"))
+	require.EqualValues(t, 1, srv.Stats().ConnsRejected)
+}
