@@ -28,7 +28,9 @@ type conn struct {
 	lg  *zap.Logger
 	ip  string // the client address, for max.connections.per.ip
 
-	clientID string // the last request's client id; only the reader uses it
+	clientID  string // the last request's client id; only the reader uses it
+	idleArmed bool   // the socket's read deadline is the idle one; only the reader uses it
+	idleSeen  uint64 // activity when the idle deadline was armed; only the reader uses it
 
 	mu         sync.Mutex
 	q          fifo
@@ -45,7 +47,7 @@ type conn struct {
 	rc        syscall.RawConn // the socket, for direct non-blocking writes; nil if none
 	flushMark bool            // in a Replier's touched list; only that Replier uses it
 
-	lastActive atomic.Int64 // unix nanos of the last frame read or response written
+	activity atomic.Uint64 // frames read and responses written, for the idle timeout
 
 	draining  atomic.Bool
 	drained   chan struct{} // closed by drain
@@ -70,7 +72,6 @@ func newConn(s *Server, id uint64, nc net.Conn) *conn {
 		done:    make(chan struct{}),
 		drained: make(chan struct{}),
 	}
-	c.lastActive.Store(time.Now().UnixNano())
 	return c
 }
 

@@ -28,7 +28,7 @@ func (c *conn) readLoop() {
 		if !ok {
 			return
 		}
-		c.lastActive.Store(time.Now().UnixNano())
+		c.activity.Add(1)
 		if !c.handle(body) { // nothing was queued: the frame's bytes are ours to give back
 			c.srv.reqBudget.release(int64(len(body)))
 			return
@@ -38,24 +38,18 @@ func (c *conn) readLoop() {
 
 // awaitFrame waits for the first byte of the next frame. It closes the connection once
 // it has been idle for connections.max.idle.ms: no request in flight, no response being
-// written, and nothing read or written for that long.
+// written, and nothing read or written for a whole period (so between one and two
+// periods after the last activity). The idle deadline is set once and re-armed only
+// when it fires, so a busy connection pays neither a deadline nor a clock read per
+// request: activity is a counter, compared when the deadline fires.
 func (c *conn) awaitFrame(br *bufio.Reader) bool {
 	idle := c.srv.opts.IdleTimeout
 	for br.Buffered() == 0 {
-		since := time.Since(time.Unix(0, c.lastActive.Load()))
-		busy := c.busy()
-		if !busy && since >= idle {
-			c.srv.counters.idleClosed.Add(1)
-			c.lg.Info("closing idle connection (connections.max.idle.ms)",
-				zap.Duration("idle", since.Round(time.Millisecond)))
-			return false
-		}
-		wait := idle - since
-		if busy {
-			wait = idle
-		}
-		if !c.setReadDeadline(time.Now().Add(wait)) {
-			return false
+		if !c.idleArmed {
+			c.idleArmed, c.idleSeen = true, c.activity.Load()
+			if !c.setReadDeadline(time.Now().Add(idle)) {
+				return false
+			}
 		}
 		_, err := br.Peek(1)
 		if err == nil {
@@ -65,6 +59,13 @@ func (c *conn) awaitFrame(br *bufio.Reader) bool {
 			c.readFailed("size", err)
 			return false
 		}
+		if seen := c.activity.Load(); seen == c.idleSeen && !c.busy() {
+			c.srv.counters.idleClosed.Add(1)
+			c.lg.Info("closing idle connection (connections.max.idle.ms)",
+				zap.Duration("idle_timeout", idle))
+			return false
+		}
+		c.idleArmed = false // active in the period: wait a whole period again
 	}
 	return true
 }
@@ -88,11 +89,16 @@ func (c *conn) setReadDeadline(t time.Time) bool {
 // that many bytes from the node's queued.max.request.bytes, then the body, all within
 // sluice.request.read.timeout.ms. It returns the body, whose bytes stay reserved.
 func (c *conn) readFrame(br *bufio.Reader) ([]byte, bool) {
-	start := time.Now()
-	deadline := start.Add(c.srv.opts.RequestReadTimeout)
-	// A frame already in the read buffer (the usual small request) needs no deadline.
-	if !frameBuffered(br) && !c.setReadDeadline(deadline) {
-		return nil, false
+	// A frame already in the read buffer (the usual small request) needs no deadline,
+	// nor a clock read.
+	var start, deadline time.Time
+	if !frameBuffered(br) {
+		start = time.Now()
+		deadline = start.Add(c.srv.opts.RequestReadTimeout)
+		c.idleArmed = false
+		if !c.setReadDeadline(deadline) {
+			return nil, false
+		}
 	}
 	var sizeBuf [4]byte
 	if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
@@ -136,6 +142,10 @@ func (c *conn) reserveRequest(n int64, deadline, start time.Time) bool {
 		return true
 	}
 	c.srv.counters.requestBudgetWaits.Add(1)
+	if deadline.IsZero() { // a buffered frame: its wait is bounded all the same
+		start = time.Now()
+		deadline = start.Add(c.srv.opts.RequestReadTimeout)
+	}
 	if b.take(n, deadline, c.done, c.drained) {
 		return true
 	}
@@ -304,7 +314,7 @@ func (c *conn) freeLocked(req, out int) {
 // freeWritten gives back the response bytes of slots just written and lets the reader
 // read again if it waited for them.
 func (c *conn) freeWritten(out int) {
-	c.lastActive.Store(time.Now().UnixNano())
+	c.activity.Add(1)
 	if out == 0 {
 		return
 	}

@@ -143,6 +143,16 @@ const minWriteProgress = 64 << 10
 // the deadline is renewed while the client makes progress, so a slow reader is not cut
 // off, but one that reads a trickle is.
 func (c *conn) write(buf []byte) error {
+	if c.rc != nil { // first without a deadline: most writes fit the socket buffer at once
+		n, err := c.writeNonBlocking(buf)
+		if err != nil {
+			c.lg.Debug("closing connection: write failed", zap.Error(err))
+			return err
+		}
+		if buf = buf[n:]; len(buf) == 0 {
+			return nil
+		}
+	}
 	for {
 		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.opts.WriteTimeout))
 		n, err := c.nc.Write(buf)
