@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -80,17 +81,9 @@ func requireClosedBy(t *testing.T, nc net.Conn, bound time.Duration) {
 			continue
 		}
 		var ne net.Error
-		require.False(t, errorsAs(err, &ne) && ne.Timeout(), "not closed within %v", bound)
+		require.False(t, errors.As(err, &ne) && ne.Timeout(), "not closed within %v", bound)
 		return
 	}
-}
-
-func errorsAs(err error, ne *net.Error) bool {
-	e, ok := err.(net.Error)
-	if ok {
-		*ne = e
-	}
-	return ok
 }
 
 func TestHostileIdleConnectionFlood(t *testing.T) {
@@ -163,7 +156,8 @@ func TestHostileHugeFramesStayWithinTheRequestBudget(t *testing.T) {
 	}
 	wg.Wait()
 	p := peak()
-	t.Logf("peak while 5 frames of 100 MiB were half-sent: %s", p)
+	t.Logf("peak RSS while 5 frames of 100 MiB were half-sent: %.1f MiB",
+		float64(p.rssBytes)/(1<<20))
 	require.Less(t, p.rssBytes, int64(600<<20), "RSS while frames were read: %s", p)
 	n.requireServes("after-huge-frames", 2*time.Second)
 	n.requireWithin(600<<20, 200)
@@ -218,7 +212,8 @@ func TestHostileFetchersThatNeverRead(t *testing.T) {
 		return strings.Count(n.logText(), "sluice.connection.write.timeout.ms") == len(conns)
 	})
 	p := peak()
-	t.Logf("before: %s; peak with 4 fetchers that never read: %s", base, p)
+	t.Logf("before: %s; peak RSS with 4 fetchers that never read: %.1f MiB", base,
+		float64(p.rssBytes)/(1<<20))
 	require.Less(t, p.rssBytes, int64(1<<30), "RSS with unread fetches: %s", p)
 	n.requireServes("after-unread-fetches", 2*time.Second)
 	n.requireWithin(1<<30, 200)
