@@ -35,7 +35,8 @@ type conn struct {
 	mu         sync.Mutex
 	q          fifo
 	inBytes    int  // request bytes in q (reserved from srv.reqBudget)
-	outBytes   int  // response bytes queued and not yet written (from srv.respBudget)
+	outBytes   int  // response bytes queued and not yet written, Fetches asked included
+	nodeOut    int  // the answered part of outBytes, counted in srv.respBudget
 	released   bool // the connection ended and gave its budgets back
 	readerDone bool // the reader ended while draining: close once q is empty
 	// writing: a goroutine (the writer, or a Replier writing directly) owns the socket's

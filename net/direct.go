@@ -149,10 +149,11 @@ func (c *conn) fill(r broker.Reply) bool {
 	if s.out > 0 { // a Fetch: count what it really holds rather than what it asked
 		real := fetchResponseBytes(r.Msg)
 		c.outBytes += real - s.out
-		if !c.released {
-			c.srv.respBudget.release(int64(s.out - real))
-		}
 		s.out = real
+		c.nodeOut += real
+		if !c.released {
+			c.srv.respBudget.release(-int64(real)) // counted node-wide until written
+		}
 	}
 	wake := c.q.headDone()
 	c.mu.Unlock()

@@ -260,25 +260,41 @@ func TestOptionsSet(t *testing.T) {
 func TestServerNodeWideResponseBudgetHoldsBackOtherConnections(t *testing.T) {
 	sink := newFakeSink(false)
 	srv := startServer(t, sink, Options{QueuedMaxResponseBytes: 2 << 20})
-	a, b := dial(t, srv), dial(t, srv)
-	send(t, a, 1, fetchReq(3<<19))
+	a, b, c := dial(t, srv), dial(t, srv), dial(t, srv)
+	send(t, a, 1, fetchReq(64<<20))
 	first := sink.next(t)
-	send(t, b, 2, fetchReq(3<<19)) // 1.5 MiB more would pass the node's 2 MiB
+	send(t, b, 2, fetchReq(64<<20)) // parked fetches are not counted node-wide
+	second := sink.next(t)
+	srv.Reply(bigFetchReply(first, 16<<20)) // a never reads: 16 MiB unwritten
+	require.Eventually(t, func() bool { return srv.respBudget.inUse() > 2<<20 },
+		time.Second, time.Millisecond)
+	send(t, c, 3, fetchReq(1<<20))
 	select {
 	case r := <-sink.got:
-		t.Fatalf("fetch %d read while the node's response budget was spent", r.ID)
+		t.Fatalf("fetch %d read while the node's unwritten responses passed the cap", r.ID)
 	case <-time.After(50 * time.Millisecond):
 	}
 	require.Positive(t, srv.Stats().ResponseBudgetWaits)
-	srv.Reply(bigFetchReply(first, 100)) // far smaller than asked: the count shrinks
-	second := sink.next(t)
+	send(t, b, 4, metadataReq(12)) // only Fetches wait for the node-wide budget
+	meta := sink.next(t)
+	go func() { // a reads at last: the bytes go, c's fetch is read
+		for {
+			if _, err := a.Read(make([]byte, 1<<20)); err != nil {
+				return
+			}
+		}
+	}()
+	third := sink.next(t)
 	srv.Reply(bigFetchReply(second, 100))
-	corr, _ := readFrame(t, a)
-	require.Equal(t, int32(1), corr)
-	corr, _ = readFrame(t, b)
+	sink.answer(meta)
+	srv.Reply(bigFetchReply(third, 100))
+	corr, _ := readFrame(t, b)
 	require.Equal(t, int32(2), corr)
+	require.Equal(t, int32(4), readResponse(t, b, kmsg.NewPtrMetadataResponse(), 12))
+	corr, _ = readFrame(t, c)
+	require.Equal(t, int32(3), corr)
 	require.Eventually(t, func() bool { return srv.respBudget.inUse() == 0 },
-		time.Second, time.Millisecond)
+		5*time.Second, time.Millisecond)
 }
 
 func TestServerCapsConnections(t *testing.T) {

@@ -55,8 +55,9 @@ type Options struct {
 	// stops reading the connection's requests while it is reached
 	// (sluice.connection.max.queued.response.bytes). Default 64 MiB.
 	MaxQueuedResponseBytes int
-	// QueuedMaxResponseBytes bounds the same over the whole node
-	// (sluice.queued.max.response.bytes). Negative: unbounded. Default 512 MiB.
+	// QueuedMaxResponseBytes: while the node's answered but unwritten response bytes
+	// pass it, no connection's next Fetch is read (sluice.queued.max.response.bytes).
+	// Negative: unbounded. Default 512 MiB.
 	QueuedMaxResponseBytes int64
 	// Logger receives connection errors. Default: no logging.
 	Logger *zap.Logger

@@ -203,7 +203,7 @@ func (c *conn) finish() {
 	c.mu.Lock()
 	c.released = true
 	c.srv.reqBudget.release(int64(c.inBytes))
-	c.srv.respBudget.release(int64(c.outBytes))
+	c.srv.respBudget.release(int64(c.nodeOut))
 	c.mu.Unlock()
 	c.srv.remove(c)
 	c.srv.sink.ConnClosed(c.id)
@@ -269,9 +269,11 @@ func responseReserve(req kmsg.Request, connCap int) int {
 }
 
 // reserveResponse waits until the connection's queued response bytes leave room for
-// out more (sluice.connection.max.queued.response.bytes; always when none are queued),
-// then reserves them from the node's sluice.queued.max.response.bytes, waiting as long
-// as needed: bytes are given back as responses are written, or at the write timeout.
+// out more (sluice.connection.max.queued.response.bytes; always when none are queued)
+// and counts them for the connection, then waits while the node's unwritten responses
+// are over sluice.queued.max.response.bytes. Node-wide, a Fetch counts only once it is
+// answered: a long poll parked for seconds must not hold other consumers back.
+// Bytes are given back as responses are written, or at the write timeout.
 func (c *conn) reserveResponse(out int) bool {
 	counted := false
 	for {
@@ -291,13 +293,13 @@ func (c *conn) reserveResponse(out int) bool {
 			return false
 		}
 	}
-	if c.srv.respBudget.tryTake(int64(out)) {
+	if c.srv.respBudget.tryTake(0) {
 		return true
 	}
 	if !counted {
 		c.srv.counters.responseBudgetWaits.Add(1)
 	}
-	return c.srv.respBudget.take(int64(out), time.Time{}, c.done, c.drained)
+	return c.srv.respBudget.take(0, time.Time{}, c.done, c.drained)
 }
 
 // freeLocked gives back the request bytes of answered slots and the response bytes of
@@ -305,6 +307,7 @@ func (c *conn) reserveResponse(out int) bool {
 func (c *conn) freeLocked(req, out int) {
 	c.inBytes -= req
 	c.outBytes -= out
+	c.nodeOut -= out
 	if !c.released {
 		c.srv.reqBudget.release(int64(req))
 		c.srv.respBudget.release(int64(out))
