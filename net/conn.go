@@ -1,13 +1,9 @@
 package net
 
 import (
-	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,12 +26,18 @@ type conn struct {
 	srv *Server
 	nc  net.Conn
 	lg  *zap.Logger
+	ip  string // the client address, for max.connections.per.ip
 
-	clientID string // the last request's client id; only the reader uses it
+	clientID  string // the last request's client id; only the reader uses it
+	idleArmed bool   // the socket's read deadline is the idle one; only the reader uses it
+	idleSeen  uint64 // activity when the idle deadline was armed; only the reader uses it
 
 	mu         sync.Mutex
 	q          fifo
-	inBytes    int  // request bytes in q
+	inBytes    int  // request bytes in q (reserved from srv.reqBudget)
+	outBytes   int  // response bytes queued and not yet written, Fetches asked included
+	nodeOut    int  // the answered part of outBytes, counted in srv.respBudget
+	released   bool // the connection ended and gave its budgets back
 	readerDone bool // the reader ended while draining: close once q is empty
 	// writing: a goroutine (the writer, or a Replier writing directly) owns the socket's
 	// write side; the other one leaves the FIFO alone until it is released.
@@ -46,7 +48,11 @@ type conn struct {
 	rc        syscall.RawConn // the socket, for direct non-blocking writes; nil if none
 	flushMark bool            // in a Replier's touched list; only that Replier uses it
 
+	activity atomic.Uint64 // frames read and responses written, for the idle timeout
+
 	draining  atomic.Bool
+	drained   chan struct{} // closed by drain
+	drainOnce sync.Once
 	wake      chan struct{} // to the writer: the head of q may be done
 	room      chan struct{} // to the reader: q has room again
 	done      chan struct{} // closed when the connection closes
@@ -58,14 +64,16 @@ func newConn(s *Server, id uint64, nc net.Conn) *conn {
 	if sc, ok := nc.(syscall.Conn); ok {
 		rc, _ = sc.SyscallConn()
 	}
-	return &conn{rc: rc,
+	c := &conn{rc: rc,
 		id: id, srv: s, nc: nc,
-		lg:   s.lg.With(zap.Uint64("conn", id), zap.Stringer("remote", nc.RemoteAddr())),
-		q:    newFIFO(s.opts.MaxInFlight),
-		wake: make(chan struct{}, 1),
-		room: make(chan struct{}, 1),
-		done: make(chan struct{}),
+		lg:      s.lg.With(zap.Uint64("conn", id), zap.Stringer("remote", nc.RemoteAddr())),
+		q:       newFIFO(s.opts.MaxInFlight),
+		wake:    make(chan struct{}, 1),
+		room:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		drained: make(chan struct{}),
 	}
+	return c
 }
 
 func signal(ch chan struct{}) {
@@ -87,84 +95,8 @@ func (c *conn) close() {
 // read are answered.
 func (c *conn) drain() {
 	c.draining.Store(true)
+	c.drainOnce.Do(func() { close(c.drained) })
 	_ = c.nc.SetReadDeadline(time.Now())
-}
-
-// readLoop reads, decodes and delivers requests until the connection ends.
-func (c *conn) readLoop() {
-	defer c.srv.goroutines.Done()
-	defer c.finish()
-	br := bufio.NewReaderSize(c.nc, readBufferBytes)
-	var sizeBuf [4]byte
-	for c.waitRoom() {
-		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
-			c.readFailed("size", err)
-			return
-		}
-		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-		if size <= 0 || int(size) > c.srv.opts.MaxRequestBytes {
-			c.lg.Warn("closing connection: bad request size", zap.Int32("size", size),
-				zap.Int("max", c.srv.opts.MaxRequestBytes))
-			return
-		}
-		body, err := readBody(br, int(size))
-		if err != nil {
-			c.readFailed("body", err)
-			return
-		}
-		if !c.handle(body) {
-			return
-		}
-	}
-}
-
-// finish runs when the reader ends: it closes the connection (after the pending
-// responses when draining), forgets it, and tells the node. Reporting from the reader
-// guarantees ConnClosed follows the connection's last Request.
-func (c *conn) finish() {
-	if c.draining.Load() {
-		c.mu.Lock()
-		c.readerDone = true
-		c.mu.Unlock()
-		signal(c.wake)
-		<-c.done
-	} else {
-		c.close()
-	}
-	c.srv.remove(c)
-	c.srv.sink.ConnClosed(c.id)
-	c.srv.readers.Done()
-}
-
-// readFailed logs why reading stopped, quietly for the ordinary cases.
-func (c *conn) readFailed(what string, err error) {
-	switch {
-	case c.draining.Load() && errors.Is(err, os.ErrDeadlineExceeded):
-	case errors.Is(err, net.ErrClosed):
-	case what == "size" && errors.Is(err, io.EOF):
-		c.lg.Debug("client closed the connection")
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		c.lg.Warn("closing connection: truncated request frame", zap.String("in", what))
-	default:
-		c.lg.Info("closing connection: read failed", zap.String("in", what), zap.Error(err))
-	}
-}
-
-// waitRoom blocks while the connection has too much in flight; false when it closed.
-func (c *conn) waitRoom() bool {
-	for {
-		c.mu.Lock()
-		ok := !c.q.full() && (c.q.len() == 0 || c.inBytes < c.srv.opts.MaxInFlightBytes)
-		c.mu.Unlock()
-		if ok {
-			return true
-		}
-		select {
-		case <-c.room:
-		case <-c.done:
-			return false
-		}
-	}
 }
 
 // handle decodes one request frame and routes it; false closes the connection.
@@ -191,7 +123,11 @@ func (c *conn) handle(body []byte) bool {
 		c.answer(h, len(body), produceUnsupported(p))
 		return true
 	}
-	id, alone := c.reserve(h, len(body))
+	out := responseReserve(req, c.srv.opts.MaxQueuedResponseBytes)
+	if out > 0 && !c.reserveResponse(out) {
+		return false
+	}
+	id, alone := c.reserve(h, len(body), out)
 	c.srv.sink.Request(broker.Request{Conn: c.id, ID: id, ClientID: h.clientID, Msg: req}, alone)
 	return true
 }
@@ -237,12 +173,14 @@ func decodeBody(req kmsg.Request, rest []byte) (err error) {
 // reserve queues a slot for a request the node will answer and returns its id, and
 // whether it is the only request in flight. waitRoom made sure there is room, and only
 // the reader pushes.
-func (c *conn) reserve(h header, bytes int) (id uint64, alone bool) {
+func (c *conn) reserve(h header, bytes, out int) (id uint64, alone bool) {
 	id = c.srv.nextReq.Add(1)
 	c.mu.Lock()
 	alone = c.q.len() == 0
-	c.q.push(slot{id: id, corr: h.corr, key: h.key, version: h.version, bytes: bytes})
+	c.q.push(slot{id: id, corr: h.corr, key: h.key, version: h.version, bytes: bytes,
+		out: out})
 	c.inBytes += bytes
+	c.outBytes += out
 	c.mu.Unlock()
 	return id, alone
 }

@@ -71,13 +71,15 @@ func (r *Replier) writeDirect(c *conn) bool {
 		return false
 	}
 	batch, freed := c.q.popDone(r.batch[:0])
-	c.inBytes -= freed
+	c.freeLocked(freed, 0)
 	c.writing = true
 	c.mu.Unlock()
 	signal(c.room)
 
+	out := outBytes(batch)
 	buf, closeAfter, err := c.encodeBatch(r.buf[:0], batch)
 	clear(batch) // drop the responses
+	defer c.freeWritten(out)
 	r.buf, r.batch = buf, batch[:0]
 	if err != nil {
 		c.releaseWrite(nil, false)
@@ -144,6 +146,15 @@ func (c *conn) fill(r broker.Reply) bool {
 		return false
 	}
 	s.done, s.resp, s.close = true, r.Msg, r.Close
+	if s.out > 0 { // a Fetch: count what it really holds rather than what it asked
+		real := fetchResponseBytes(r.Msg)
+		c.outBytes += real - s.out
+		s.out = real
+		c.nodeOut += real
+		if !c.released {
+			c.srv.respBudget.release(-int64(real)) // counted node-wide until written
+		}
+	}
 	wake := c.q.headDone()
 	c.mu.Unlock()
 	return wake

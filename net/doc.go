@@ -32,6 +32,18 @@
 // API key or a version outside the advertised range closes that one connection with a
 // log line; nothing a client sends can panic the process.
 //
+// # Limits
+//
+// Options bound what one client can make the server hold (docs/limits.md, "Connections
+// and requests"): connections in all and per address (closed at accept), idle time
+// between requests, the time to read a started frame, request bytes being read or
+// awaiting their answer (per connection and, reserved before the body is read, for the
+// whole server), and response bytes queued for a client that does not read (per
+// connection and server-wide, with a write timeout that closes a client taking none).
+// While a limit holds a connection back, its reader stops reading the socket: TCP
+// backpressure, never a goroutine or a buffer per waiting request. Server.Stats counts
+// each limit's hits.
+//
 // # Ownership
 //
 // A request's body buffer is allocated per request and never reused, so the decoded

@@ -9,6 +9,7 @@ type slot struct {
 	key     int16
 	version int16
 	bytes   int // size of the request frame, for the in-flight byte bound
+	out     int // response bytes counted for it (Fetch only), until written
 
 	done  bool
 	resp  kmsg.Response // nil when done: nothing is written (acks=0)
@@ -89,8 +90,9 @@ func (q *fifo) doneHasKey(key int16) bool {
 }
 
 // popDone moves the done slots at the head into dst, in order, and returns dst and the
-// number of request bytes they held. It stops at the first slot still waiting, and
-// after a slot that closes the connection.
+// number of request bytes they held (their response bytes stay counted until written).
+// It stops at the first slot still waiting, and after a slot that closes the
+// connection.
 func (q *fifo) popDone(dst []slot) ([]slot, int) {
 	freed := 0
 	for q.n > 0 && q.ring[q.head].done {

@@ -23,42 +23,6 @@ type Sink interface {
 	ConnClosed(conn uint64)
 }
 
-// Options configure a Server. Zero values take the defaults named on each field.
-type Options struct {
-	// MaxRequestBytes is the largest request frame accepted (Kafka's
-	// socket.request.max.bytes). Default 100 MiB.
-	MaxRequestBytes int
-	// MaxInFlight bounds the requests of one connection that await their response; the
-	// server stops reading the socket while it is reached. Default 1000.
-	MaxInFlight int
-	// MaxInFlightBytes bounds the request bytes of one connection that await their
-	// response (one request is always let through). Default 64 MiB.
-	MaxInFlightBytes int
-	// MaxConns bounds open connections; past it new connections are closed at once.
-	// Default 10000.
-	MaxConns int
-	// Logger receives connection errors. Default: no logging.
-	Logger *zap.Logger
-}
-
-func (o *Options) defaults() {
-	if o.MaxRequestBytes <= 0 {
-		o.MaxRequestBytes = 100 << 20
-	}
-	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 1000
-	}
-	if o.MaxInFlightBytes <= 0 {
-		o.MaxInFlightBytes = 64 << 20
-	}
-	if o.MaxConns <= 0 {
-		o.MaxConns = 10000
-	}
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
-	}
-}
-
 // Server accepts Kafka client connections on one listener.
 type Server struct {
 	ln   net.Listener
@@ -66,11 +30,18 @@ type Server struct {
 	opts Options
 	lg   *zap.Logger
 
+	counters    counters
+	connsSample sampler // log lines of max.connections
+	perIPSample sampler // log lines of max.connections.per.ip
+	reqBudget   *budget // queued.max.request.bytes
+	respBudget  *budget // sluice.queued.max.response.bytes
+
 	nextConn atomic.Uint64
 	nextReq  atomic.Uint64
 
 	mu      sync.RWMutex
 	conns   map[uint64]*conn
+	perIP   map[string]int // open connections per client address
 	closing bool
 
 	goroutines sync.WaitGroup // accept loop, readers, writers
@@ -85,7 +56,10 @@ func Listen(addr string, sink Sink, opts Options) (*Server, error) {
 		return nil, err
 	}
 	return &Server{ln: ln, sink: sink, opts: opts, lg: opts.Logger,
-		conns: map[uint64]*conn{}}, nil
+		conns: map[uint64]*conn{}, perIP: map[string]int{},
+		reqBudget:  newBudget(opts.QueuedMaxRequestBytes),
+		respBudget: newBudget(opts.QueuedMaxResponseBytes),
+	}, nil
 }
 
 // Addr is the address the server listens on, with the real port when 0 was asked.
@@ -117,21 +91,34 @@ func (s *Server) acceptLoop() {
 	}
 }
 
-// add registers a new connection and starts its reader and writer.
+// add registers a new connection and starts its reader and writer, unless a
+// connection cap (max.connections, max.connections.per.ip) closes it at once.
 func (s *Server) add(nc net.Conn) {
+	ip := remoteIP(nc)
 	s.mu.Lock()
-	if s.closing || len(s.conns) >= s.opts.MaxConns {
-		closing := s.closing
+	if s.closing {
 		s.mu.Unlock()
-		if !closing {
-			s.lg.Warn("too many connections, closing a new one",
-				zap.Int("max_conns", s.opts.MaxConns), zap.Stringer("remote", nc.RemoteAddr()))
-		}
 		_ = nc.Close()
 		return
 	}
+	if len(s.conns) >= s.opts.MaxConns {
+		s.mu.Unlock()
+		s.counters.connsRejected.Add(1)
+		s.reject(nc, &s.connsSample, "too many connections (max.connections), closing a new one",
+			zap.Int("max_conns", s.opts.MaxConns))
+		return
+	}
+	if limit := s.opts.maxConnsOf(ip); s.perIP[ip] >= limit {
+		s.mu.Unlock()
+		s.counters.connsRejectedPerIP.Add(1)
+		s.reject(nc, &s.perIPSample, "too many connections from one address "+
+			"(max.connections.per.ip), closing a new one", zap.Int("max_conns_per_ip", limit))
+		return
+	}
 	c := newConn(s, s.nextConn.Add(1), nc)
+	c.ip = ip
 	s.conns[c.id] = c
+	s.perIP[ip]++
 	s.readers.Add(1)
 	s.goroutines.Add(2)
 	s.mu.Unlock()
@@ -139,10 +126,32 @@ func (s *Server) add(nc net.Conn) {
 	go c.writeLoop()
 }
 
+// reject closes a connection refused by a cap, with a sampled log line: a flood of
+// them logs about once a second, with the count of lines held back.
+func (s *Server) reject(nc net.Conn, smp *sampler, msg string, limit zap.Field) {
+	if ok, skipped := smp.allow(); ok {
+		s.lg.Warn(msg, limit, zap.Stringer("remote", nc.RemoteAddr()),
+			zap.Uint64("not_logged_since_last", skipped))
+	}
+	_ = nc.Close()
+}
+
+// remoteIP is the client address a connection counts against for
+// max.connections.per.ip.
+func remoteIP(nc net.Conn) string {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return nc.RemoteAddr().String()
+}
+
 // remove forgets a connection whose reader has ended.
 func (s *Server) remove(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c.id)
+	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+		delete(s.perIP, c.ip)
+	}
 	s.mu.Unlock()
 }
 

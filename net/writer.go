@@ -2,7 +2,10 @@ package net
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -15,6 +18,9 @@ const (
 	// keepBufferBytes is the largest write buffer a connection keeps between batches; a
 	// bigger one (a large fetch) is dropped so idle connections stay small.
 	keepBufferBytes = 2 << 20
+	// keepIdleBufferBytes is the largest it keeps once nothing is left to write: ten
+	// thousand quiet connections must not hold a batch buffer of megabytes each.
+	keepIdleBufferBytes = 64 << 10
 )
 
 // writeLoop writes the responses at the head of the FIFO whenever they are ready. While
@@ -39,7 +45,7 @@ func (c *conn) writeLoop() {
 			}
 			var freed int
 			batch, freed = c.q.popDone(batch[:0])
-			c.inBytes -= freed
+			c.freeLocked(freed, 0)
 			pending, pendingClose := c.pending, c.pendingClose
 			c.pending, c.pendingClose = nil, false
 			idle := c.readerDone && c.q.len() == 0
@@ -50,6 +56,9 @@ func (c *conn) writeLoop() {
 				if idle {
 					c.close() // drained: every request read was answered
 					return
+				}
+				if cap(buf) > keepIdleBufferBytes {
+					buf = nil
 				}
 				break
 			}
@@ -65,8 +74,10 @@ func (c *conn) writeLoop() {
 			signal(c.room)
 			var closeAfter bool
 			var err error
+			out := outBytes(batch)
 			buf, closeAfter, err = c.writeBatch(buf[:0], batch)
 			clear(batch) // drop the responses
+			c.freeWritten(out)
 			if err != nil || closeAfter {
 				c.close()
 				return
@@ -107,6 +118,7 @@ func (c *conn) writeBatch(buf []byte, batch []slot) (_ []byte, closeAfter bool, 
 					zap.Int16("version", s.version), zap.Error(err))
 				return buf, true, err
 			}
+			s.resp = nil // encoded: a large Fetch's records can go while the bytes are sent
 		}
 		if len(buf) >= flushBytes {
 			if err = c.write(buf); err != nil {
@@ -122,12 +134,75 @@ func (c *conn) writeBatch(buf []byte, batch []slot) (_ []byte, closeAfter bool, 
 	return buf, closeAfter, err
 }
 
+// minWriteProgress is how much of its responses a client must take per write timeout
+// (or all that is left) for the connection to stay open while a response is written.
+const minWriteProgress = 64 << 10
+
+// write writes buf with a blocking write, closing the connection (the caller does) when
+// the client takes less than minWriteProgress of it in sluice.connection.write.timeout.ms:
+// the deadline is renewed while the client makes progress, so a slow reader is not cut
+// off, but one that reads a trickle is.
 func (c *conn) write(buf []byte) error {
-	if _, err := c.nc.Write(buf); err != nil {
+	if c.rc != nil { // first without a deadline: most writes fit the socket buffer at once
+		n, err := c.writeNonBlocking(buf)
+		if err != nil {
+			c.lg.Debug("closing connection: write failed", zap.Error(err))
+			return err
+		}
+		if buf = buf[n:]; len(buf) == 0 {
+			return nil
+		}
+	}
+	for {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.opts.WriteTimeout))
+		n, err := c.nc.Write(buf)
+		buf = buf[n:]
+		if err == nil {
+			break
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			if n >= minWriteProgress {
+				continue
+			}
+			c.srv.counters.writeTimeouts.Add(1)
+			c.lg.Warn("closing connection: the client did not read its responses "+
+				"(sluice.connection.write.timeout.ms)", zap.Int("read_in_timeout", n),
+				zap.Duration("timeout", c.srv.opts.WriteTimeout), zap.Int("unwritten", len(buf)))
+			return err
+		}
 		c.lg.Debug("closing connection: write failed", zap.Error(err))
 		return err
 	}
+	// A direct write (non-blocking, with no deadline of its own) must not see this one.
+	_ = c.nc.SetWriteDeadline(time.Time{})
 	return nil
+}
+
+// outBytes sums the response bytes counted for the slots of batch.
+func outBytes(batch []slot) int {
+	n := 0
+	for i := range batch {
+		n += batch[i].out
+	}
+	return n
+}
+
+// fetchResponseBytes estimates the bytes a Fetch response holds: its record batches
+// and a little per partition.
+func fetchResponseBytes(resp kmsg.Response) int {
+	f, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return 1 << 10
+	}
+	n := 64
+	for i := range f.Topics {
+		t := &f.Topics[i]
+		n += len(t.Topic) + 16
+		for j := range t.Partitions {
+			n += len(t.Partitions[j].RecordBatches) + 64
+		}
+	}
+	return n
 }
 
 // appendResponse appends one response frame: size, correlation id, the header's empty

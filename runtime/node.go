@@ -113,9 +113,12 @@ func (n *Node) Start(ctx context.Context) error {
 func (n *Node) open(ctx context.Context) error {
 	// Listen first: a busy port is the likeliest failure and needs no cleanup of state.
 	var err error
-	if n.srv, err = kafkanet.Listen(n.opts.ListenAddr, sink{n}, kafkanet.Options{
-		MaxRequestBytes: n.opts.MaxRequestBytes, Logger: n.lg.Named("net"),
-	}); err != nil {
+	netOpts := n.opts.Net
+	netOpts.Logger = n.lg.Named("net")
+	if n.opts.MaxRequestBytes > 0 {
+		netOpts.MaxRequestBytes = n.opts.MaxRequestBytes
+	}
+	if n.srv, err = kafkanet.Listen(n.opts.ListenAddr, sink{n}, netOpts); err != nil {
 		return fmt.Errorf("listen on %s: %w", n.opts.ListenAddr, err)
 	}
 	n.replier = n.srv.NewReplier()
@@ -174,6 +177,9 @@ func (n *Node) setAdvertised() error {
 
 // Addr is the address the node listens on (with the real port when 0 was asked).
 func (n *Node) Addr() string { return n.srv.Addr() }
+
+// NetStats counts how often each connection and request limit was hit.
+func (n *Node) NetStats() kafkanet.Stats { return n.srv.Stats() }
 
 func (n *Node) logsDir() string  { return filepath.Join(n.opts.DataDir, "logs") }
 func (n *Node) stateDir() string { return filepath.Join(n.opts.DataDir, "state") }

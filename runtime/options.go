@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core/broker"
+	kafkanet "github.com/sluicemq/sluice/net"
 )
 
 // Options configure a Node. Zero values take the defaults named on each field.
@@ -34,8 +35,12 @@ type Options struct {
 	// when it is full. Default 4096.
 	InboxSize int
 	// MaxRequestBytes is the largest request frame (socket.request.max.bytes). Default
-	// 100 MiB.
+	// 100 MiB. When set, it overrides Net.MaxRequestBytes.
 	MaxRequestBytes int
+	// Net are the connection and request limits of the wire server (docs/limits.md,
+	// "Connections and requests"); its Logger is the node's. Zero values take
+	// kafkanet.Options' defaults.
+	Net kafkanet.Options
 }
 
 func (o *Options) defaults() {

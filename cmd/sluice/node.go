@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sluicemq/sluice/core/broker"
+	kafkanet "github.com/sluicemq/sluice/net"
 	"github.com/sluicemq/sluice/runtime"
 )
 
@@ -34,6 +35,7 @@ const nodeSynopsis = "sluice node [--id N] [--listen HOST:PORT] [--advertise HOS
 // from flags, or from Kafka's names for them in the config file.
 type nodeSettings struct {
 	listen, advertise, data string
+	net                     kafkanet.Options // connection and request limits
 }
 
 func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
@@ -89,7 +91,7 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 		defer stopProfile()
 	}
 	return serveNode(runtime.Options{ListenAddr: ns.listen, AdvertisedAddr: ns.advertise,
-		DataDir: ns.data, Config: cfg, Logger: newNodeLogger(stderr)}, stderr)
+		DataDir: ns.data, Config: cfg, Logger: newNodeLogger(stderr), Net: ns.net}, stderr)
 }
 
 func usageNode(fs *flag.FlagSet, format string, args ...any) int {
@@ -176,7 +178,10 @@ func applySetting(key, value string, cfg *broker.Config, ns *nodeSettings) error
 		}
 		ns.data = value
 	default:
-		err = cfg.Set(key, value)
+		var known bool
+		if known, err = ns.net.Set(key, value); !known {
+			err = cfg.Set(key, value)
+		}
 	}
 	return err
 }
@@ -200,6 +205,9 @@ func listenerAddr(key, value string) (string, error) {
 func printSettings(w io.Writer) {
 	fmt.Fprintln(w, "\nconfig file settings (key=value):")
 	fmt.Fprintln(w, "  listeners, advertised.listeners, log.dirs")
+	for _, name := range kafkanet.SettingNames() {
+		fmt.Fprintf(w, "  %s\n", name)
+	}
 	for _, name := range broker.SettingNames() {
 		fmt.Fprintf(w, "  %s\n", name)
 	}

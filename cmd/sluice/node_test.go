@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicemq/sluice/core/broker"
+	kafkanet "github.com/sluicemq/sluice/net"
 )
 
 func writeConfig(t *testing.T, text string) string {
@@ -28,6 +30,9 @@ log.retention.ms=1000
 listeners=PLAINTEXT://127.0.0.1:19093
 advertised.listeners=broker.example:19093
 log.dirs=/var/lib/sluice
+connections.max.idle.ms=1500
+max.connections.per.ip=20
+max.connections.per.ip.overrides=127.0.0.2:200
 `)
 	cfg := broker.DefaultConfig()
 	var ns nodeSettings
@@ -36,7 +41,8 @@ log.dirs=/var/lib/sluice
 	require.Equal(t, int32(5), cfg.NumPartitions)
 	require.Equal(t, "1000", cfg.TopicDefaults["retention.ms"])
 	require.Equal(t, nodeSettings{listen: "127.0.0.1:19093", advertise: "broker.example:19093",
-		data: "/var/lib/sluice"}, ns)
+		data: "/var/lib/sluice", net: kafkanet.Options{IdleTimeout: 1500 * time.Millisecond,
+			MaxConnsPerIP: 20, MaxConnsPerIPOverrides: map[string]int{"127.0.0.2": 200}}}, ns)
 }
 
 func TestNodeConfigFileErrorsNameTheLine(t *testing.T) {
@@ -46,6 +52,7 @@ func TestNodeConfigFileErrorsNameTheLine(t *testing.T) {
 		"num.partitions=zero\n":                 `line 1: num.partitions: not a number: "zero"`,
 		"listeners=SSL://:9093\n":               `line 1: listeners: only PLAINTEXT listeners`,
 		"log.dirs=/a,/b\n":                      `line 1: log.dirs: Sluice keeps its data in one`,
+		"max.connections.per.ip=0\n":            `line 1: max.connections.per.ip: want an integer`,
 	} {
 		path := writeConfig(t, text)
 		cfg := broker.DefaultConfig()
