@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
@@ -60,31 +61,69 @@ func readLimited(r io.Reader, limit int) ([]byte, error) {
 	return out, nil
 }
 
+// Decoders are pooled: produce inflates every compressed batch to validate it, and
+// setting a decoder up (zstd's above all) costs more than inflating a small batch. A
+// decoder is reset onto each new input, so which one a call gets changes nothing in
+// its output.
+var (
+	gzipPool sync.Pool // *gzip.Reader
+	lz4Pool  sync.Pool // *lz4.Reader
+	zstdPool sync.Pool // *zstd.Decoder for the default limit (batch.MaxDecompressedBytes)
+)
+
 func gunzip(src []byte, limit int) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(src))
+	zr, _ := gzipPool.Get().(*gzip.Reader)
+	var err error
+	if zr == nil {
+		zr, err = gzip.NewReader(bytes.NewReader(src))
+	} else {
+		err = zr.Reset(bytes.NewReader(src))
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer zr.Close()
+	defer gzipPool.Put(zr)
 	return readLimited(zr, limit)
 }
 
 func unlz4(src []byte, limit int) ([]byte, error) {
-	zr := lz4.NewReader(bytes.NewReader(src))
-	if err := zr.Apply(lz4.ConcurrencyOption(1)); err != nil {
-		return nil, err
+	zr, _ := lz4Pool.Get().(*lz4.Reader)
+	if zr == nil {
+		zr = lz4.NewReader(nil)
+		if err := zr.Apply(lz4.ConcurrencyOption(1)); err != nil {
+			return nil, err
+		}
 	}
+	zr.Reset(bytes.NewReader(src))
+	defer lz4Pool.Put(zr)
 	return readLimited(zr, limit)
 }
 
 func unzstd(src []byte, limit int) ([]byte, error) {
-	zr, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(uint64(max(limit, zstdMinWindow))))
-	if err != nil {
+	pooled := limit == batch.MaxDecompressedBytes
+	var zr *zstd.Decoder
+	if pooled {
+		zr, _ = zstdPool.Get().(*zstd.Decoder)
+	}
+	if zr == nil {
+		var err error
+		zr, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(uint64(max(limit, zstdMinWindow))))
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := zr.Reset(bytes.NewReader(src)); err != nil {
+		zr.Close()
 		return nil, err
 	}
-	defer zr.Close()
-	return readLimited(zr, limit)
+	out, err := readLimited(zr, limit)
+	if pooled && err == nil {
+		zstdPool.Put(zr) // single-threaded: a pooled decoder holds no goroutine
+	} else {
+		zr.Close()
+	}
+	return out, err
 }
 
 // xerialMagic opens snappy data in the xerial framing (snappy-java's
@@ -133,6 +172,9 @@ func snappyBlock(out, block []byte, limit int) ([]byte, error) {
 	dec, err := snappy.Decode(nil, block)
 	if err != nil {
 		return nil, err
+	}
+	if out == nil {
+		return dec, nil // the first (or only) block: no copy
 	}
 	return append(out, dec...), nil
 }
