@@ -145,6 +145,9 @@ func (r *Replica) checkReadBack(base int64, want []byte) {
 	core.Invariant(err == nil, "R5", "%s: reading back offset %d: %v", r.tp, base, err)
 	core.Invariant(len(got) >= len(want) && string(got[:len(want)]) == string(want), "R5",
 		"%s: the batch at %d reads back different from what was written", r.tp, base)
+	_, err = batch.CheckRecords(got[:len(want)], r.cfg.Decompressor, 0)
+	core.Invariant(err == nil || errors.Is(err, batch.ErrNoDecompressor), "R7",
+		"%s: the batch stored at %d does not decode: %v", r.tp, base, err)
 	segs := r.log.Segments()
 	for i := 1; i < len(segs); i++ {
 		core.Invariant(segs[i].BaseOffset == segs[i-1].EndOffset, "R6",
