@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -136,4 +138,46 @@ func consumeFromStart(t *testing.T, addr, topic string, want int64) {
 			next++
 		})
 	}
+}
+
+// A gzip batch of ~130 KB that inflates past the 128 MiB bound is refused with
+// MESSAGE_TOO_LARGE, several times over, and the node's memory stays bounded.
+func TestHostileZipBombIsRefusedWithinMemory(t *testing.T) {
+	n := startNode(t, "")
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	require.NoError(t, err)
+	_, err = io.CopyN(zw, zeros{}, 130<<20)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	h := batchtest.Plain(1, time.Now().UnixMilli())
+	h.Attributes = 1 // gzip
+	bomb := batchtest.Assemble(h, buf.Bytes())
+	t.Logf("bomb: %d bytes compressed, 130 MiB inflated", len(bomb))
+
+	conn, err := net.DialTimeout("tcp", n.addr, 5*time.Second)
+	require.NoError(t, err)
+	defer conn.Close()
+	rd := bufio.NewReader(conn)
+	const topic = "hostile-bomb"
+	admin, err := kgo.NewClient(kgo.SeedBrokers(n.addr))
+	require.NoError(t, err)
+	defer admin.Close()
+	_, err = kadm.NewClient(admin).CreateTopic(ctx(t, 10*time.Second), 1, 1, nil, topic)
+	require.NoError(t, err)
+	t.Logf("node before: %s", n.stats())
+	for i := int32(0); i < 4; i++ {
+		p := rawProduce(t, conn, rd, 100+i, 9, topic, bomb)
+		require.Equal(t, kerr.MessageTooLarge.Code, p.ErrorCode, "bomb %d: %v", i,
+			kerr.ErrorForCode(p.ErrorCode))
+	}
+	n.requireWithin(768<<20, 256)
+	n.requireServes(topic, 5*time.Second)
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
