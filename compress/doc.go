@@ -2,8 +2,9 @@
 // the broker: it is the real implementation of core/batch.Decompressor, which the node
 // (runtime/) and the simulator (sim/) inject into the broker. Produce inflates every
 // compressed batch to validate its records, and ListOffsets by timestamp inflates the
-// batch holding the record it must answer; fetch never looks inside batches. Decoders
-// are pooled across calls.
+// batch holding the record it must answer; fetch never looks inside batches. Codecs
+// also implements batch.Inflater, the streaming form produce uses, so a batch is
+// validated without being held inflated. Decoders are pooled across calls.
 //
 // The codecs are Kafka's: gzip (1), snappy (2) in either framing (the xerial framing
 // Java clients write, or one raw snappy block as librdkafka and franz-go write), lz4 (3)

@@ -158,6 +158,9 @@ func walkBatch(b []byte, h *Header, dec Decompressor, limit int, p *Policy) (Sum
 		if dec == nil {
 			return s, ErrNoDecompressor
 		}
+		if inf, ok := dec.(Inflater); ok {
+			return walkInflated(inf, int8(c), body, limit, h, p)
+		}
 		out, err := dec.Decompress(int8(c), body, limit)
 		switch {
 		case errors.Is(err, ErrDecompressedTooLarge) || (err == nil && len(out) > limit):
@@ -177,54 +180,91 @@ func walkBatch(b []byte, h *Header, dec Decompressor, limit int, p *Policy) (Sum
 // errors stop the walk; timestamp errors are gathered for every record, as Kafka
 // reports them. It returns the largest record timestamp.
 func walkRecords(body []byte, h *Header, p *Policy) (int64, error) {
-	window := p != nil && !p.LogAppendTime
-	maxTs := int64(NoTimestamp)
-	var late *RecordsError
+	w := newWalk(h, p)
 	for i := int32(0); i < h.RecordCount; i++ {
 		if len(body) == 0 {
-			return maxTs, recordFault(ErrRecordCount, i,
-				fmt.Sprintf("the batch ends after %d of %d records", i, h.RecordCount))
+			return w.maxTs, w.short(i)
 		}
 		size, tsDelta, offDelta, bad := parseRecord(body)
 		if bad != "" {
-			return maxTs, recordFault(ErrBadRecord, i, bad)
+			return w.maxTs, recordFault(ErrBadRecord, i, bad)
 		}
-		if offDelta != i {
-			return maxTs, recordFault(ErrOffsetDelta, i, fmt.Sprintf("offset delta %d", offDelta))
-		}
-		ts := h.BaseTimestamp + tsDelta
-		maxTs = max(maxTs, ts)
-		if window && ts != NoTimestamp && outsideWindow(ts, p) {
-			if late == nil {
-				late = &RecordsError{Err: ErrTimestamp}
-			}
-			late.add(i, fmt.Sprintf("timestamp %d is outside [%d, %d]", ts,
-				satSub(p.NowMs, p.TimestampBeforeMaxMs), satAdd(p.NowMs, p.TimestampAfterMaxMs)))
+		if err := w.record(i, tsDelta, offDelta); err != nil {
+			return w.maxTs, err
 		}
 		body = body[size:]
 	}
 	if len(body) > 0 {
-		return maxTs, &RecordsError{Err: ErrTrailingBytes,
+		return w.maxTs, &RecordsError{Err: ErrTrailingBytes,
 			Detail: fmt.Sprintf("%d bytes after record %d", len(body), h.RecordCount-1)}
 	}
-	if late != nil {
-		late.Detail = fmt.Sprintf("%d of %d records, e.g. record %d: %s", late.Faulty,
-			h.RecordCount, late.Records[0].Index, late.Records[0].Message)
-		return maxTs, late
-	}
-	return maxTs, nil
+	return w.finish()
 }
 
-// outsideWindow reports whether ts lies further from p.NowMs than the policy allows.
-// The differences are taken in uint64, where they cannot overflow; a bound of
-// math.MaxInt64 (Kafka's "no limit") accepts any timestamp on its side.
-func outsideWindow(ts int64, p *Policy) bool {
-	if ts < p.NowMs {
-		return p.TimestampBeforeMaxMs != math.MaxInt64 &&
-			uint64(p.NowMs)-uint64(ts) > uint64(max(p.TimestampBeforeMaxMs, 0))
+// walk holds the checks of a record walk that do not depend on where the bytes come
+// from: numbering, timestamps, the largest timestamp.
+type walk struct {
+	base, count   int64 // the header's base timestamp and record count
+	window        bool  // check timestamps against now, before and after
+	now           int64
+	before, after int64
+	maxTs         int64
+	late          *RecordsError
+}
+
+// newWalk copies what it needs from h and p (pointers kept in the walk would make
+// escape analysis move the caller's header to the heap).
+func newWalk(h *Header, p *Policy) walk {
+	w := walk{base: h.BaseTimestamp, count: int64(h.RecordCount), maxTs: NoTimestamp}
+	if p != nil && !p.LogAppendTime {
+		w.window, w.now = true, p.NowMs
+		w.before, w.after = p.TimestampBeforeMaxMs, p.TimestampAfterMaxMs
 	}
-	return p.TimestampAfterMaxMs != math.MaxInt64 &&
-		uint64(ts)-uint64(p.NowMs) > uint64(max(p.TimestampAfterMaxMs, 0))
+	return w
+}
+
+// short is the error for records that end before the header's count.
+func (w *walk) short(i int32) error {
+	return recordFault(ErrRecordCount, i,
+		fmt.Sprintf("the batch ends after %d of %d records", i, w.count))
+}
+
+// record checks record i's offset delta and timestamp.
+func (w *walk) record(i int32, tsDelta int64, offDelta int32) error {
+	if offDelta != i {
+		return recordFault(ErrOffsetDelta, i, fmt.Sprintf("offset delta %d", offDelta))
+	}
+	ts := w.base + tsDelta
+	w.maxTs = max(w.maxTs, ts)
+	if w.window && ts != NoTimestamp && outsideWindow(ts, w.now, w.before, w.after) {
+		if w.late == nil {
+			w.late = &RecordsError{Err: ErrTimestamp}
+		}
+		w.late.add(i, fmt.Sprintf("timestamp %d is outside [%d, %d]", ts,
+			satSub(w.now, w.before), satAdd(w.now, w.after)))
+	}
+	return nil
+}
+
+// finish returns the largest timestamp and the timestamp errors gathered, if any.
+func (w *walk) finish() (int64, error) {
+	if w.late == nil {
+		return w.maxTs, nil
+	}
+	w.late.Detail = fmt.Sprintf("%d of %d records, e.g. record %d: %s", w.late.Faulty,
+		w.count, w.late.Records[0].Index, w.late.Records[0].Message)
+	return w.maxTs, w.late
+}
+
+// outsideWindow reports whether ts lies more than before ms behind now or more than
+// after ms ahead of it. The differences are taken in uint64, where they cannot
+// overflow; a bound of math.MaxInt64 (Kafka's "no limit") accepts any timestamp on its
+// side.
+func outsideWindow(ts, now, before, after int64) bool {
+	if ts < now {
+		return before != math.MaxInt64 && uint64(now)-uint64(ts) > uint64(max(before, 0))
+	}
+	return after != math.MaxInt64 && uint64(ts)-uint64(now) > uint64(max(after, 0))
 }
 
 func satSub(a, b int64) int64 {

@@ -2,6 +2,7 @@ package batch_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"testing"
 
@@ -86,6 +87,34 @@ func rebuildFirst(plain []byte, d int32) []byte {
 	return append(batchtest.Encode(r), plain[n+int(l):]...)
 }
 
+// sliceOnly hides compress.Codecs' Inflate: Validate then inflates a whole batch and
+// walks the slice, the path taken with a Decompressor that cannot stream.
+type sliceOnly struct{ c compress.Codecs }
+
+func (d sliceOnly) Decompress(codec int8, src []byte, limit int) ([]byte, error) {
+	return d.c.Decompress(codec, src, limit)
+}
+
+// sameVerdict requires the streamed walk (p, with compress.Codecs) and the slice walk
+// to agree on b: both accept with the same summary, or both refuse, with the same code
+// unless one of them hit the inflation bound first.
+func sameVerdict(t interface{ Fatalf(string, ...any) }, b []byte, p *batch.Policy,
+	s batch.Summary, err error) {
+	q := *p
+	q.Decompressor = sliceOnly{}
+	s2, err2 := batch.Validate(b, &q)
+	switch {
+	case (err == nil) != (err2 == nil):
+		t.Fatalf("streamed walk says %v, slice walk says %v", err, err2)
+	case err == nil && (s.MaxTimestamp != s2.MaxTimestamp || s.RecordsBytes != s2.RecordsBytes):
+		t.Fatalf("streamed walk %+v, slice walk %+v", s, s2)
+	case err != nil && batch.ErrorCode(err) != batch.ErrorCode(err2) &&
+		!errors.Is(err, batch.ErrDecompressedTooLarge) &&
+		!errors.Is(err2, batch.ErrDecompressedTooLarge):
+		t.Fatalf("streamed walk refuses with %v, slice walk with %v", err, err2)
+	}
+}
+
 // The property: whatever a producer sends, every batch Validate accepts decodes
 // completely with franz-go's decoders, with as many records as its header says; and
 // every unmutated batch is accepted.
@@ -111,6 +140,7 @@ func TestAcceptedBatchesDecodeWithFranzGo(t *testing.T) {
 		p := &batch.Policy{NowMs: now, TimestampBeforeMaxMs: math.MaxInt64,
 			TimestampAfterMaxMs: math.MaxInt64, Decompressor: compress.Codecs{}}
 		s, err := batch.Validate(mutated, p)
+		sameVerdict(t, mutated, p, s, err)
 		if string(mutated) == string(b) && err != nil {
 			t.Fatalf("a well-formed %s batch was refused: %v", c.name, err)
 		}
@@ -146,6 +176,7 @@ func FuzzValidate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		batchtest.FixCRC(b)
 		s, err := batch.Validate(b, p)
+		sameVerdict(t, b, p, s, err)
 		if err != nil {
 			if batch.ErrorCode(err) == 0 {
 				t.Fatalf("refused without an error code: %v", err)

@@ -213,7 +213,13 @@ func TestValidateBoundsInflation(t *testing.T) {
 	_, err = batch.Validate(b, p)
 	require.ErrorIs(t, err, batch.ErrDecompressedTooLarge)
 	require.Equal(t, kerr.MessageTooLarge.Code, batch.ErrorCode(err))
+	p.Decompressor = sliceOnly{}
+	_, err = batch.Validate(b, p)
+	require.ErrorIs(t, err, batch.ErrDecompressedTooLarge, "inflated whole, too")
 	p.MaxDecompressedBytes = 4 << 20
+	_, err = batch.Validate(b, p)
+	require.NoError(t, err)
+	p.Decompressor = compress.Codecs{}
 	_, err = batch.Validate(b, p)
 	require.NoError(t, err)
 	p.Decompressor = nil
