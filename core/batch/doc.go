@@ -9,7 +9,8 @@
 // does the same framing checks on a stored batch. WalkTimestamps walks each record's
 // offset and timestamp for ListOffsets by time. All three inflate a compressed batch
 // through a Decompressor the caller injects (codec libraries live outside core, in
-// package compress), bounded.
+// package compress), bounded; Validate and CheckRecords stream the records instead when
+// the Decompressor is also an Inflater, so a batch is never held inflated.
 //
 // Layout of the 61-byte header (big endian):
 //
