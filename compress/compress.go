@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
@@ -48,6 +49,77 @@ func (Codecs) Decompress(codec int8, src []byte, limit int) ([]byte, error) {
 	}
 }
 
+var _ batch.Inflater = Codecs{}
+
+// Inflate implements batch.Inflater: the records section as a stream, so that produce
+// validates a compressed batch holding one small buffer, not the inflated batch. The
+// reader stops with batch.ErrDecompressedTooLarge past limit bytes. done returns the
+// decoder to its pool.
+func (Codecs) Inflate(codec int8, src []byte, limit int) (io.Reader, func(), error) {
+	limit = max(limit, 0)
+	switch codec {
+	case batch.CompressionGzip:
+		zr, err := gzipReader(src)
+		if err != nil {
+			return nil, nil, err
+		}
+		return capped(zr, limit), func() { gzipPool.Put(zr) }, nil
+	case batch.CompressionSnappy:
+		out, err := unsnappy(src, limit) // a block states its size: bounded before allocating
+		if err != nil {
+			return nil, nil, err
+		}
+		return bytes.NewReader(out), func() {}, nil
+	case batch.CompressionLz4:
+		zr, err := lz4Reader(src)
+		if err != nil {
+			return nil, nil, err
+		}
+		return capped(zr, limit), func() { lz4Pool.Put(zr) }, nil
+	case batch.CompressionZstd:
+		zr, err := zstdReader(src, batch.MaxDecompressedBytes)
+		if err != nil {
+			return nil, nil, err
+		}
+		cr := &cappedReader{r: zr, left: limit}
+		return cr, func() {
+			if cr.eof {
+				zstdPool.Put(zr) // read to its end: nothing of this stream is left in it
+			} else {
+				zr.Close()
+			}
+		}, nil
+	default:
+		return nil, nil, fmt.Errorf("%w %d", ErrUnknownCodec, codec)
+	}
+}
+
+// capped reads r, failing with batch.ErrDecompressedTooLarge once it yields more than
+// limit bytes.
+func capped(r io.Reader, limit int) io.Reader { return &cappedReader{r: r, left: limit} }
+
+type cappedReader struct {
+	r    io.Reader
+	left int
+	eof  bool // r ended cleanly
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, batch.ErrDecompressedTooLarge
+	}
+	if len(p) > c.left+1 {
+		p = p[:c.left+1] // one byte past the limit tells a bomb from a batch at the limit
+	}
+	n, err := c.r.Read(p)
+	c.left -= n
+	if c.left < 0 {
+		return n, batch.ErrDecompressedTooLarge
+	}
+	c.eof = err == io.EOF
+	return n, err
+}
+
 // readLimited reads r to the end, failing once it yields more than limit bytes.
 func readLimited(r io.Reader, limit int) ([]byte, error) {
 	out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
@@ -60,31 +132,97 @@ func readLimited(r io.Reader, limit int) ([]byte, error) {
 	return out, nil
 }
 
+// Decoders are pooled: produce inflates every compressed batch to validate it, and
+// setting a decoder up (zstd's above all) costs more than inflating a small batch. A
+// decoder is reset onto each new input, so which one a call gets changes nothing in
+// its output.
+var (
+	gzipPool sync.Pool // *gzip.Reader
+	lz4Pool  sync.Pool // *lz4.Reader
+	zstdPool sync.Pool // *zstd.Decoder for the default limit (batch.MaxDecompressedBytes)
+)
+
+// gzipReader returns a pooled gzip reader over src; the caller puts it back.
+func gzipReader(src []byte) (*gzip.Reader, error) {
+	zr, _ := gzipPool.Get().(*gzip.Reader)
+	if zr == nil {
+		return gzip.NewReader(bytes.NewReader(src))
+	}
+	if err := zr.Reset(bytes.NewReader(src)); err != nil {
+		gzipPool.Put(zr)
+		return nil, err
+	}
+	return zr, nil
+}
+
 func gunzip(src []byte, limit int) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(src))
+	zr, err := gzipReader(src)
 	if err != nil {
 		return nil, err
 	}
-	defer zr.Close()
+	defer gzipPool.Put(zr)
 	return readLimited(zr, limit)
+}
+
+// lz4Reader returns a pooled single-threaded lz4 reader over src; the caller puts it
+// back.
+func lz4Reader(src []byte) (*lz4.Reader, error) {
+	zr, _ := lz4Pool.Get().(*lz4.Reader)
+	if zr == nil {
+		zr = lz4.NewReader(nil)
+		if err := zr.Apply(lz4.ConcurrencyOption(1)); err != nil {
+			return nil, err
+		}
+	}
+	zr.Reset(bytes.NewReader(src))
+	return zr, nil
 }
 
 func unlz4(src []byte, limit int) ([]byte, error) {
-	zr := lz4.NewReader(bytes.NewReader(src))
-	if err := zr.Apply(lz4.ConcurrencyOption(1)); err != nil {
-		return nil, err
-	}
-	return readLimited(zr, limit)
-}
-
-func unzstd(src []byte, limit int) ([]byte, error) {
-	zr, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(uint64(max(limit, zstdMinWindow))))
+	zr, err := lz4Reader(src)
 	if err != nil {
 		return nil, err
 	}
-	defer zr.Close()
+	defer lz4Pool.Put(zr)
 	return readLimited(zr, limit)
+}
+
+// zstdReader returns a single-threaded zstd decoder over src whose window may not
+// exceed max(limit, zstdMinWindow). For the default limit it comes from a pool, to
+// which the caller puts it back (zstdPool.Put); otherwise it is new, and the caller
+// closes it.
+func zstdReader(src []byte, limit int) (*zstd.Decoder, error) {
+	var zr *zstd.Decoder
+	if limit == batch.MaxDecompressedBytes {
+		zr, _ = zstdPool.Get().(*zstd.Decoder)
+	}
+	if zr == nil {
+		var err error
+		zr, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(uint64(max(limit, zstdMinWindow))))
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := zr.Reset(bytes.NewReader(src)); err != nil {
+		zr.Close()
+		return nil, err
+	}
+	return zr, nil
+}
+
+func unzstd(src []byte, limit int) ([]byte, error) {
+	zr, err := zstdReader(src, limit)
+	if err != nil {
+		return nil, err
+	}
+	out, err := readLimited(zr, limit)
+	if limit == batch.MaxDecompressedBytes && err == nil {
+		zstdPool.Put(zr) // single-threaded: a pooled decoder holds no goroutine
+	} else {
+		zr.Close()
+	}
+	return out, err
 }
 
 // xerialMagic opens snappy data in the xerial framing (snappy-java's
@@ -133,6 +271,9 @@ func snappyBlock(out, block []byte, limit int) ([]byte, error) {
 	dec, err := snappy.Decode(nil, block)
 	if err != nil {
 		return nil, err
+	}
+	if out == nil {
+		return dec, nil // the first (or only) block: no copy
 	}
 	return append(out, dec...), nil
 }

@@ -1,8 +1,10 @@
 // Package compress inflates the records section of compressed Kafka record batches for
 // the broker: it is the real implementation of core/batch.Decompressor, which the node
-// (runtime/) and the simulator (sim/) inject into the broker. The broker only needs it
-// to find the exact record a ListOffsets-by-timestamp asks for; produce and fetch never
-// look inside compressed batches.
+// (runtime/) and the simulator (sim/) inject into the broker. Produce inflates every
+// compressed batch to validate its records, and ListOffsets by timestamp inflates the
+// batch holding the record it must answer; fetch never looks inside batches. Codecs
+// also implements batch.Inflater, the streaming form produce uses, so a batch is
+// validated without being held inflated. Decoders are pooled across calls.
 //
 // The codecs are Kafka's: gzip (1), snappy (2) in either framing (the xerial framing
 // Java clients write, or one raw snappy block as librdkafka and franz-go write), lz4 (3)

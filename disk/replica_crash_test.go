@@ -2,6 +2,7 @@ package disk_test
 
 import (
 	"errors"
+	"math"
 	"math/rand"
 	"strings"
 	"sync/atomic"
@@ -68,6 +69,7 @@ func TestReplicaOverPartitionLogKeepsAcknowledgedAndSeenBatchesAcrossCrashes(t *
 		c.cfg = replica.Config{
 			Segment:     replica.SegmentConfig{SegmentBytes: 700, IndexInterval: 100},
 			RetentionMs: -1, RetentionBytes: -1, MaxMessageBytes: 1 << 20, FlushAlways: true,
+			TimestampBeforeMaxMs: math.MaxInt64, TimestampAfterMaxMs: math.MaxInt64,
 		}
 		if c.deletes {
 			c.cfg.RetentionBytes = 2000

@@ -38,6 +38,12 @@ else
   bin/sluice bench --bootstrap "127.0.0.1:$BENCH_PORT" --server-pid "$node" "$@"
 fi
 
+# What produce's record validation costs per batch (100 records of 1 KiB, per codec),
+# next to the header-only check it replaced: docs/benchmarks.md, "Produce validation".
+loadavg
+go test -run '^$' -bench 'BenchmarkValidate|BenchmarkCheck' -benchtime 1s ./core/batch/ |
+  grep -E '^Benchmark' || echo "validation benchmark failed"
+
 peer=../shared/bench/peer_bench.sh
 if [ "$PEERS" = 0 ]; then
   echo "peer benchmarks: skipped (PEERS=0)"

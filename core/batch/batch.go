@@ -191,3 +191,10 @@ func SetLogAppendTime(b []byte, ms int64) {
 	binary.BigEndian.PutUint64(b[35:], uint64(ms))
 	binary.BigEndian.PutUint32(b[17:], ComputeCRC(b))
 }
+
+// SetMaxTimestamp rewrites the max timestamp and recomputes the CRC, as Kafka does when
+// a CreateTime batch's header disagrees with its records.
+func SetMaxTimestamp(b []byte, ms int64) {
+	binary.BigEndian.PutUint64(b[35:], uint64(ms))
+	binary.BigEndian.PutUint32(b[17:], ComputeCRC(b))
+}

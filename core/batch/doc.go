@@ -1,13 +1,16 @@
 // Package batch reads, checks and rewrites the fixed header of a Kafka RecordBatch
 // (message format v2, "magic 2").
 //
-// Sluice stores batches exactly as producers sent them. The broker touches only the
-// header: it assigns the base offset and the partition leader epoch, neither of which
-// is covered by the CRC, so a batch can be rewritten without recomputing its checksum.
-// Records inside a batch (possibly compressed) are never decoded on the write path.
-// The one reader of records is WalkTimestamps, for ListOffsets by time: it walks each
-// record's offset and timestamp, inflating a compressed batch through a Decompressor the
-// caller injects (codec libraries live outside core, in package compress).
+// Sluice stores batches as producers sent them. The broker touches only the header: it
+// assigns the base offset and the partition leader epoch, neither of which is covered by
+// the CRC, and for CreateTime topics sets the max timestamp to the records' (recomputing
+// the CRC, as Kafka does). Before storing, Validate decodes every record in place, as
+// Kafka's log validator does, so that everything stored decodes completely; CheckRecords
+// does the same framing checks on a stored batch. WalkTimestamps walks each record's
+// offset and timestamp for ListOffsets by time. All three inflate a compressed batch
+// through a Decompressor the caller injects (codec libraries live outside core, in
+// package compress), bounded; Validate and CheckRecords stream the records instead when
+// the Decompressor is also an Inflater, so a batch is never held inflated.
 //
 // Layout of the 61-byte header (big endian):
 //

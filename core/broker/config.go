@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 )
@@ -57,6 +58,12 @@ var TopicConfigDefs = []TopicConfigDef{
 		"always: fsync before acks=all is answered and before data is visible to readers; " +
 			"never: trust the OS page cache (a crash of the machine may lose acknowledged writes)"},
 	{"max.message.bytes", "message.max.bytes", "1048588", intRange(0, 1<<30), "largest batch accepted"},
+	{"message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms", "3600000",
+		intRange(0, math.MaxInt64), "how far ahead of the broker's clock a CreateTime " +
+			"record's timestamp may be; later ones are refused (INVALID_TIMESTAMP)"},
+	{"message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms",
+		"9223372036854775807", intRange(0, math.MaxInt64), "how far behind the broker's " +
+			"clock a CreateTime record's timestamp may be; older ones are refused"},
 	{"message.timestamp.type", "log.message.timestamp.type", "CreateTime",
 		oneOf("CreateTime", "LogAppendTime"), "which timestamp batches carry"},
 	{"min.insync.replicas", "min.insync.replicas", "1", intRange(1, 1<<15), "checked for acks=all"},

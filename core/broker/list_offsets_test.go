@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/core/batch"
@@ -182,8 +183,11 @@ func TestListOffsetsLooksInsideCompressedBatches(t *testing.T) {
 func TestListOffsetsUndecodableBatchFallsBackToItsBase(t *testing.T) {
 	h := newHarness(t)
 	h.mustCreate("t", 1)
-	produceOK(t, h, "t", timedBatch(t, batch.CompressionNone, 1, 2))       // 0-1
-	produceOK(t, h, "t", timedBatch(t, batch.CompressionGzip, 10, 50, 30)) // 2-4
+	produceOK(t, h, "t", timedBatch(t, batch.CompressionNone, 1, 2)) // 0-1
+	p := producePart(t, h.do(produceReq(-1, "t", 0, timedBatch(t, batch.CompressionGzip, 1))))
+	require.Equal(t, kerr.UnsupportedCompressionType.Code, p.ErrorCode,
+		"without a decompressor, produce cannot validate a compressed batch")
+	storeUnchecked(t, h, "t", timedBatch(t, batch.CompressionGzip, 10, 50, 30)) // 2-4
 	requireFound(t, h, "t", 31, 2, 50)
 
 	h.brokerOpts = []Option{WithDecompressor(stdGzip{})}
@@ -194,13 +198,33 @@ func TestListOffsetsUndecodableBatchFallsBackToItsBase(t *testing.T) {
 		return []byte("not gzip at all"), nil
 	})
 	require.NoError(t, err)
-	produceOK(t, h, "t", garbage) // 5-6: the CRC is right, the payload is not
+	p = producePart(t, h.do(produceReq(-1, "t", 0, garbage)))
+	require.Equal(t, kerr.InvalidRecord.Code, p.ErrorCode, "produce validates the records")
+	// Data stored before produce validated records may still hold such a batch.
+	storeUnchecked(t, h, "t", garbage) // 5-6: the CRC is right, the payload is not
 	requireFound(t, h, "t", 150, 5, 200)
 	requireFound(t, h, "t", -3, 5, 200)
 }
 
-// lyingBatch is a batch whose header claims a max timestamp none of its records has
-// (Sluice stores client headers as sent).
+// storeUnchecked appends b to partition 0 of topic straight into its log, past
+// produce's validation, as data written before produce validated records may be, then
+// restarts the broker so that the replica sees it.
+func storeUnchecked(t *testing.T, h *harness, topic string, bs ...[]byte) {
+	t.Helper()
+	l := h.env.logs[tp(topic, 0)]
+	for _, b := range bs {
+		b = append([]byte(nil), b...)
+		batch.SetBaseOffset(b, l.EndOffset())
+		hd, err := batch.Check(b)
+		require.NoError(t, err)
+		require.NoError(t, l.Append(int64(h.now)/1e6, hd, b))
+	}
+	require.NoError(t, l.Sync())
+	h.restart()
+}
+
+// lyingBatch is a batch whose header claims a max timestamp none of its records has.
+// Produce rewrites such a header (as Kafka does); older data may still hold one.
 func lyingBatch(t *testing.T, claimedMax int64, ts ...int64) []byte {
 	t.Helper()
 	b := timedBatch(t, batch.CompressionNone, ts...)
@@ -212,16 +236,18 @@ func lyingBatch(t *testing.T, claimedMax int64, ts ...int64) []byte {
 func TestListOffsetsSurvivesLyingBatchHeaders(t *testing.T) {
 	h := newHarness(t)
 	h.mustCreate("t", 1)
-	produceOK(t, h, "t", lyingBatch(t, 1000, 10, 20))                   // 0-1
+	storeUnchecked(t, h, "t", lyingBatch(t, 1000, 10, 20))              // 0-1
 	produceOK(t, h, "t", timedBatch(t, batch.CompressionNone, 30, 500)) // 2-3
 	requireFound(t, h, "t", 100, 3, 500)                                // the lying batch is passed over
 	requireFound(t, h, "t", 501, -1, -1)
 
 	// Many lying batches: the lookup stops decoding and settles for a batch's start.
 	h.mustCreate("u", 1)
-	for i := 0; i < 40; i++ {
-		produceOK(t, h, "u", lyingBatch(t, 1000, 10))
+	lies := make([][]byte, 40)
+	for i := range lies {
+		lies[i] = lyingBatch(t, 1000, 10)
 	}
+	storeUnchecked(t, h, "u", lies...)
 	produceOK(t, h, "u", timedBatch(t, batch.CompressionNone, 900))
 	p := listOffset(h, "u", 100)
 	require.Equal(t, int64(16), p.Offset, "the 17th lying batch, after 16 decoded in vain")

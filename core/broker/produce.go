@@ -6,9 +6,17 @@ package broker
 //   - v0–v2 carry the old message format: every partition gets UNSUPPORTED_VERSION. The
 //     range starts at 0 only so that older librdkafka keeps compression on
 //     (kafka-compat.md).
-//   - Each partition's record set must be exactly one v2 batch; it is checked (length,
-//     CRC-32C, record count, codec) and stored as sent, with the broker's offset written
-//     into its header. Compressed batches are never decompressed.
+//   - Each partition's record set must be exactly one v2 batch. It is validated as
+//     Kafka's log validator does (batch.Validate): header, length, CRC-32C, then every
+//     record decoded in place (a compressed batch inflated first, at most
+//     batch.MaxDecompressedBytes): framing, offset deltas 0..lastOffsetDelta, no bytes
+//     left over, and timestamps within message.timestamp.before.max.ms /
+//     message.timestamp.after.max.ms of the broker's clock. A batch whose length or CRC
+//     is wrong gets CORRUPT_MESSAGE; one whose records are wrong INVALID_RECORD; a
+//     timestamp out of range INVALID_TIMESTAMP. From v8 the response names the records
+//     at fault (ErrorRecords) and says why (ErrorMessage). Nothing of a refused batch is
+//     stored. An accepted batch is stored as sent, with the broker's offset, leader
+//     epoch and (CreateTime) the records' max timestamp written into its header.
 //   - acks=0: no response is sent at all. acks=1: answered once written. acks=all
 //     (-1): answered once the high-water mark passes the batch, which with
 //     log.flush.policy=always means once it is fsynced (group commit).
@@ -140,6 +148,12 @@ func (b *Broker) producePartition(tp core.TopicPartition, records []byte,
 		if res.Message != "" {
 			msg := res.Message
 			rp.ErrorMessage = &msg
+		}
+		for _, re := range res.RecordErrors {
+			er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+			msg := re.Message
+			er.RelativeOffset, er.ErrorMessage = re.Index, &msg
+			rp.ErrorRecords = append(rp.ErrorRecords, er)
 		}
 		return produceWait{}, false
 	}

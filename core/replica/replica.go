@@ -25,7 +25,20 @@ type Config struct {
 	// MinInsyncReplicas is min.insync.replicas: acks=all needs at least this many
 	// replicas in sync. A single-node partition has one.
 	MinInsyncReplicas int
+	// TimestampBeforeMaxMs and TimestampAfterMaxMs are message.timestamp.before.max.ms
+	// and message.timestamp.after.max.ms: how far a CreateTime record's timestamp may
+	// lie before or after the broker's clock.
+	TimestampBeforeMaxMs int64
+	TimestampAfterMaxMs  int64
+	// Decompressor inflates compressed batches so that their records are validated on
+	// produce; nil refuses compressed batches (UNSUPPORTED_COMPRESSION_TYPE).
+	Decompressor batch.Decompressor
 }
+
+// refusalLogEveryMs spaces the info lines about refused batches of one partition: a
+// client that keeps sending bad batches is told so in every response, but cannot
+// flood the log.
+const refusalLogEveryMs = 60_000
 
 // snapshotEveryBatches is how many durable batches pass between producer-state
 // snapshots; recovery rescans at most this many batch headers.
@@ -63,6 +76,9 @@ type Replica struct {
 	// with FlushAlways is at the fsync, not at the append.
 	visibleBytes int64
 	syncBytes    int64 // bytesAppended when the in-flight sync was requested
+
+	refusalLoggedMs int64 // when a refused batch was last logged at info
+	refusalsQuiet   int   // refusals since then, logged at debug only
 }
 
 // New recovers a replica over an opened log: it makes what recovery found durable,
@@ -129,6 +145,9 @@ func (r *Replica) checkReadBack(base int64, want []byte) {
 	core.Invariant(err == nil, "R5", "%s: reading back offset %d: %v", r.tp, base, err)
 	core.Invariant(len(got) >= len(want) && string(got[:len(want)]) == string(want), "R5",
 		"%s: the batch at %d reads back different from what was written", r.tp, base)
+	_, err = batch.CheckRecords(got[:len(want)], r.cfg.Decompressor, 0)
+	core.Invariant(err == nil || errors.Is(err, batch.ErrNoDecompressor), "R7",
+		"%s: the batch stored at %d does not decode: %v", r.tp, base, err)
 	segs := r.log.Segments()
 	for i := 1; i < len(segs); i++ {
 		core.Invariant(segs[i].BaseOffset == segs[i-1].EndOffset, "R6",
@@ -196,6 +215,8 @@ type AppendResult struct {
 	WaitOffset      int64
 	LogAppendTimeMs int64 // -1 unless the topic uses LogAppendTime
 	Duplicate       bool
+	// RecordErrors names the records at fault of a refused batch (Produce v8+).
+	RecordErrors []batch.RecordError
 }
 
 // Append validates a partition's record set from a Produce request and appends it.
@@ -208,13 +229,23 @@ func (r *Replica) Append(nowMs int64, records []byte) AppendResult {
 		return AppendResult{Err: kerr.MessageTooLarge.Code, Message: fmt.Sprintf(
 			"batch of %d bytes exceeds max.message.bytes %d", len(records), r.cfg.MaxMessageBytes)}
 	}
-	h, err := batch.Check(records)
+	pol := batch.Policy{NowMs: nowMs, LogAppendTime: r.cfg.LogAppendTime,
+		TimestampBeforeMaxMs: r.cfg.TimestampBeforeMaxMs,
+		TimestampAfterMaxMs:  r.cfg.TimestampAfterMaxMs, Decompressor: r.cfg.Decompressor}
+	sum, err := batch.Validate(records, &pol)
 	if err != nil {
-		return AppendResult{Err: batchErrorCode(err), Message: err.Error()}
+		return r.refuse(nowMs, err)
 	}
-	if h.IsControl() || h.IsTransactional() {
+	h := sum.Header
+	if !r.cfg.LogAppendTime && h.MaxTimestamp != sum.MaxTimestamp {
+		// As Kafka does: the header's max timestamp is the records' (ListOffsets and
+		// retention rely on it), whatever the producer wrote.
+		batch.SetMaxTimestamp(records, sum.MaxTimestamp)
+		h.MaxTimestamp = sum.MaxTimestamp
+	}
+	if h.IsTransactional() {
 		return AppendResult{Err: kerr.InvalidRecord.Code,
-			Message: "transactional and control batches are not supported yet"}
+			Message: "transactional batches are not supported yet"}
 	}
 	pc := r.checkProducer(&h)
 	if pc.code != 0 {
@@ -258,15 +289,23 @@ func (r *Replica) appendChecked(nowMs int64, h *batch.Header, b []byte) AppendRe
 	return AppendResult{BaseOffset: base, WaitOffset: h.NextOffset(), LogAppendTimeMs: appendTime}
 }
 
-func batchErrorCode(err error) int16 {
-	switch {
-	case errors.Is(err, batch.ErrUnsupportedMagic):
-		return kerr.UnsupportedForMessageFormat.Code
-	case errors.Is(err, batch.ErrBadCompression):
-		return kerr.UnsupportedCompressionType.Code
-	default:
-		return kerr.CorruptMessage.Code
+// refuse answers a batch validation refused, and logs it: at info at most once a
+// minute per partition, at debug otherwise.
+func (r *Replica) refuse(nowMs int64, err error) AppendResult {
+	res := AppendResult{Err: batch.ErrorCode(err), Message: err.Error()}
+	var re *batch.RecordsError
+	if errors.As(err, &re) {
+		res.RecordErrors = re.Records
 	}
+	if r.refusalLoggedMs == 0 || nowMs-r.refusalLoggedMs >= refusalLogEveryMs {
+		r.lg.Info("produced batch refused", zap.String("code", kerr.ErrorForCode(res.Err).Error()),
+			zap.Error(err), zap.Int("refused_since_last_line", r.refusalsQuiet))
+		r.refusalLoggedMs, r.refusalsQuiet = nowMs, 0
+	} else {
+		r.refusalsQuiet++
+		r.lg.Debug("produced batch refused", zap.Error(err))
+	}
+	return res
 }
 
 func (r *Replica) goOffline() {

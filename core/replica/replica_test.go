@@ -1,6 +1,7 @@
 package replica_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,6 +20,7 @@ func cfg(flushAlways bool) replica.Config {
 	return replica.Config{
 		Segment:     replica.SegmentConfig{SegmentBytes: 1 << 30, SegmentMs: 1 << 40, IndexInterval: 4096},
 		RetentionMs: -1, RetentionBytes: -1, MaxMessageBytes: 1 << 20, FlushAlways: flushAlways,
+		TimestampBeforeMaxMs: math.MaxInt64, TimestampAfterMaxMs: math.MaxInt64,
 	}
 }
 
