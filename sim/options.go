@@ -155,6 +155,15 @@ type DeleteSpec struct {
 	GapMs   int64
 }
 
+// VandalSpec configures a vandal client (vandal.go): malformed-but-CRC-valid batches
+// to Topic, ~EveryMs apart, each of which the broker must refuse.
+type VandalSpec struct {
+	Topic     string
+	Acks      int16 // 1 or -1: a vandal wants to hear the verdict
+	EveryMs   int64
+	TimeoutMs int64
+}
+
 // Config is one run's complete configuration. Draw derives it from a seed; Set
 // overrides single fields afterwards.
 type Config struct {
@@ -174,6 +183,7 @@ type Config struct {
 	Committers []CommitterSpec
 	Members    []MemberSpec
 	Deletes    DeleteSpec
+	Vandals    []VandalSpec
 }
 
 // DefaultSafetyMs is the default virtual run time of the safety phase.
@@ -214,7 +224,15 @@ func Draw(seed uint64) Config {
 	c.Faults.ReadErrorChance = Pick(r, 0.05, 0.3, 1.0)
 	c.Deletes = DeleteSpec{On: r.Chance(0.5), EveryMs: r.Between(500, 4000),
 		GapMs: Pick[int64](r, 0, 50, 500)}
+	if r.Chance(0.5) {
+		c.Vandals = append(c.Vandals, drawVandal(r, c.Topics[r.Intn(nTopics)].Name))
+	}
 	return c
+}
+
+func drawVandal(r *Rand, topic string) VandalSpec {
+	return VandalSpec{Topic: topic, Acks: Pick[int16](r, 1, -1),
+		EveryMs: Pick[int64](r, 20, 200, 1000), TimeoutMs: Pick[int64](r, 500, 3000)}
 }
 
 // drawMembers draws the consumer groups: on half the seeds, one or two groups of 1–4
@@ -375,6 +393,7 @@ var SettingHelp = []string{
 	"admin=on|off                   admin changes during the run",
 	"deletes=on|off                 delete and re-create topics no group or committer uses",
 	"deletes.every.ms=N             mean interval between topic deletions",
+	"vandals=N                      clients sending malformed-but-CRC-valid batches",
 	"codec=on|off                   pass messages through the wire codec",
 	"heal.ms=N                      liveness budget after faults stop",
 }
@@ -460,6 +479,17 @@ func (c *Config) setSim(name, value string) (bool, error) {
 		return true, err
 	case name == "deletes.every.ms":
 		return true, setInt64(&c.Deletes.EveryMs, value)
+	case name == "vandals":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 || n > 16 {
+			return true, fmt.Errorf("vandals: want 0..16, got %q", value)
+		}
+		for len(c.Vandals) < n {
+			c.Vandals = append(c.Vandals, VandalSpec{Topic: c.Topics[0].Name, Acks: 1,
+				EveryMs: 50, TimeoutMs: 1000})
+		}
+		c.Vandals = c.Vandals[:n]
+		return true, nil
 	case name == "codec":
 		on, err := onOff(value)
 		c.Codec = on
@@ -592,6 +622,9 @@ func (c Config) Summary() []string {
 	}
 	for i, m := range c.Members {
 		lines = append(lines, fmt.Sprintf("member %d: %+v", i, m))
+	}
+	for i, v := range c.Vandals {
+		lines = append(lines, fmt.Sprintf("vandal %d: %+v", i, v))
 	}
 	lines = append(lines, fmt.Sprintf("admin: %+v", c.Admin))
 	if c.Deletes.On {

@@ -218,7 +218,7 @@ func (w *World) decodeBatches(tp core.TopicPartition, raw []byte) ([]linearizabi
 		key := decodedKey{tp, h.BaseOffset, h.CRC, h.Size()}
 		recs, ok := w.decoded[key]
 		if !ok {
-			kvs, err := batch.Records(raw[:h.Size()])
+			kvs, err := strictRecords(raw[:h.Size()])
 			if err != nil {
 				return out, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
 			}

@@ -302,6 +302,10 @@ func (w *World) buildClients() {
 		actor++
 		w.clients = append(w.clients, newMember(w, actor, i, spec))
 	}
+	for i, spec := range w.cfg.Vandals {
+		actor++
+		w.clients = append(w.clients, newVandal(w, actor, i, spec))
+	}
 	if w.cfg.Deletes.On && len(w.cfg.deletableTopics()) > 0 {
 		actor++
 		w.clients = append(w.clients, newDeleter(w, actor, w.clients[0].(*admin)))
