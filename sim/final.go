@@ -227,7 +227,8 @@ func (f *finalReader) fetched(p *fPart, call int64, resp *kmsg.FetchResponse) {
 	}
 	recs, err := f.w.decodeBatches(p.tp, rp.RecordBatches)
 	if err != nil {
-		f.w.fail("anomaly", "final read of %s at %d: bad batch: %v", p.tp, p.pos, err)
+		f.w.fail("anomaly", "undecodable-batch final read of %s at %d: bad batch: %v", p.tp,
+			p.pos, err)
 		f.retry()
 		return
 	}

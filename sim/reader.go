@@ -178,8 +178,8 @@ func (r *reader) fetchedPartition(call int64, p *rPart, rp *kmsg.FetchResponseTo
 	}
 	recs, err := r.w.decodeBatches(p.tp, rp.RecordBatches)
 	if err != nil {
-		r.w.fail("anomaly", "%s: fetch of %s at %d returned a bad batch: %v", r.name, p.tp,
-			p.pos, err)
+		r.w.fail("anomaly", "undecodable-batch %s: fetch of %s at %d returned a bad batch: %v",
+			r.name, p.tp, p.pos, err)
 		return false
 	}
 	r.w.record(linearizability.Op{Kind: linearizability.OpRead, Client: int(r.actor),

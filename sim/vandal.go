@@ -88,8 +88,8 @@ func (v *vandal) answered(kind malformKind, part int32, resp *kmsg.ProduceRespon
 			v.w.tr.note("vandal", int64(kind), int64(p.ErrorCode), p.BaseOffset)
 			switch p.ErrorCode {
 			case 0:
-				v.w.fail("anomaly", "%s: a malformed batch (%s) was accepted by %s-%d at "+
-					"offset %d", v.name, kind, t.Topic, part, p.BaseOffset)
+				v.w.fail("anomaly", "malformed-accepted %s: a malformed batch (%s) was "+
+					"accepted by %s-%d at offset %d", v.name, kind, t.Topic, part, p.BaseOffset)
 			case kerr.CorruptMessage.Code, kerr.InvalidRecord.Code:
 			case kerr.UnknownTopicOrPartition.Code:
 				v.parts = 0
