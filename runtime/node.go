@@ -36,6 +36,8 @@ type Node struct {
 	lastNow    core.Time
 
 	state   *disk.PebbleState
+	files   *disk.FileCache // every partition log's segment files
+	fds     fdBudget
 	metaLog *disk.MetaLog
 	srv     *kafkanet.Server
 	replier *kafkanet.Replier // the loop's way to answer requests
@@ -110,10 +112,14 @@ func (n *Node) Start(ctx context.Context) error {
 
 // open does everything of Start that can fail, before any goroutine runs.
 func (n *Node) open() error {
+	if err := n.budgetFDs(); err != nil {
+		return err
+	}
 	// Listen first: a busy port is the likeliest failure and needs no cleanup of state.
 	var err error
 	if n.srv, err = kafkanet.Listen(n.opts.ListenAddr, sink{n}, kafkanet.Options{
 		MaxRequestBytes: n.opts.MaxRequestBytes, Logger: n.lg.Named("net"),
+		MaxConns: n.fds.connections,
 	}); err != nil {
 		return fmt.Errorf("listen on %s: %w", n.opts.ListenAddr, err)
 	}
@@ -138,12 +144,13 @@ func (n *Node) open() error {
 	}
 	n.syncer = newSyncer(n.opts.SyncWorkers, n.deliverCompletion)
 	n.metaW = newMetaWriter(n.metaLog, n.deliverCompletion)
+	n.files = disk.NewFileCache(disk.OSFS{}, n.fds.logFiles)
 	n.b = broker.New(n.opts.Config, env{n}, rand.New(rand.NewSource(seed())),
 		broker.WithDecompressor(compress.Codecs{}))
 	// Start runs here, before the loop goroutine exists, so it is still one step at a
 	// time (E5); it opens and recovers every partition log.
 	n.step(broker.Start{Records: records})
-	return nil
+	return n.checkFreeFDs()
 }
 
 // setAdvertised fills the broker's advertised host and port, defaulting to the address

@@ -36,6 +36,12 @@ type Options struct {
 	// MaxRequestBytes is the largest request frame (socket.request.max.bytes). Default
 	// 100 MiB.
 	MaxRequestBytes int
+	// MaxConnections bounds open client connections (max.connections). Default 10000;
+	// lowered at start when the open-file limit cannot hold it (fds.go).
+	MaxConnections int
+	// MaxOpenLogFiles bounds the partition log files held open at once
+	// (sluice.log.max.open.files). Default: derived from the open-file limit.
+	MaxOpenLogFiles int
 }
 
 func (o *Options) defaults() {
@@ -56,6 +62,9 @@ func (o *Options) defaults() {
 	}
 	if o.SyncWorkers <= 0 {
 		o.SyncWorkers = 4
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = 10000
 	}
 	if o.InboxSize <= 0 {
 		o.InboxSize = 4096

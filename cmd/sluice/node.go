@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -34,6 +35,7 @@ const nodeSynopsis = "sluice node [--id N] [--listen HOST:PORT] [--advertise HOS
 // from flags, or from Kafka's names for them in the config file.
 type nodeSettings struct {
 	listen, advertise, data string
+	maxConns, maxOpenFiles  int // max.connections, sluice.log.max.open.files (0: default)
 }
 
 func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
@@ -89,7 +91,8 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 		defer stopProfile()
 	}
 	return serveNode(runtime.Options{ListenAddr: ns.listen, AdvertisedAddr: ns.advertise,
-		DataDir: ns.data, Config: cfg, Logger: newNodeLogger(stderr)}, stderr)
+		DataDir: ns.data, Config: cfg, Logger: newNodeLogger(stderr),
+		MaxConnections: ns.maxConns, MaxOpenLogFiles: ns.maxOpenFiles}, stderr)
 }
 
 func usageNode(fs *flag.FlagSet, format string, args ...any) int {
@@ -161,10 +164,22 @@ func applySetting(key, value string, cfg *broker.Config, ns *nodeSettings) error
 			return fmt.Errorf("%s: Sluice keeps its data in one directory, got %q", key, value)
 		}
 		ns.data = value
+	case "max.connections":
+		ns.maxConns, err = positiveInt(key, value)
+	case "sluice.log.max.open.files":
+		ns.maxOpenFiles, err = positiveInt(key, value)
 	default:
 		err = cfg.Set(key, value)
 	}
 	return err
+}
+
+func positiveInt(key, value string) (int, error) {
+	v, err := strconv.Atoi(value)
+	if err != nil || v < 1 {
+		return 0, fmt.Errorf("%s: must be a positive number, got %q", key, value)
+	}
+	return v, nil
 }
 
 // listenerAddr accepts Kafka's listener syntax for one plaintext listener:
@@ -185,7 +200,8 @@ func listenerAddr(key, value string) (string, error) {
 // printSettings lists what a config file may contain (for `sluice node -h`).
 func printSettings(w io.Writer) {
 	fmt.Fprintln(w, "\nconfig file settings (key=value):")
-	fmt.Fprintln(w, "  listeners, advertised.listeners, log.dirs")
+	fmt.Fprintln(w, "  listeners, advertised.listeners, log.dirs, max.connections, "+
+		"sluice.log.max.open.files")
 	for _, name := range broker.SettingNames() {
 		fmt.Fprintf(w, "  %s\n", name)
 	}
