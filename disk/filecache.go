@@ -2,6 +2,7 @@ package disk
 
 import (
 	"container/list"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sync"
@@ -19,7 +20,7 @@ import (
 // Durability is unchanged: a handle closed by eviction is fsynced first when it was
 // written or truncated since its last successful Sync, so a later Sync of the closed
 // handle has nothing left to do and returns nil without reopening it. If that fsync
-// fails, the failure is kept: every later Sync and Write of the handle returns it
+// fails, the failure is kept: every later Sync, Write and Close of the handle returns it
 // (Truncate and ReadAt still work, so the log can drop the bytes the failed fsync may
 // have lost, see dropUnsynced). A Write on an evicted handle reopens it.
 //
@@ -38,6 +39,11 @@ type FileCache struct {
 	closing int       // handles being closed by an eviction
 	stats   FileCacheStats
 }
+
+// errEvictSync marks the error of an eviction whose fsync failed. The bytes it did not
+// write may be gone from the page cache (fsyncgate): the log must drop them as after a
+// failed Sync, or, if it learns of it only when closing, mark itself tainted.
+var errEvictSync = errors.New("fsync before closing an evicted file failed")
 
 // FileCacheStats counts a FileCache's work since it was made.
 type FileCacheStats struct {
@@ -175,7 +181,7 @@ func (c *FileCache) evict(vs []victim) {
 		}
 		h := v.h
 		if serr != nil && h.err == nil {
-			h.err = fmt.Errorf("fsync %s before closing it: %w", h.path, serr)
+			h.err = fmt.Errorf("%s: %w: %w", h.path, errEvictSync, serr)
 		}
 		if serr == nil {
 			h.dirty = false
@@ -336,8 +342,8 @@ func (h *cachedFile) Sync() error {
 	return err
 }
 
-// Close closes the descriptor, if open, without fsyncing, and forgets the handle. No
-// other call of the handle may be in progress.
+// Close closes the descriptor, if open, without fsyncing, and forgets the handle; it
+// returns a kept eviction failure. No other call of the handle may be in progress.
 func (h *cachedFile) Close() error {
 	c := h.c
 	c.mu.Lock()
@@ -353,11 +359,14 @@ func (h *cachedFile) Close() error {
 		h.f, h.elem = nil, nil
 		c.open--
 	}
+	kept := h.err
 	c.mu.Unlock()
-	if f == nil {
-		return nil
+	if f != nil {
+		if err := f.Close(); err != nil && kept == nil {
+			return err
+		}
 	}
-	return f.Close()
+	return kept
 }
 
 func (h *cachedFile) Size() int64 {

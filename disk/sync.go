@@ -162,7 +162,14 @@ func (l *PartitionLog) Close() error {
 func (l *PartitionLog) closeFiles() error {
 	var first error
 	for _, s := range l.segs {
-		if err := s.f.Close(); err != nil && first == nil {
+		err := s.f.Close()
+		if errors.Is(err, errEvictSync) {
+			// An fsync the handle cache ran failed, and the log may not have dropped
+			// what it lost (it went offline for another reason, or never synced again):
+			// the next recovery rewrites the log.
+			l.markTainted(err)
+		}
+		if err != nil && first == nil {
 			first = err
 		}
 	}
