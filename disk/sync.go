@@ -18,7 +18,7 @@ type syncJob struct {
 
 // Sync implements replica.Log. It may run on another goroutine while Append and Read
 // proceed: it holds mu only to list dirty segments and to record the result. Segments
-// are fsynced oldest first, so a durable byte in one segment implies every earlier
+// are fsynced oldest first, so a byte reported durable in one segment implies every earlier
 // segment is durable — recovery relies on it. After a failed fsync the kernel may have
 // dropped the dirty pages, so nothing can be claimed durable again: the log goes offline.
 // Once a sealed segment is durable, Sync writes its index files, which certify it.

@@ -57,23 +57,22 @@ func planFDs(limit uint64, wantConns, wantFiles int, lg *zap.Logger) (fdBudget, 
 			fdFixedReserve, fdPebbleReserve, minConnections, minLogFiles)
 	}
 	avail := int(min(limit-fdFixedReserve-fdPebbleReserve, 1<<30))
-	b.connections = min(wantConns, max(avail/2, minConnections))
 	if wantFiles > 0 {
-		b.connections = min(wantConns, max(avail-wantFiles, minConnections))
+		b.logFiles = min(wantFiles, avail-minConnections)
+		b.connections = min(wantConns, avail-b.logFiles)
+	} else {
+		b.connections = min(wantConns, max(avail/2, minConnections), avail-minLogFiles)
+		b.logFiles = min(avail-b.connections, maxDerivedLogFiles)
+	}
+	if b.logFiles < wantFiles {
+		lg.Warn("open-file limit too small for sluice.log.max.open.files; lowering it",
+			zap.Uint64("rlimit_nofile", limit), zap.Int("sluice.log.max.open.files", wantFiles),
+			zap.Int("lowered_to", b.logFiles))
 	}
 	if b.connections < wantConns {
 		lg.Warn("open-file limit too small for max.connections; lowering it",
 			zap.Uint64("rlimit_nofile", limit), zap.Int("max.connections", wantConns),
 			zap.Int("lowered_to", b.connections))
-	}
-	b.logFiles = min(avail-b.connections, maxDerivedLogFiles)
-	if wantFiles > 0 {
-		if wantFiles > avail-b.connections {
-			lg.Warn("open-file limit too small for sluice.log.max.open.files; lowering it",
-				zap.Uint64("rlimit_nofile", limit), zap.Int("sluice.log.max.open.files",
-					wantFiles), zap.Int("lowered_to", avail-b.connections))
-		}
-		b.logFiles = min(wantFiles, avail-b.connections)
 	}
 	return b, nil
 }
