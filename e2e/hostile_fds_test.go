@@ -130,7 +130,9 @@ func fdScale(t *testing.T, nofile, topics int, perTopic int32) {
 	total := topics * int(perTopic)
 	t.Logf("created %d partitions in %v: %s", total, took, n.stats())
 	n.requireWithin(4<<30, nofile)
+	start := time.Now()
 	produceSample(t, n.addr, "fd", topics, perTopic, 200)
+	t.Logf("produced to 200 partitions in %v", time.Since(start))
 	n.requireServes("fd-probe", 5*time.Second)
 
 	// Past sluice.max.partitions (derived from the limit) a create is refused, clearly,
@@ -151,8 +153,10 @@ func fdScale(t *testing.T, nofile, topics int, perTopic int32) {
 	n.requireWithin(4<<30, nofile)
 
 	// A restart recovers every partition and serves.
+	start = time.Now()
 	n.stopLimited()
-	start := time.Now()
+	t.Logf("stopped in %v", time.Since(start))
+	start = time.Now()
 	n, out = startLimitedNode(t, data, nofile)
 	require.NotNil(t, n, "node did not restart: %s", out)
 	t.Logf("restarted over %d partitions in %v: %s", total, time.Since(start), n.stats())
