@@ -39,10 +39,10 @@ func startLimitedNode(t *testing.T, data string, nofile int, extraArgs ...string
 	cmd := exec.Command("sh", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	require.NoError(t, cmd.Start())
-	n := &node{t: t, addr: addr, data: data, cmd: cmd, log: logf}
-	t.Cleanup(n.kill)
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
+	n := &node{t: t, addr: addr, data: data, cmd: cmd, log: logf, waited: exited}
+	t.Cleanup(n.kill)
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
@@ -54,8 +54,6 @@ func startLimitedNode(t *testing.T, data string, nofile int, extraArgs ...string
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil && strings.Contains(n.logText(), "node serving") {
 			c.Close()
-			n.cmd = &exec.Cmd{Process: cmd.Process} // Wait is taken by the goroutine
-			n.waited = exited
 			return n, ""
 		}
 		if err == nil {
