@@ -203,3 +203,53 @@ func TestPartitionLogsShareABoundedFileCache(t *testing.T) {
 		require.NotEmpty(t, splitBatches(t, b))
 	}
 }
+
+// An eviction's failed fsync reaches the log that owns the file: its next Append takes
+// it offline and drops the unsynced bytes, as a failed Sync does, and closing it marks it
+// tainted so the next recovery rewrites it. The synced batch survives a crash after that.
+func TestFailedFsyncAtEvictionTakesTheLogOfflineAndTaintsIt(t *testing.T) {
+	m := NewMemFS()
+	st := NewMemState()
+	c := NewFileCache(m, 1)
+	open := func(fsys FS, name string) *PartitionLog {
+		l, err := OpenPartitionLog(fsys, "data/"+name, st, "log/"+name+"/",
+			replica.SegmentConfig{}, 1000, zap.NewNop())
+		require.NoError(t, err)
+		return l
+	}
+	a := open(c, "a-0")
+	synced := appendBatch(t, a, 1000, 2, 30, 1)
+	require.NoError(t, a.Sync())
+	appendBatch(t, a, 1000, 2, 30, 2) // unsynced
+	boom := errors.New("EIO")
+	m.SetFault(func(op Op, p string) error {
+		if op == OpSync && p == "data/a-0/00000000000000000000.log" {
+			return boom
+		}
+		return nil
+	})
+	b := open(c, "b-0") // evicts a's segment; its fsync fails
+	m.SetFault(nil)
+	require.Equal(t, 1, c.Stats().EvictSync)
+	h, batchB := testBatch(a.EndOffset(), 1, 10, 3)
+	err := a.Append(1000, h, batchB)
+	require.ErrorIs(t, err, replica.ErrLogOffline)
+	require.ErrorIs(t, err, boom)
+	require.ErrorIs(t, a.Sync(), replica.ErrLogOffline)
+	require.NoError(t, b.Close())
+	require.Error(t, a.Close())
+	_, tainted, err := st.Get([]byte("log/a-0/tainted"))
+	require.NoError(t, err)
+	require.True(t, tainted)
+
+	m.Crash(rand.New(rand.NewSource(5)))
+	a = open(NewFileCache(m, 1), "a-0")
+	defer a.Close()
+	require.EqualValues(t, 2, a.EndOffset(), "the synced batch, and only it")
+	got, err := a.Read(0, 1<<20, a.EndOffset())
+	require.NoError(t, err)
+	require.Equal(t, synced, got)
+	_, tainted, err = st.Get([]byte("log/a-0/tainted"))
+	require.NoError(t, err)
+	require.False(t, tainted, "the rewrite cleared the mark")
+}
