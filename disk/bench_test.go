@@ -48,6 +48,11 @@ func BenchmarkAppendOSFS(b *testing.B)            { benchAppend(b, OSFS{}, b.Tem
 func BenchmarkAppendOSFSSyncEvery64(b *testing.B) { benchAppend(b, OSFS{}, b.TempDir()+"/p", 64) }
 func BenchmarkAppendMemFS(b *testing.B)           { benchAppend(b, NewMemFS(), "p", 0) }
 
+// Through the handle cache the runtime uses: the fast path must cost about the same.
+func BenchmarkAppendOSFSCached(b *testing.B) {
+	benchAppend(b, NewFileCache(OSFS{}, 64), b.TempDir()+"/p", 0)
+}
+
 func BenchmarkReadOSFS(b *testing.B) {
 	const n = 2048
 	hs, bs := benchBatches(n)

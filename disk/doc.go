@@ -1,6 +1,6 @@
 // Package disk is Sluice's storage layer: everything that turns bytes into files.
 //
-// It has four parts, each usable on its own:
+// It has five parts, each usable on its own:
 //
 //   - A filesystem seam (FS, File). OSFS is the real one; it fsyncs a directory after
 //     creating, removing or renaming an entry in it, so that a file that a caller has
@@ -8,6 +8,8 @@
 //     filesystem for tests and the deterministic simulator: Crash drops every byte that
 //     was not synced, except that the last unsynced writes of a file may survive as a
 //     torn (and possibly garbled) prefix. SetFault injects I/O errors.
+//   - FileCache, an FS over another that bounds the descriptors its files hold: least
+//     recently used handles are fsynced if dirty, closed, and reopened on use.
 //   - A StateStore for node-local key/value state (log start offsets, snapshots of
 //     producer state, segment creation times, the metadata log). OpenPebbleState backs it
 //     with pebble and synced writes; NewMemState is a map for tests and the simulator.

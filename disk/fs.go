@@ -5,10 +5,11 @@ import "fmt"
 // FS is the small filesystem surface the storage layer needs. Paths are slash
 // separated. Implementations: OSFS (real files) and MemFS (in memory, crashable).
 //
-// Durability contract, which both implementations keep: bytes written to a File are
+// Durability contract, which every implementation keeps: bytes written to a File are
 // durable once File.Sync returns nil; creating, removing and renaming a file are durable
 // when the call returns (OSFS fsyncs the parent directory, MemFS models directory
-// operations as immediately durable).
+// operations as immediately durable). FileCache, which closes and reopens files behind
+// the caller's back, keeps it by fsyncing a changed file before closing it.
 type FS interface {
 	// Create creates the file, or truncates it if it exists, and opens it for reading and
 	// appending.

@@ -174,6 +174,12 @@ func (l *PartitionLog) Append(nowMs int64, h batch.Header, b []byte) error {
 		if err == nil {
 			err = fmt.Errorf("short write: %d of %d bytes", n, len(b))
 		}
+		if errors.Is(err, errEvictSync) {
+			// An fsync the handle cache ran failed: as after a failed Sync.
+			failed := l.goOffline(err)
+			l.dropUnsynced()
+			return failed
+		}
 		return l.undoWrite(act, pos, err)
 	}
 	act.size += int64(len(b))

@@ -34,6 +34,11 @@ type crashRun struct {
 	st      *disk.MemState
 	cfg     replica.Config
 	deletes bool // retention and DeleteRecords on (idempotence is checked without)
+	// cacheLimit > 0 opens the log through a FileCache of that many descriptors, made
+	// anew at every restart, so segment handles are evicted (fsynced first when dirty)
+	// and reopened throughout.
+	cacheLimit int
+	proc       *procFS
 	// Faults, consulted by one fault function: the sync goroutine reads failSync, which
 	// is only changed while no sync runs.
 	failWrite, failTruncate, failSync atomic.Bool
@@ -78,6 +83,49 @@ func TestReplicaOverPartitionLogKeepsAcknowledgedAndSeenBatchesAcrossCrashes(t *
 	}
 }
 
+// The same run with the segment files behind a FileCache of one or two descriptors:
+// eviction and reopening must not change what is durable.
+func TestReplicaOverCachedPartitionLogKeepsAcknowledgedAndSeenBatchesAcrossCrashes(t *testing.T) {
+	for seed := int64(0); seed < 40; seed++ {
+		c := &crashRun{t: t, seed: seed, r: rand.New(rand.NewSource(seed)),
+			fs: disk.NewMemFS(), st: disk.NewMemState(), deletes: seed%2 == 0,
+			acked: map[int64][]byte{}, seen: map[int64][]byte{},
+			prods:      []*crashProducer{{id: 7}, {id: 8}},
+			cacheLimit: 1 + int(seed%2)}
+		c.cfg = replica.Config{
+			Segment:     replica.SegmentConfig{SegmentBytes: 700, IndexInterval: 100},
+			RetentionMs: -1, RetentionBytes: -1, MaxMessageBytes: 1 << 20, FlushAlways: true,
+		}
+		if c.deletes {
+			c.cfg.RetentionBytes = 2000
+		}
+		c.run()
+	}
+}
+
+// procFS is one process's way to the disk: once the process has died, nothing it still
+// runs (its sync goroutine) opens or creates a file.
+type procFS struct {
+	disk.FS
+	dead atomic.Bool
+}
+
+var errProcessGone = errors.New("the process died in the power loss")
+
+func (p *procFS) OpenFile(path string) (disk.File, error) {
+	if p.dead.Load() {
+		return nil, errProcessGone
+	}
+	return p.FS.OpenFile(path)
+}
+
+func (p *procFS) Create(path string) (disk.File, error) {
+	if p.dead.Load() {
+		return nil, errProcessGone
+	}
+	return p.FS.Create(path)
+}
+
 func (c *crashRun) fault(op disk.Op, path string) error {
 	switch {
 	case op == disk.OpWrite && c.failWrite.Load() && strings.HasSuffix(path, ".log"),
@@ -89,7 +137,14 @@ func (c *crashRun) fault(op disk.Op, path string) error {
 }
 
 func (c *crashRun) open() {
-	l, err := disk.OpenPartitionLog(c.fs, "d/t-0", c.st, "t/", c.cfg.Segment, 1000, zap.NewNop())
+	var fsys disk.FS = c.fs
+	if c.cacheLimit > 0 {
+		// The cache reopens evicted files by name; the process's own view of the disk
+		// dies with it at a power loss, as MemFS handles from before a crash do.
+		c.proc = &procFS{FS: c.fs}
+		fsys = disk.NewFileCache(c.proc, c.cacheLimit)
+	}
+	l, err := disk.OpenPartitionLog(fsys, "d/t-0", c.st, "t/", c.cfg.Segment, 1000, zap.NewNop())
 	require.NoError(c.t, err)
 	c.rep, err = replica.New(core.TopicPartition{Topic: "t"}, 1, l, c.cfg, zap.NewNop())
 	require.NoError(c.t, err)
@@ -209,6 +264,9 @@ func (c *crashRun) read() {
 }
 
 func (c *crashRun) powerLoss() {
+	if c.proc != nil {
+		c.proc.dead.Store(true)
+	}
 	c.fs.Crash(c.r)
 	if c.syncDone != nil {
 		<-c.syncDone // the process is gone: its sync is never reported

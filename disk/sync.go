@@ -18,7 +18,7 @@ type syncJob struct {
 
 // Sync implements replica.Log. It may run on another goroutine while Append and Read
 // proceed: it holds mu only to list dirty segments and to record the result. Segments
-// are fsynced oldest first, so a durable byte in one segment implies every earlier
+// are fsynced oldest first, so a byte reported durable in one segment implies every earlier
 // segment is durable — recovery relies on it. After a failed fsync the kernel may have
 // dropped the dirty pages, so nothing can be claimed durable again: the log goes offline.
 // Once a sealed segment is durable, Sync writes its index files, which certify it.
@@ -162,7 +162,14 @@ func (l *PartitionLog) Close() error {
 func (l *PartitionLog) closeFiles() error {
 	var first error
 	for _, s := range l.segs {
-		if err := s.f.Close(); err != nil && first == nil {
+		err := s.f.Close()
+		if errors.Is(err, errEvictSync) {
+			// An fsync the handle cache ran failed, and the log may not have dropped
+			// what it lost (it went offline for another reason, or never synced again):
+			// the next recovery rewrites the log.
+			l.markTainted(err)
+		}
+		if err != nil && first == nil {
 			first = err
 		}
 	}

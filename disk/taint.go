@@ -67,8 +67,15 @@ func (l *PartitionLog) rewriteSegment(s *segment) error {
 		_ = l.fs.Remove(tmp)
 		return err
 	}
-	if err := l.fs.Rename(tmp, segmentFile(l.dir, s.base, logSuffix)); err != nil {
-		_ = f.Close()
+	name := segmentFile(l.dir, s.base, logSuffix)
+	err = l.fs.Rename(tmp, name)
+	// The handle is reopened under the new name: one a FileCache may close reopens by
+	// the name it was opened with.
+	_ = f.Close()
+	if err != nil {
+		return err
+	}
+	if f, err = l.fs.OpenFile(name); err != nil {
 		return err
 	}
 	_ = s.f.Close()

@@ -75,6 +75,9 @@ type node struct {
 	data string
 	cmd  *exec.Cmd
 	log  *os.File
+	// waited is closed once the process was reaped, for nodes whose Wait runs in a
+	// goroutine (startLimitedNode); nil otherwise.
+	waited chan struct{}
 }
 
 // startNode starts `sluice node` on a free port over data (a new temp dir when empty)
@@ -110,6 +113,11 @@ func startNode(t *testing.T, data string, extraArgs ...string) *node {
 
 // kill stops the process with SIGKILL (no chance to sync anything) and reaps it.
 func (n *node) kill() {
+	if n.waited != nil {
+		_ = n.cmd.Process.Signal(syscall.SIGKILL)
+		<-n.waited
+		return
+	}
 	if n.cmd.ProcessState != nil {
 		return
 	}

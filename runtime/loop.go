@@ -144,7 +144,7 @@ func (e env) OpenLog(tp core.TopicPartition, cfg replica.SegmentConfig) (replica
 	if old := n.logs[tp]; old != nil {
 		return nil, fmt.Errorf("log of %s is already open", tp)
 	}
-	pl, err := disk.OpenPartitionLog(disk.OSFS{}, n.logDir(tp), n.state, logStatePrefix(tp),
+	pl, err := disk.OpenPartitionLog(n.files, n.logDir(tp), n.state, logStatePrefix(tp),
 		cfg, n.now().Millis(), n.lg)
 	if err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func (e env) RemoveLog(tp core.TopicPartition) error {
 	if n.logs[tp] != nil {
 		return fmt.Errorf("log of %s is still open", tp)
 	}
-	return disk.RemovePartitionLog(disk.OSFS{}, n.logDir(tp), n.state, logStatePrefix(tp))
+	return disk.RemovePartitionLog(n.files, n.logDir(tp), n.state, logStatePrefix(tp))
 }
 
 // ProposeMeta queues the record for the metadata log; MetaCommitted follows (E3).

@@ -36,6 +36,8 @@ type Node struct {
 	lastNow    core.Time
 
 	state   *disk.PebbleState
+	files   *disk.FileCache // every partition log's segment files
+	fds     fdBudget
 	metaLog *disk.MetaLog
 	srv     *kafkanet.Server
 	replier *kafkanet.Replier // the loop's way to answer requests
@@ -111,10 +113,14 @@ func (n *Node) Start(ctx context.Context) error {
 // open does everything of Start that can fail, before any goroutine runs. ctx ends
 // the open early (a signal during start).
 func (n *Node) open(ctx context.Context) error {
+	if err := n.budgetFDs(); err != nil {
+		return err
+	}
 	// Listen first: a busy port is the likeliest failure and needs no cleanup of state.
 	var err error
 	netOpts := n.opts.Net
 	netOpts.Logger = n.lg.Named("net")
+	netOpts.MaxConns = n.fds.connections
 	if n.opts.MaxRequestBytes > 0 {
 		netOpts.MaxRequestBytes = n.opts.MaxRequestBytes
 	}
@@ -145,12 +151,13 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.syncer = newSyncer(n.opts.SyncWorkers, n.deliverCompletion)
 	n.metaW = newMetaWriter(n.metaLog, n.deliverCompletion)
+	n.files = disk.NewFileCache(disk.OSFS{}, n.fds.logFiles)
 	n.b = broker.New(n.opts.Config, env{n}, rand.New(rand.NewSource(seed())),
 		broker.WithDecompressor(compress.Codecs{}))
 	// Start runs here, before the loop goroutine exists, so it is still one step at a
 	// time (E5); it opens and recovers every partition log.
 	n.step(broker.Start{Records: records})
-	return nil
+	return n.checkFreeFDs()
 }
 
 // setAdvertised fills the broker's advertised host and port, defaulting to the address

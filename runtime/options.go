@@ -39,8 +39,12 @@ type Options struct {
 	MaxRequestBytes int
 	// Net are the connection and request limits of the wire server (docs/limits.md,
 	// "Connections and requests"); its Logger is the node's. Zero values take
-	// kafkanet.Options' defaults.
+	// kafkanet.Options' defaults. Net.MaxConns (max.connections, default 10000) is
+	// lowered at start when the open-file limit cannot hold it (fds.go).
 	Net kafkanet.Options
+	// MaxOpenLogFiles bounds the partition log files held open at once
+	// (sluice.log.max.open.files). Default: derived from the open-file limit.
+	MaxOpenLogFiles int
 }
 
 func (o *Options) defaults() {
@@ -61,6 +65,9 @@ func (o *Options) defaults() {
 	}
 	if o.SyncWorkers <= 0 {
 		o.SyncWorkers = 4
+	}
+	if o.Net.MaxConns <= 0 {
+		o.Net.MaxConns = 10000
 	}
 	if o.InboxSize <= 0 {
 		o.InboxSize = 4096

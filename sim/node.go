@@ -21,12 +21,16 @@ import (
 // (something is flooding a node that cannot answer).
 const maxPausedInputs = 100_000
 
+// simLogFiles is each node's bound on open segment files (sluice.log.max.open.files).
+const simLogFiles = 6
+
 // node is one simulated machine: a crashable in-memory disk, node-local state, and the
 // real broker actor, rebuilt at every restart.
 type node struct {
 	w     *World
 	id    int32
 	fs    *disk.MemFS
+	files *disk.FileCache // this incarnation's handle cache over fs
 	state *disk.MemState
 	lg    *zap.Logger
 
@@ -75,6 +79,9 @@ func (n *node) brokerNow() core.Time { return core.Time(epochNs + n.w.now + n.sk
 func (n *node) boot() {
 	n.gen++
 	n.up = true
+	// A process's open files die with it: each incarnation has its own handle cache,
+	// small enough that segment files are evicted (fsynced first) and reopened often.
+	n.files = disk.NewFileCache(n.fs, simLogFiles)
 	n.syncTail = map[core.TopicPartition]int64{}
 	if s := n.w.cfg.Faults.ClockSkewMs; s > 0 {
 		n.skewNs = n.clockR.Between(-s, s) * ms

@@ -9,7 +9,7 @@ import (
 // openLog opens (recovering) a partition's log on the node's crashable disk with the
 // real storage code, so every restart exercises the real recovery path.
 func openLog(n *node, tp core.TopicPartition, cfg replica.SegmentConfig) (replica.Log, error) {
-	l, err := disk.OpenPartitionLog(n.fs, logDir(tp), n.state, statePrefix(tp), cfg,
+	l, err := disk.OpenPartitionLog(n.files, logDir(tp), n.state, statePrefix(tp), cfg,
 		n.brokerNow().Millis(), n.lg)
 	if err != nil {
 		return nil, err
@@ -18,5 +18,5 @@ func openLog(n *node, tp core.TopicPartition, cfg replica.SegmentConfig) (replic
 }
 
 func removeLog(n *node, tp core.TopicPartition) error {
-	return disk.RemovePartitionLog(n.fs, logDir(tp), n.state, statePrefix(tp))
+	return disk.RemovePartitionLog(n.files, logDir(tp), n.state, statePrefix(tp))
 }

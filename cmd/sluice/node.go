@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +37,7 @@ const nodeSynopsis = "sluice node [--id N] [--listen HOST:PORT] [--advertise HOS
 type nodeSettings struct {
 	listen, advertise, data string
 	net                     kafkanet.Options // connection and request limits
+	maxOpenFiles            int              // sluice.log.max.open.files (0: derived)
 }
 
 func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
@@ -91,7 +93,8 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 		defer stopProfile()
 	}
 	return serveNode(runtime.Options{ListenAddr: ns.listen, AdvertisedAddr: ns.advertise,
-		DataDir: ns.data, Config: cfg, Logger: newNodeLogger(stderr), Net: ns.net}, stderr)
+		DataDir: ns.data, Config: cfg, Logger: newNodeLogger(stderr), Net: ns.net,
+		MaxOpenLogFiles: ns.maxOpenFiles}, stderr)
 }
 
 func usageNode(fs *flag.FlagSet, format string, args ...any) int {
@@ -177,6 +180,8 @@ func applySetting(key, value string, cfg *broker.Config, ns *nodeSettings) error
 			return fmt.Errorf("%s: Sluice keeps its data in one directory, got %q", key, value)
 		}
 		ns.data = value
+	case "sluice.log.max.open.files":
+		ns.maxOpenFiles, err = positiveInt(key, value)
 	default:
 		var known bool
 		if known, err = ns.net.Set(key, value); !known {
@@ -184,6 +189,14 @@ func applySetting(key, value string, cfg *broker.Config, ns *nodeSettings) error
 		}
 	}
 	return err
+}
+
+func positiveInt(key, value string) (int, error) {
+	v, err := strconv.Atoi(value)
+	if err != nil || v < 1 {
+		return 0, fmt.Errorf("%s: must be a positive number, got %q", key, value)
+	}
+	return v, nil
 }
 
 // listenerAddr accepts Kafka's listener syntax for one plaintext listener:
@@ -204,7 +217,7 @@ func listenerAddr(key, value string) (string, error) {
 // printSettings lists what a config file may contain (for `sluice node -h`).
 func printSettings(w io.Writer) {
 	fmt.Fprintln(w, "\nconfig file settings (key=value):")
-	fmt.Fprintln(w, "  listeners, advertised.listeners, log.dirs")
+	fmt.Fprintln(w, "  listeners, advertised.listeners, log.dirs, sluice.log.max.open.files")
 	for _, name := range kafkanet.SettingNames() {
 		fmt.Fprintf(w, "  %s\n", name)
 	}

@@ -22,6 +22,11 @@ func (b *Broker) apply(rec meta.Record) {
 			zap.String("topic", rec.Topic), zap.Error(err))
 		return
 	}
+	after := int32(0)
+	if t := b.image.Topic(rec.Topic); t != nil {
+		after = t.Partitions
+	}
+	b.countPartitions(before, after)
 	switch rec.Kind {
 	case meta.KindTopicCreated, meta.KindPartitionsAdded:
 		t := b.image.Topic(rec.Topic)
@@ -56,6 +61,7 @@ func (b *Broker) apply(rec meta.Record) {
 func (b *Broker) openReplica(tp core.TopicPartition, t *meta.Topic) {
 	cfg := b.replicaConfig(t)
 	log, err := b.env.OpenLog(tp, cfg.Segment)
+	b.noteOpen(tp, err)
 	if err != nil {
 		// The partition stays unhosted: clients get KAFKA_STORAGE_ERROR for it (via
 		// replicaFor) and the node keeps serving everything else.
@@ -66,6 +72,7 @@ func (b *Broker) openReplica(tp core.TopicPartition, t *meta.Topic) {
 	r, err := replica.New(tp, b.incarnation, log, cfg, b.lg)
 	if err != nil {
 		b.lg.Error("cannot recover partition", zap.Stringer("tp", tp), zap.Error(err))
+		b.noteOpen(tp, err)
 		_ = log.Close()
 		return
 	}
@@ -76,6 +83,7 @@ func (b *Broker) openReplica(tp core.TopicPartition, t *meta.Topic) {
 // not open (a read error at recovery): left behind, it would be recovered into the
 // next topic of the same name.
 func (b *Broker) removeReplica(tp core.TopicPartition) {
+	b.noteOpen(tp, nil)
 	if r := b.replicas[tp]; r != nil {
 		delete(b.replicas, tp)
 		b.partitionGone(tp)

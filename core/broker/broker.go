@@ -26,6 +26,10 @@ type Broker struct {
 
 	replicas    map[core.TopicPartition]*replica.Replica
 	incarnation uint64 // last incarnation number handed to a replica
+	// partitionTotal counts the image's partitions (sluice.max.partitions);
+	// openErrs holds why a committed partition's log did not open (partition_limit.go).
+	partitionTotal int64
+	openErrs       map[core.TopicPartition]error
 
 	nextToken   uint64
 	metaWaiters map[uint64]func(rec meta.Record, err error)
@@ -61,6 +65,7 @@ func New(cfg Config, env Env, rnd core.Rand, opts ...Option) *Broker {
 		cfg: cfg, env: env, lg: env.Logger(), rnd: rnd,
 		image:       meta.NewImage(),
 		replicas:    map[core.TopicPartition]*replica.Replica{},
+		openErrs:    map[core.TopicPartition]error{},
 		metaWaiters: map[uint64]func(meta.Record, error){},
 		timers:      map[uint64]func(){},
 	}

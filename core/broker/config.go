@@ -26,6 +26,10 @@ type Config struct {
 	MaxWaitingFetches int
 	// MaxWaitingProduces bounds produce requests waiting for durability.
 	MaxWaitingProduces int
+	// MaxPartitions is sluice.max.partitions: creates that would take the node past it
+	// are refused. 0 means no bound; a node (runtime) derives one from its memory and
+	// descriptors when the setting is not given.
+	MaxPartitions int
 
 	// TopicDefaults holds the broker-level default of every topic config, keyed by the
 	// topic config name (retention.ms, ...). Set accepts both the topic name and Kafka's
@@ -133,6 +137,13 @@ func (c *Config) Set(name, value string) error {
 		var v int32
 		err = setInt32(&v, value)
 		c.DefaultReplicationFactor = int16(v)
+	case "sluice.max.partitions":
+		var v int32
+		err = setInt32(&v, value)
+		if err == nil && v < 0 {
+			err = fmt.Errorf("must be 0 (derived at start) or positive")
+		}
+		c.MaxPartitions = int(v)
 	case "log.retention.check.interval.ms":
 		c.RetentionCheckIntervalMs, err = strconv.ParseInt(value, 10, 64)
 		if err == nil && c.RetentionCheckIntervalMs < 1 {
@@ -156,7 +167,8 @@ func (c *Config) Set(name, value string) error {
 // SettingNames lists every name Set accepts, sorted (for help text and errors).
 func SettingNames() []string {
 	names := []string{"node.id", "broker.id", "cluster.id", "auto.create.topics.enable",
-		"num.partitions", "default.replication.factor", "log.retention.check.interval.ms"}
+		"num.partitions", "default.replication.factor", "log.retention.check.interval.ms",
+		"sluice.max.partitions"}
 	names = append(names, groupSettingNames...)
 	names = append(names, limitSettingNames()...)
 	for _, d := range TopicConfigDefs {

@@ -7,7 +7,8 @@ package broker
 //   - unknown topic → UNKNOWN_TOPIC_OR_PARTITION;
 //   - Count not above the current count, or above 10000 → INVALID_PARTITIONS;
 //   - an Assignment whose length is not the number of new partitions, or whose replicas
-//     are not exactly [this node] → INVALID_REPLICA_ASSIGNMENT.
+//     are not exactly [this node] → INVALID_REPLICA_ASSIGNMENT;
+//   - the node would host more than sluice.max.partitions → POLICY_VIOLATION.
 //
 // Valid topics each get one PartitionsAdded record (the new total); the new partitions'
 // logs are opened as it applies, and the reply waits for every commit. ValidateOnly only
@@ -34,6 +35,7 @@ func (b *Broker) createPartitions(r Request, m *kmsg.CreatePartitionsRequest, do
 	}
 	var recs []meta.Record
 	var at []int
+	var planned int64
 	for i := range m.Topics {
 		t := &m.Topics[i]
 		rt := kmsg.NewCreatePartitionsResponseTopic()
@@ -45,6 +47,12 @@ func (b *Broker) createPartitions(r Request, m *kmsg.CreatePartitionsRequest, do
 				"Create partitions request contains multiple entries for the topic %s", t.Topic)
 		} else {
 			code, msg = b.checkGrowth(t)
+			if code == 0 {
+				added := int64(t.Count - b.image.Topic(t.Topic).Partitions)
+				if code, msg = b.partitionBudget(added, planned); code == 0 {
+					planned += added
+				}
+			}
 		}
 		if code != 0 {
 			rt.ErrorCode, rt.ErrorMessage = code, strp(msg)
@@ -57,8 +65,13 @@ func (b *Broker) createPartitions(r Request, m *kmsg.CreatePartitionsRequest, do
 	}
 	b.proposeAll(recs, func(errs []error) {
 		for j, err := range errs {
+			code, msg := int16(0), ""
 			if err != nil {
-				code, msg := commitFailure(err)
+				code, msg = commitFailure(err)
+			} else {
+				code, msg = b.unopened(recs[j].Topic, 0, recs[j].Partitions)
+			}
+			if code != 0 {
 				resp.Topics[at[j]].ErrorCode, resp.Topics[at[j]].ErrorMessage = code, strp(msg)
 			}
 		}

@@ -13,7 +13,11 @@ package broker
 //     INVALID_REPLICATION_FACTOR: the cluster has one broker;
 //   - ReplicaAssignment whose partitions are not 0..n-1 or whose replicas are not exactly
 //     [this node] → INVALID_REPLICA_ASSIGNMENT;
-//   - a config that is unknown, null, repeated or invalid → INVALID_CONFIG.
+//   - a config that is unknown, null, repeated or invalid → INVALID_CONFIG;
+//   - the node would host more than sluice.max.partitions → POLICY_VIOLATION.
+//
+// A topic whose record committed but some of whose partition logs did not open is
+// answered KAFKA_STORAGE_ERROR with the cause (partition_limit.go), never success.
 //
 // Valid topics each get one TopicCreated record with a fresh random topic ID; the reply
 // waits until all of them committed (the Timeout field is not needed: commits are local).
@@ -45,7 +49,7 @@ func (b *Broker) createTopics(r Request, m *kmsg.CreateTopicsRequest, done func(
 	for _, t := range m.Topics {
 		counts[t.Topic]++
 	}
-	pending := map[string]string{}
+	pending := newPendingTopics()
 	var recs []meta.Record
 	var at []int // index in resp.Topics of each record
 	for i := range m.Topics {
@@ -85,10 +89,15 @@ func (b *Broker) createTopics(r Request, m *kmsg.CreateTopicsRequest, done func(
 	}
 	b.proposeAll(recs, func(errs []error) {
 		for j, err := range errs {
+			code, msg := int16(0), ""
 			if err != nil {
+				code, msg = commitFailure(err)
+			} else {
+				code, msg = b.unopened(recs[j].Topic, 0, recs[j].Partitions)
+			}
+			if code != 0 {
 				failed := kmsg.NewCreateTopicsResponseTopic()
 				failed.Topic = resp.Topics[at[j]].Topic
-				code, msg := commitFailure(err)
 				failed.ErrorCode, failed.ErrorMessage = code, strp(msg)
 				resp.Topics[at[j]] = failed
 			}
@@ -153,10 +162,10 @@ type topicSpec struct {
 	configs           []kmsg.CreateTopicsRequestTopicConfig
 }
 
-// planTopic validates a creation against the image and the names accepted earlier in
-// the same request (pending: collision name → name, updated on success). It returns the
-// TopicCreated record without its topic ID, or a Kafka error code and message.
-func (b *Broker) planTopic(s topicSpec, pending map[string]string) (meta.Record, int16,
+// planTopic validates a creation against the image and the creations accepted earlier
+// in the same request (pending, updated on success). It returns the TopicCreated record
+// without its topic ID, or a Kafka error code and message.
+func (b *Broker) planTopic(s topicSpec, pending *pendingTopics) (meta.Record, int16,
 	string) {
 	if p := topicNameProblem(s.name); p != "" {
 		return meta.Record{}, kerr.InvalidTopicException.Code, p
@@ -167,7 +176,7 @@ func (b *Broker) planTopic(s topicSpec, pending map[string]string) (meta.Record,
 	}
 	other := b.collidingTopic(s.name)
 	if other == "" {
-		other = pending[collisionName(s.name)]
+		other = pending.names[collisionName(s.name)]
 	}
 	if other != "" {
 		return meta.Record{}, kerr.InvalidTopicException.Code, fmt.Sprintf(
@@ -181,7 +190,11 @@ func (b *Broker) planTopic(s topicSpec, pending map[string]string) (meta.Record,
 	if code != 0 {
 		return meta.Record{}, code, msg
 	}
-	pending[collisionName(s.name)] = s.name
+	if code, msg := b.partitionBudget(int64(partitions), pending.partitions); code != 0 {
+		return meta.Record{}, code, msg
+	}
+	pending.names[collisionName(s.name)] = s.name
+	pending.partitions += int64(partitions)
 	return meta.Record{Kind: meta.KindTopicCreated, Topic: s.name, Partitions: partitions,
 		ReplicationFactor: rf, Configs: configs}, 0, ""
 }

@@ -41,7 +41,7 @@ func (b *Broker) handleMetadata(r Request, m *kmsg.MetadataRequest) {
 		// Re-check: an operation queued before this one may have created or invalidated
 		// some of the topics.
 		failed := map[string]topicError{}
-		pending := map[string]string{}
+		pending := newPendingTopics()
 		var recs []meta.Record
 		deferred := 0
 		for _, name := range b.autoCreatable(m) {

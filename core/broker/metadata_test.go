@@ -150,7 +150,8 @@ func TestMetadataOfflinePartition(t *testing.T) {
 		}
 		return nil
 	}
-	h.mustCreate("t", 2)
+	// The create is not a success: a partition it made is not served (partition_limit.go).
+	requireCode(t, kerr.KafkaStorageError, h.createTopics(ctTopic("t", 2, -1)).Topics[0].ErrorCode)
 	ps := h.topicMeta("t").Partitions
 	requireCode(t, nil, ps[0].ErrorCode)
 	requireCode(t, kerr.KafkaStorageError, ps[1].ErrorCode)
