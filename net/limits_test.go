@@ -269,12 +269,15 @@ func TestServerNodeWideResponseBudgetHoldsBackOtherConnections(t *testing.T) {
 	require.Eventually(t, func() bool { return srv.respBudget.inUse() > 2<<20 },
 		time.Second, time.Millisecond)
 	send(t, c, 3, fetchReq(1<<20))
+	// c's reader must come to wait for the budget (however long a loaded machine takes
+	// to schedule it), and must not have delivered the fetch meanwhile.
+	require.Eventually(t, func() bool { return srv.Stats().ResponseBudgetWaits > 0 },
+		5*time.Second, time.Millisecond)
 	select {
 	case r := <-sink.got:
 		t.Fatalf("fetch %d read while the node's unwritten responses passed the cap", r.ID)
-	case <-time.After(50 * time.Millisecond):
+	case <-time.After(20 * time.Millisecond):
 	}
-	require.Positive(t, srv.Stats().ResponseBudgetWaits)
 	send(t, b, 4, metadataReq(12)) // only Fetches wait for the node-wide budget
 	meta := sink.next(t)
 	go func() { // a reads at last: the bytes go, c's fetch is read
