@@ -174,6 +174,7 @@ type Config struct {
 	Committers []CommitterSpec
 	Members    []MemberSpec
 	Deletes    DeleteSpec
+	Audit      AuditSpec // auditor.go
 }
 
 // DefaultSafetyMs is the default virtual run time of the safety phase.
@@ -214,6 +215,8 @@ func Draw(seed uint64) Config {
 	c.Faults.ReadErrorChance = Pick(r, 0.05, 0.3, 1.0)
 	c.Deletes = DeleteSpec{On: r.Chance(0.5), EveryMs: r.Between(500, 4000),
 		GapMs: Pick[int64](r, 0, 50, 500)}
+	// The auditor (auditor.go) is drawn after every older choice.
+	c.Audit = AuditSpec{On: r.Chance(0.5), EveryMs: Pick[int64](r, 30, 100, 400)}
 	return c
 }
 
@@ -375,6 +378,7 @@ var SettingHelp = []string{
 	"admin=on|off                   admin changes during the run",
 	"deletes=on|off                 delete and re-create topics no group or committer uses",
 	"deletes.every.ms=N             mean interval between topic deletions",
+	"audit=on|off                   the auditor: every other API, stale and hostile forms",
 	"codec=on|off                   pass messages through the wire codec",
 	"heal.ms=N                      liveness budget after faults stop",
 }
@@ -457,6 +461,13 @@ func (c *Config) setSim(name, value string) (bool, error) {
 	case name == "deletes":
 		on, err := onOff(value)
 		c.Deletes.On = on
+		return true, err
+	case name == "audit":
+		on, err := onOff(value)
+		c.Audit.On = on
+		if c.Audit.EveryMs == 0 {
+			c.Audit.EveryMs = 100
+		}
 		return true, err
 	case name == "deletes.every.ms":
 		return true, setInt64(&c.Deletes.EveryMs, value)
@@ -594,6 +605,9 @@ func (c Config) Summary() []string {
 		lines = append(lines, fmt.Sprintf("member %d: %+v", i, m))
 	}
 	lines = append(lines, fmt.Sprintf("admin: %+v", c.Admin))
+	if c.Audit.On {
+		lines = append(lines, fmt.Sprintf("audit: every~%dms", c.Audit.EveryMs))
+	}
 	if c.Deletes.On {
 		lines = append(lines, fmt.Sprintf("deletes: every~%dms gap~%dms topics=%v",
 			c.Deletes.EveryMs, c.Deletes.GapMs, c.deletableTopics()))

@@ -33,6 +33,7 @@ func (b *Broker) apply(rec meta.Record) {
 			b.removeReplica(core.TopicPartition{Topic: rec.Topic, Partition: p})
 		}
 	case meta.KindConfigsAltered:
+		b.hit(pConfigsApplied)
 		t := b.image.Topic(rec.Topic)
 		cfg := b.replicaConfig(t)
 		for p := int32(0); p < t.Partitions; p++ {
@@ -43,6 +44,7 @@ func (b *Broker) apply(rec meta.Record) {
 				if r.HighWatermark() != hwm {
 					// log.flush.policy=never made unsynced data visible: answer the
 					// writes and fetches that were waiting for it.
+					b.hit(pConfigsHWMMoved)
 					b.hwmAdvanced(tp)
 				}
 			}
@@ -60,12 +62,14 @@ func (b *Broker) openReplica(tp core.TopicPartition, t *meta.Topic) {
 		// The partition stays unhosted: clients get KAFKA_STORAGE_ERROR for it (via
 		// replicaFor) and the node keeps serving everything else.
 		b.lg.Error("cannot open partition log", zap.Stringer("tp", tp), zap.Error(err))
+		b.hit(pOpenLogFailed)
 		return
 	}
 	b.incarnation++
 	r, err := replica.New(tp, b.incarnation, log, cfg, b.lg)
 	if err != nil {
 		b.lg.Error("cannot recover partition", zap.Stringer("tp", tp), zap.Error(err))
+		b.hit(pRecoverFailed)
 		_ = log.Close()
 		return
 	}
@@ -119,5 +123,6 @@ func (b *Broker) replicaConfig(t *meta.Topic) replica.Config {
 		FlushAlways:       b.topicConfig(t, "log.flush.policy") == "always",
 		LogAppendTime:     b.topicConfig(t, "message.timestamp.type") == "LogAppendTime",
 		MinInsyncReplicas: int(b.topicConfigInt(t, "min.insync.replicas")),
+		Probes:            b.probes,
 	}
 }
