@@ -43,11 +43,13 @@ type auditor struct {
 	expDels map[string]int
 	hwm     map[core.TopicPartition]int64 // last high-water mark seen, per partition
 	grp     auditGroup
+	members map[string][]string // member ids of each consumer group, from DescribeGroups
 }
 
 func newAuditor(w *World, actor int32) *auditor {
 	a := &auditor{spec: w.cfg.Audit, parts: map[string]int32{}, expect: map[string]string{},
-		expDels: map[string]int{}, hwm: map[core.TopicPartition]int64{}}
+		expDels: map[string]int{}, hwm: map[core.TopicPartition]int64{},
+		members: map[string][]string{}}
 	a.clientBase = newClientBase(w, actor, "auditor", a.pump)
 	// Partition counts come from Metadata answers only: a producer's auto-creation
 	// may have created a topic with fewer partitions than the admin asked for.
@@ -85,7 +87,7 @@ func (a *auditor) pump() {
 	ops := []func(){a.describeConfigs, a.alterIncremental, a.alterLegacy, a.listByTime,
 		a.staleFetch, a.staleListOffsets, a.epochEnd, a.deleteRecords, a.shrinkPartitions,
 		a.describeCluster, a.listGroups, a.describeGroups, a.zombie, a.groupStep,
-		a.badProduce, a.metadata}
+		a.badProduce, a.metadata, a.hostileJoin, a.staleMember, a.zombieProducer}
 	ops[a.rnd.Intn(len(ops))]()
 }
 

@@ -195,6 +195,10 @@ func (a *auditor) describeGroups() {
 		if err == nil {
 			for _, g := range r.(*kmsg.DescribeGroupsResponse).Groups {
 				a.code("describe-groups", g.ErrorCode)
+				a.members[g.Group] = a.members[g.Group][:0]
+				for _, m := range g.Members {
+					a.members[g.Group] = append(a.members[g.Group], m.MemberID)
+				}
 			}
 		}
 		a.next(err)
