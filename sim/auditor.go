@@ -87,7 +87,8 @@ func (a *auditor) pump() {
 	ops := []func(){a.describeConfigs, a.alterIncremental, a.alterLegacy, a.listByTime,
 		a.staleFetch, a.staleListOffsets, a.epochEnd, a.deleteRecords, a.shrinkPartitions,
 		a.describeCluster, a.listGroups, a.describeGroups, a.zombie, a.groupStep,
-		a.badProduce, a.metadata, a.hostileJoin, a.staleMember, a.zombieProducer}
+		a.badProduce, a.metadata, a.hostileJoin, a.staleMember, a.zombieProducer,
+		a.malformed}
 	ops[a.rnd.Intn(len(ops))]()
 }
 

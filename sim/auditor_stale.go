@@ -191,3 +191,108 @@ func (a *auditor) zombieProducer() {
 		a.next(err)
 	})
 }
+
+// malformed sends requests with values no well-behaved client sends, each of which the
+// broker must refuse for the partition or resource concerned (and must survive): a
+// negative partition, a ListOffsets timestamp below -3, a DeleteRecords offset below
+// -1, a config resource of an unknown type, a topic id nobody has.
+func (a *auditor) malformed() {
+	tp := a.tp()
+	kind := a.rnd.Intn(5)
+	var req kmsg.Request
+	var codes func(kmsg.Response) []int16
+	switch kind {
+	case 0:
+		m := kmsg.NewPtrFetchRequest()
+		m.ReplicaID, m.MaxBytes, m.SessionEpoch = -1, 1<<20, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = tp.Topic
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = -3, 1<<20, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		m.Topics = append(m.Topics, rt)
+		req, codes = m, func(r kmsg.Response) (out []int16) {
+			for _, t := range r.(*kmsg.FetchResponse).Topics {
+				for _, p := range t.Partitions {
+					out = append(out, p.ErrorCode)
+				}
+			}
+			return out
+		}
+	case 1:
+		m := kmsg.NewPtrListOffsetsRequest()
+		m.ReplicaID = -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = tp.Topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = tp.Partition, -7
+		rt.Partitions = append(rt.Partitions, rp)
+		m.Topics = append(m.Topics, rt)
+		req, codes = m, func(r kmsg.Response) (out []int16) {
+			for _, t := range r.(*kmsg.ListOffsetsResponse).Topics {
+				for _, p := range t.Partitions {
+					out = append(out, p.ErrorCode)
+				}
+			}
+			return out
+		}
+	case 2:
+		m := kmsg.NewPtrDeleteRecordsRequest()
+		m.TimeoutMillis = int32(a.timeout())
+		rt := kmsg.NewDeleteRecordsRequestTopic()
+		rt.Topic = tp.Topic
+		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		rp.Partition, rp.Offset = tp.Partition, -5
+		rt.Partitions = append(rt.Partitions, rp)
+		m.Topics = append(m.Topics, rt)
+		req, codes = m, func(r kmsg.Response) (out []int16) {
+			for _, t := range r.(*kmsg.DeleteRecordsResponse).Topics {
+				for _, p := range t.Partitions {
+					out = append(out, p.ErrorCode)
+				}
+			}
+			return out
+		}
+	case 3:
+		m := kmsg.NewPtrDescribeConfigsRequest()
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceType(9), tp.Topic
+		m.Resources = append(m.Resources, res)
+		req, codes = m, func(r kmsg.Response) (out []int16) {
+			for _, rr := range r.(*kmsg.DescribeConfigsResponse).Resources {
+				out = append(out, rr.ErrorCode)
+			}
+			return out
+		}
+	default:
+		m := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.TopicID = [16]byte{0xde, 0xad, byte(a.rnd.Intn(256)), 1}
+		m.Topics = append(m.Topics, rt)
+		req, codes = m, func(r kmsg.Response) (out []int16) {
+			for _, t := range r.(*kmsg.MetadataResponse).Topics {
+				out = append(out, t.ErrorCode)
+			}
+			return out
+		}
+	}
+	version := a.vers[req.Key()]
+	switch kind {
+	case 0:
+		version = 12
+	case 4:
+		version = 12 // topics by id (v10+)
+	}
+	a.sendAt(req, version, func(r kmsg.Response, err error) {
+		if err == nil {
+			for _, code := range codes(r) {
+				a.code("malformed", code)
+				if code == 0 {
+					a.failf("malformed request %s (kind %d) was answered without error",
+						kmsg.NameForKey(req.Key()), kind)
+				}
+			}
+		}
+		a.next(err)
+	})
+}

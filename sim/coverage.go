@@ -143,16 +143,43 @@ var ExpectedPairs = []Pair{
 // NeverHitReasons explains probes and pairs a sweep of default seeds is known not to
 // reach, by name (probe name or Pair.String()). docs/simulation.md keeps the list.
 var NeverHitReasons = map[string]string{
+	"api ApiVersions": "answered by net/ (framing and version negotiation), which the " +
+		"simulator does not run; net/ and e2e tests cover it",
 	"replica/producer-evicted": "needs more than 10 000 producer ids on one partition " +
 		"(maxProducersPerPartition); core/replica unit tests cover eviction",
 	"replica/append-transactional-refused": "no simulated client is transactional " +
-		"(transactions are not implemented; the vandal client on its own branch sends such batches)",
-	"group/join-max-size": "group.max.size defaults to 1000 members; the simulator " +
-		"runs at most 4 per group",
-	"broker/produce-shed-too-many-waiting": "needs more acks=all produces waiting " +
-		"than the broker's limit; a few simulated producers never get there",
-	"broker/fetch-partition-over-limit-skipped": "reached only when a later partition's " +
-		"first batch exceeds what the response has left",
+		"(transactions are not implemented); the vandal client (another branch) sends them",
+	"replica/append-corrupt-batch": "no client here sends a malformed record batch: that " +
+		"is the vandal client's job (another branch)",
+	"replica/producer-old-epoch": "producer epochs are always 0: InitProducerId without " +
+		"a transactional id hands out a fresh id, never a bumped epoch",
+	"replica/producer-snapshot-saved": "a producer snapshot is taken every 20 000 durable " +
+		"batches (snapshotEveryBatches), more than a default seed writes to one partition",
+	"replica/recover-from-snapshot": "needs a producer snapshot (see " +
+		"replica/producer-snapshot-saved); disk/ and core/replica tests cover recovery from one",
+	"group/join-max-size": "group.max.size defaults to 1000 members; the simulator runs " +
+		"at most 4 per group",
+	"group/offsets-expire-empty-group": "offsets.retention.check.interval.ms is 10 min " +
+		"and offsets.retention.minutes 7 days, beyond a seed's virtual time " +
+		"(core/broker groups_expire_test.go drives expiry)",
+	"group/offsets-expire-unsubscribed": "as group/offsets-expire-empty-group; members " +
+		"also never change their subscription",
+	"broker/offsets-expired": "as group/offsets-expire-empty-group",
+	"broker/empty-group-deleted": "the sweep of emptied groups runs with offset expiry, " +
+		"every 10 min (offsets.retention.check.interval.ms)",
+	"broker/offsets-partition-compacted": "the offsets partitions are compacted after " +
+		"50 000 records (CompactAfterRecords), more than a seed commits",
+	"broker/produce-shed-too-many-waiting": "needs more than 10 000 acks=all produces " +
+		"waiting (MaxWaitingProduces); a few simulated producers never get there",
+	"broker/fetch-answered-at-drain": "Drain is the clean shutdown runtime/ sends on " +
+		"SIGTERM; the simulator only crashes and kills nodes",
+	"broker/auto-create-over-rate": "the auto-creation rate limit is far above the few " +
+		"topics producers auto-create in a seed (creation_limits_test.go drives it)",
+	"broker/configs-altered-moved-hwm": "needs log.flush.policy changed from always to " +
+		"never on a topic with unsynced data; no client alters log.flush.policy",
+	"broker/offsets-orphans-purged": "needs a crash between a topic deletion's commit and " +
+		"the durability of its offsets' tombstones, with offsets stored for that topic " +
+		"(only the auditor's own group commits to deletable topics): rare",
 }
 
 // WriteReport prints the coverage table: every pair answered, every probe hit, and the
