@@ -41,15 +41,42 @@ type auditor struct {
 	// another client may change it), with the deletions seen when it was set.
 	expect  map[string]string
 	expDels map[string]int
+	// lost marks topics with an alteration whose outcome was never learnt: it may
+	// still arrive and apply after a later one, so their configs are not checked again.
+	lost    map[string]bool
 	hwm     map[core.TopicPartition]int64 // last high-water mark seen, per partition
 	grp     auditGroup
 	members map[string][]string // member ids of each consumer group, from DescribeGroups
+	deletes []DeleteRecordsCall
+}
+
+// DeleteRecordsCall is one DeleteRecords partition the auditor sent: a log start
+// offset a retention checker must allow. Offset -1 means the high-water mark when the
+// broker handled it; Done is false while the answer is unknown (it may still apply).
+type DeleteRecordsCall struct {
+	TP           core.TopicPartition
+	Offset       int64
+	Sent, Return int64 // virtual ns
+	Done         bool
+	Code         int16
+	LowWatermark int64
+}
+
+// deleteRecordsCalls lists every DeleteRecords partition sent in the run, in sending
+// order, for checkers of the log start offset.
+func (w *World) deleteRecordsCalls() []DeleteRecordsCall {
+	for _, c := range w.clients {
+		if a, ok := c.(*auditor); ok {
+			return a.deletes
+		}
+	}
+	return nil
 }
 
 func newAuditor(w *World, actor int32) *auditor {
 	a := &auditor{spec: w.cfg.Audit, parts: map[string]int32{}, expect: map[string]string{},
 		expDels: map[string]int{}, hwm: map[core.TopicPartition]int64{},
-		members: map[string][]string{}}
+		members: map[string][]string{}, lost: map[string]bool{}}
 	a.clientBase = newClientBase(w, actor, "auditor", a.pump)
 	// Partition counts come from Metadata answers only: a producer's auto-creation
 	// may have created a topic with fewer partitions than the admin asked for.
@@ -149,7 +176,7 @@ func (a *auditor) describeConfigs() {
 		if err == nil {
 			for _, rr := range r.(*kmsg.DescribeConfigsResponse).Resources {
 				a.code("describe-configs", rr.ErrorCode)
-				if rr.ResourceName != topic || rr.ErrorCode != 0 || want == "" ||
+				if rr.ResourceName != topic || rr.ErrorCode != 0 || want == "" || a.lost[topic] ||
 					a.deletions(topic) != dels || a.expDels[topic] != dels {
 					continue
 				}
@@ -196,6 +223,7 @@ func (a *auditor) alterIncremental() {
 	dels := a.deletions(topic)
 	a.expect[topic] = "" // unknown until answered
 	a.send(req, a.timeout(), func(r kmsg.Response, err error) {
+		a.lost[topic] = a.lost[topic] || err != nil
 		if err == nil {
 			for _, rr := range r.(*kmsg.IncrementalAlterConfigsResponse).Resources {
 				a.code("incremental-alter-configs", rr.ErrorCode)
@@ -242,6 +270,7 @@ func (a *auditor) alterLegacy() {
 	dels := a.deletions(topic)
 	a.expect[topic] = ""
 	a.send(req, a.timeout(), func(r kmsg.Response, err error) {
+		a.lost[topic] = a.lost[topic] || err != nil
 		if err == nil {
 			for _, rr := range r.(*kmsg.AlterConfigsResponse).Resources {
 				a.code("alter-configs", rr.ErrorCode)
@@ -420,11 +449,16 @@ func (a *auditor) deleteRecords() {
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	a.w.stats.Faults["delete-records"]++
+	a.deletes = append(a.deletes, DeleteRecordsCall{TP: tp, Offset: offset, Sent: a.w.now})
+	idx := len(a.deletes) - 1
 	a.send(req, a.timeout(), func(r kmsg.Response, err error) {
+		call := &a.deletes[idx]
+		call.Return = a.w.now
 		if err == nil {
 			for _, t := range r.(*kmsg.DeleteRecordsResponse).Topics {
 				for _, p := range t.Partitions {
 					a.code("delete-records", p.ErrorCode)
+					call.Done, call.Code, call.LowWatermark = true, p.ErrorCode, p.LowWatermark
 					switch {
 					case p.ErrorCode == 0 && beyond:
 						a.failf("DeleteRecords %s before %d, beyond the high-water mark, "+

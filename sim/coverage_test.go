@@ -77,3 +77,34 @@ func TestCoverageChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditorRecordsDeleteRecords: the auditor's DeleteRecords calls are listed for
+// checkers of the log start offset, with their answers.
+func TestAuditorRecordsDeleteRecords(t *testing.T) {
+	cfg := Draw(5)
+	if err := cfg.Set("audit", "on"); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Audit.EveryMs = 20
+	w, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := w.Run()
+	if !res.Pass {
+		t.Fatalf("seed 5 with a busy auditor failed: %v", res.Failures)
+	}
+	calls := w.deleteRecordsCalls()
+	answered := 0
+	for _, c := range calls {
+		if c.Done {
+			answered++
+			if c.Code == 0 && c.Offset >= 0 && c.LowWatermark < c.Offset {
+				t.Errorf("call %+v: low watermark below the offset", c)
+			}
+		}
+	}
+	if len(calls) == 0 || answered == 0 {
+		t.Fatalf("%d DeleteRecords calls, %d answered", len(calls), answered)
+	}
+}
