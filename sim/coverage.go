@@ -146,7 +146,7 @@ var NeverHitReasons = map[string]string{
 	"api ApiVersions": "answered by net/ (framing and version negotiation), which the " +
 		"simulator does not run; net/ and e2e tests cover it",
 	"replica/producer-evicted": "needs more than 10 000 producer ids on one partition " +
-		"(maxProducersPerPartition); core/replica unit tests cover eviction",
+		"(maxProducersPerPartition); TestProducerTableEvictsTheLongestIdle drives it",
 	"replica/append-transactional-refused": "no simulated client is transactional " +
 		"(transactions are not implemented); the vandal client (another branch) sends them",
 	"replica/append-corrupt-batch": "no client here sends a malformed record batch: that " +
@@ -154,9 +154,10 @@ var NeverHitReasons = map[string]string{
 	"replica/producer-old-epoch": "producer epochs are always 0: InitProducerId without " +
 		"a transactional id hands out a fresh id, never a bumped epoch",
 	"replica/producer-snapshot-saved": "a producer snapshot is taken every 20 000 durable " +
-		"batches (snapshotEveryBatches), more than a default seed writes to one partition",
+		"batches (snapshotEveryBatches), more than a default seed writes to one " +
+		"partition; TestProducerSnapshotIsSavedAndRecovered drives it",
 	"replica/recover-from-snapshot": "needs a producer snapshot (see " +
-		"replica/producer-snapshot-saved); disk/ and core/replica tests cover recovery from one",
+		"replica/producer-snapshot-saved); TestProducerSnapshotIsSavedAndRecovered drives it",
 	"group/join-max-size": "group.max.size defaults to 1000 members; the simulator runs " +
 		"at most 4 per group",
 	"group/offsets-expire-empty-group": "offsets.retention.check.interval.ms is 10 min " +
@@ -168,13 +169,15 @@ var NeverHitReasons = map[string]string{
 	"broker/empty-group-deleted": "the sweep of emptied groups runs with offset expiry, " +
 		"every 10 min (offsets.retention.check.interval.ms)",
 	"broker/offsets-partition-compacted": "the offsets partitions are compacted after " +
-		"50 000 records (CompactAfterRecords), more than a seed commits",
+		"50 000 records (CompactAfterRecords), more than a seed commits (core/broker " +
+		"offsets_test.go drives it with 20)",
 	"broker/produce-shed-too-many-waiting": "needs more than 10 000 acks=all produces " +
 		"waiting (MaxWaitingProduces); a few simulated producers never get there",
 	"broker/fetch-answered-at-drain": "Drain is the clean shutdown runtime/ sends on " +
 		"SIGTERM; the simulator only crashes and kills nodes",
 	"broker/auto-create-over-rate": "the auto-creation rate limit is far above the few " +
-		"topics producers auto-create in a seed (creation_limits_test.go drives it)",
+		"topics producers auto-create in a seed (core/broker creation_limits_test.go " +
+		"drives it)",
 	"broker/configs-altered-moved-hwm": "needs log.flush.policy changed from always to " +
 		"never on a topic with unsynced data; no client alters log.flush.policy",
 	"broker/offsets-orphans-purged": "needs a crash between a topic deletion's commit and " +
