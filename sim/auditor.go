@@ -45,6 +45,7 @@ type auditor struct {
 	// still arrive and apply after a later one, so their configs are not checked again.
 	lost    map[string]bool
 	hwm     map[core.TopicPartition]int64 // last high-water mark seen, per partition
+	hwmDels map[core.TopicPartition]int   // deletions of its topic when it was seen
 	grp     auditGroup
 	members map[string][]string // member ids of each consumer group, from DescribeGroups
 	deletes []DeleteRecordsCall
@@ -76,6 +77,7 @@ func (w *World) deleteRecordsCalls() []DeleteRecordsCall {
 func newAuditor(w *World, actor int32) *auditor {
 	a := &auditor{spec: w.cfg.Audit, parts: map[string]int32{}, expect: map[string]string{},
 		expDels: map[string]int{}, hwm: map[core.TopicPartition]int64{},
+		hwmDels: map[core.TopicPartition]int{},
 		members: map[string][]string{}, lost: map[string]bool{}}
 	a.clientBase = newClientBase(w, actor, "auditor", a.pump)
 	// Partition counts come from Metadata answers only: a producer's auto-creation
@@ -300,6 +302,7 @@ func sortedKeys(m map[string]string) []string {
 // the largest timestamp): an answer's timestamp is never before the one asked for.
 func (a *auditor) listByTime() {
 	tp := a.tp()
+	dels := a.deletions(tp.Topic)
 	ts := (epochNs + a.rnd.Between(0, max(a.w.now, 1))) / int64(ms)
 	switch a.rnd.Intn(5) {
 	case 0:
@@ -320,8 +323,8 @@ func (a *auditor) listByTime() {
 			for _, t := range r.(*kmsg.ListOffsetsResponse).Topics {
 				for _, p := range t.Partitions {
 					a.code("list-offsets", p.ErrorCode)
-					if p.ErrorCode == 0 && ts == -1 {
-						a.hwm[tp] = p.Offset
+					if p.ErrorCode == 0 && ts == -1 && a.deletions(tp.Topic) == dels {
+						a.hwm[tp], a.hwmDels[tp] = p.Offset, dels
 					}
 					if p.ErrorCode == 0 && p.Offset >= 0 && ts >= 0 && p.Timestamp < ts {
 						a.failf("ListOffsets %s by time %d answered offset %d with "+
@@ -398,10 +401,16 @@ func (a *auditor) staleListOffsets() {
 	})
 }
 
-// epochEnd asks OffsetForLeaderEpoch for epoch 0 (the only one) and notes the end
-// offset; with the current epoch stale or ahead, the request must be refused.
+// epochEnd asks OffsetForLeaderEpoch for epoch 0 (the only one): its end offset is
+// never below a high-water mark seen before (what it covers is durable), unless the
+// topic was deleted since or the run lets acknowledged data be lost
+// (log.flush.policy=never). With the current epoch stale or ahead, the request must be
+// refused.
 func (a *auditor) epochEnd() {
 	tp := a.tp()
+	seen, known := a.hwm[tp]
+	known = known && a.hwmDels[tp] == a.deletions(tp.Topic) &&
+		a.w.cfg.Broker["log.flush.policy"] != "never"
 	current := Pick[int32](a.rnd, -1, -1, 0, -2, 2)
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.ReplicaID = -1
@@ -419,6 +428,11 @@ func (a *auditor) epochEnd() {
 					if p.ErrorCode == 0 && current != -1 && current != 0 {
 						a.failf("OffsetForLeaderEpoch %s with current epoch %d was answered",
 							tp, current)
+					}
+					if p.ErrorCode == 0 && known && a.hwmDels[tp] == a.deletions(tp.Topic) &&
+						p.EndOffset < seen {
+						a.failf("OffsetForLeaderEpoch %s: end offset %d below the "+
+							"high-water mark %d seen before", tp, p.EndOffset, seen)
 					}
 				}
 			}
