@@ -21,6 +21,11 @@
 // liveness conditions (producers drained, consumer groups settled, final read
 // completed within the budget) are asserted.
 //
+// With Options.Coverage a world also counts the code probes of core/ it passes (package
+// core/probe; the broker gets a per-world probe.Set, so parallel worlds never share a
+// counter) and each (API, error code) pair the broker answers (coverage.go); `sluice
+// sim --coverage` adds them up over a sweep and lists what was never reached.
+//
 // Entry points: Draw(seed) gives a configuration, Config.Set overrides it, New builds
 // the world, Run runs it and returns a Result; RunSeeds runs a range over several
 // goroutines (one world per goroutine, each single-threaded); WriteArtifacts reruns a

@@ -89,8 +89,11 @@ func (n *node) boot() {
 	cfg := n.w.brokerCfg
 	cfg.NodeID = n.id + 1
 	// The real codecs: decompression is deterministic, so seeds still replay.
-	n.b = broker.New(cfg, nodeEnv{n: n, gen: n.gen}, n.rnd,
-		broker.WithDecompressor(compress.Codecs{}))
+	opts := []broker.Option{broker.WithDecompressor(compress.Codecs{})}
+	if n.w.cov != nil {
+		opts = append(opts, broker.WithProbes(n.w.cov.Probes))
+	}
+	n.b = broker.New(cfg, nodeEnv{n: n, gen: n.gen}, n.rnd, opts...)
 	recs, err := n.w.meta.committed()
 	if err != nil {
 		n.w.fail("world", "node %d: metadata log unreadable: %v", n.id, err)
@@ -299,6 +302,9 @@ func (e nodeEnv) live() bool { return e.n.up && e.n.gen == e.gen }
 
 func (e nodeEnv) Reply(r broker.Reply) {
 	if e.live() {
+		if e.n.w.cov != nil {
+			e.n.w.cov.noteReply(r.Msg)
+		}
 		e.n.w.reply(e.n, r)
 	}
 }

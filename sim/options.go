@@ -184,6 +184,7 @@ type Config struct {
 	Members    []MemberSpec
 	Deletes    DeleteSpec
 	Vandals    []VandalSpec
+	Audit      AuditSpec // auditor.go
 }
 
 // DefaultSafetyMs is the default virtual run time of the safety phase.
@@ -227,6 +228,8 @@ func Draw(seed uint64) Config {
 	if r.Chance(0.5) {
 		c.Vandals = append(c.Vandals, drawVandal(r, c.Topics[r.Intn(nTopics)].Name))
 	}
+	// The auditor (auditor.go) is drawn after every older choice.
+	c.Audit = AuditSpec{On: r.Chance(0.5), EveryMs: Pick[int64](r, 30, 100, 400)}
 	return c
 }
 
@@ -394,6 +397,7 @@ var SettingHelp = []string{
 	"deletes=on|off                 delete and re-create topics no group or committer uses",
 	"deletes.every.ms=N             mean interval between topic deletions",
 	"vandals=N                      clients sending malformed-but-CRC-valid batches",
+	"audit=on|off                   the auditor: every other API, stale and hostile forms",
 	"codec=on|off                   pass messages through the wire codec",
 	"heal.ms=N                      liveness budget after faults stop",
 }
@@ -476,6 +480,13 @@ func (c *Config) setSim(name, value string) (bool, error) {
 	case name == "deletes":
 		on, err := onOff(value)
 		c.Deletes.On = on
+		return true, err
+	case name == "audit":
+		on, err := onOff(value)
+		c.Audit.On = on
+		if c.Audit.EveryMs == 0 {
+			c.Audit.EveryMs = 100
+		}
 		return true, err
 	case name == "deletes.every.ms":
 		return true, setInt64(&c.Deletes.EveryMs, value)
@@ -627,6 +638,9 @@ func (c Config) Summary() []string {
 		lines = append(lines, fmt.Sprintf("vandal %d: %+v", i, v))
 	}
 	lines = append(lines, fmt.Sprintf("admin: %+v", c.Admin))
+	if c.Audit.On {
+		lines = append(lines, fmt.Sprintf("audit: every~%dms", c.Audit.EveryMs))
+	}
 	if c.Deletes.On {
 		lines = append(lines, fmt.Sprintf("deletes: every~%dms gap~%dms topics=%v",
 			c.Deletes.EveryMs, c.Deletes.GapMs, c.deletableTopics()))

@@ -11,6 +11,8 @@ type SeedRun struct {
 	Config Config
 	Wall   time.Duration
 	Err    error // the configuration was invalid
+	// Coverage is what the run reached, with Options.Coverage (else nil).
+	Coverage *Coverage
 }
 
 // RunOne draws the seed's configuration, applies the overrides (name=value pairs, in
@@ -31,13 +33,20 @@ func RunOne(seed uint64, sets [][2]string, safetyMs int64, opts Options) SeedRun
 		return SeedRun{Config: cfg, Err: err}
 	}
 	res := w.Run()
-	return SeedRun{Result: res, Config: cfg, Wall: time.Since(start)}
+	return SeedRun{Result: res, Config: cfg, Wall: time.Since(start), Coverage: w.cov}
 }
 
 // RunSeeds runs seeds [from, to] on `workers` goroutines, each world single-threaded
 // and independent, and calls report for each finished seed in seed order.
 func RunSeeds(from, to uint64, workers int, sets [][2]string, safetyMs int64,
 	report func(SeedRun)) {
+	RunSeedsWith(from, to, workers, sets, safetyMs, Options{}, report)
+}
+
+// RunSeedsWith is RunSeeds with options for every world (Verbose must stay nil: the
+// worlds run concurrently).
+func RunSeedsWith(from, to uint64, workers int, sets [][2]string, safetyMs int64,
+	opts Options, report func(SeedRun)) {
 	if workers < 1 {
 		workers = 1
 	}
@@ -57,7 +66,7 @@ func RunSeeds(from, to uint64, workers int, sets [][2]string, safetyMs int64,
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				results[i] <- RunOne(from+uint64(i), sets, safetyMs, Options{})
+				results[i] <- RunOne(from+uint64(i), sets, safetyMs, opts)
 			}
 		}()
 	}

@@ -42,6 +42,9 @@ type Options struct {
 	Verbose io.Writer
 	// CheckTimeout bounds porcupine per partition (0: linearizability's default).
 	CheckTimeout time.Duration
+	// Coverage, when set, counts the code probes of core/ and the (API, error code)
+	// pairs the broker answers (coverage.go). It changes nothing in the run.
+	Coverage bool
 }
 
 // World is one seeded, single-threaded simulation of a Sluice cluster and its clients.
@@ -83,6 +86,7 @@ type World struct {
 	// mutantKeepLogs, set only by a test, makes removing a partition's log a no-op that
 	// reports success: a re-created topic then recovers the deleted one's records.
 	mutantKeepLogs bool
+	cov            *Coverage // nil unless Options.Coverage
 }
 
 // Failure is one reason a run failed.
@@ -100,6 +104,10 @@ func New(cfg Config, opts Options) (*World, error) {
 		decoded: map[decodedKey][]linearizability.Record{}, pids: map[[2]int64]string{},
 		deleted: map[string]int{}}
 	w.q.limit = maxQueuedEvents
+	if opts.Coverage {
+		w.cov = NewCoverage()
+		w.cov.Seeds = 1
+	}
 	w.netR = newStream(cfg.Seed, "net")
 	w.faultR = newStream(cfg.Seed, "faults")
 	w.stats.Faults = map[string]int{}
@@ -309,5 +317,9 @@ func (w *World) buildClients() {
 	if w.cfg.Deletes.On && len(w.cfg.deletableTopics()) > 0 {
 		actor++
 		w.clients = append(w.clients, newDeleter(w, actor, w.clients[0].(*admin)))
+	}
+	if w.cfg.Audit.On {
+		actor++
+		w.clients = append(w.clients, newAuditor(w, actor))
 	}
 }

@@ -57,6 +57,7 @@ type simOpts struct {
 	out      string
 	verbose  bool
 	events   string
+	coverage bool
 }
 
 func runSim(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -74,6 +75,8 @@ func runSim(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.verbose, "v", false, "print the configuration and summary of every run")
 	fs.StringVar(&o.events, "events", "", "write the event log and debug logs of the "+
 		"run to this file (--seed)")
+	fs.BoolVar(&o.coverage, "coverage", false, "report the (API, error code) pairs and "+
+		"the code probes of core/ the seeds reached, and those never reached")
 	help := fs.Bool("help-settings", false, "list the names --set accepts")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -140,6 +143,7 @@ func simOne(o simOpts, stdout, stderr io.Writer) int {
 		defer buf.Flush()
 		opts.Verbose = buf
 	}
+	opts.Coverage = o.coverage
 	run := sim.RunOne(o.seed, o.sets, o.safetyMs(), opts)
 	if run.Err != nil {
 		fmt.Fprintf(stderr, "sim: %v\n", run.Err)
@@ -154,6 +158,9 @@ func simOne(o simOpts, stdout, stderr io.Writer) int {
 	if !res.Pass {
 		reportFailure(o, run, stdout)
 	}
+	if run.Coverage != nil {
+		run.Coverage.WriteReport(stdout)
+	}
 	fmt.Fprintf(stdout, "%s wall=%v\n", res.Line(), run.Wall.Round(time.Millisecond))
 	if !res.Pass {
 		return 1
@@ -166,10 +173,18 @@ func simRange(o simOpts, from, to uint64, stdout, stderr io.Writer) int {
 	var failed []uint64
 	var virtual int64
 	var bad error
-	sim.RunSeeds(from, to, o.workers, o.sets, o.safetyMs(), func(run sim.SeedRun) {
+	var cov *sim.Coverage
+	if o.coverage {
+		cov = sim.NewCoverage()
+	}
+	opts := sim.Options{Coverage: o.coverage}
+	sim.RunSeedsWith(from, to, o.workers, o.sets, o.safetyMs(), opts, func(run sim.SeedRun) {
 		if run.Err != nil {
 			bad = run.Err
 			return
+		}
+		if cov != nil {
+			cov.Add(run.Coverage)
 		}
 		res := run.Result
 		virtual += res.Stats.VirtualNs
@@ -187,6 +202,9 @@ func simRange(o simOpts, from, to uint64, stdout, stderr io.Writer) int {
 		return 2
 	}
 	wall := time.Since(start)
+	if cov != nil {
+		cov.WriteReport(stdout)
+	}
 	n := to - from + 1
 	fmt.Fprintf(stdout, "%d seeds in %v: %.0f seeds/min, %.1f simulated s per wall s\n", n,
 		wall.Round(time.Millisecond), float64(n)/wall.Minutes(), float64(virtual)/1e9/wall.Seconds())

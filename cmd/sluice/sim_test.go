@@ -92,3 +92,15 @@ func TestSimRejectsBadArguments(t *testing.T) {
 		require.Equal(t, 2, code, "%v: %s", args, out)
 	}
 }
+
+func TestSimCoverageReport(t *testing.T) {
+	code, out := simRun(t, "--seeds", "3..4", "--workers", "2", "--coverage",
+		"--set", "audit=on")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "coverage over 2 seeds")
+	require.Contains(t, out, "(API, error code) pairs answered:")
+	require.Contains(t, out, "Produce NONE")
+	require.Contains(t, out, "probes hit:")
+	require.Contains(t, out, "never hit:")
+	require.Contains(t, lastLine(out), "PASS seeds=3..4")
+}

@@ -38,6 +38,7 @@ func (b *Broker) apply(rec meta.Record) {
 			b.removeReplica(core.TopicPartition{Topic: rec.Topic, Partition: p})
 		}
 	case meta.KindConfigsAltered:
+		b.hit(pConfigsApplied)
 		t := b.image.Topic(rec.Topic)
 		cfg := b.replicaConfig(t)
 		for p := int32(0); p < t.Partitions; p++ {
@@ -48,6 +49,7 @@ func (b *Broker) apply(rec meta.Record) {
 				if r.HighWatermark() != hwm {
 					// log.flush.policy=never made unsynced data visible: answer the
 					// writes and fetches that were waiting for it.
+					b.hit(pConfigsHWMMoved)
 					b.hwmAdvanced(tp)
 				}
 			}
@@ -66,6 +68,7 @@ func (b *Broker) openReplica(tp core.TopicPartition, t *meta.Topic) {
 		// The partition stays unhosted: clients get KAFKA_STORAGE_ERROR for it (via
 		// replicaFor) and the node keeps serving everything else.
 		b.lg.Error("cannot open partition log", zap.Stringer("tp", tp), zap.Error(err))
+		b.hit(pOpenLogFailed)
 		return
 	}
 	b.incarnation++
@@ -73,6 +76,7 @@ func (b *Broker) openReplica(tp core.TopicPartition, t *meta.Topic) {
 	if err != nil {
 		b.lg.Error("cannot recover partition", zap.Stringer("tp", tp), zap.Error(err))
 		b.noteOpen(tp, err)
+		b.hit(pRecoverFailed)
 		_ = log.Close()
 		return
 	}
@@ -130,5 +134,6 @@ func (b *Broker) replicaConfig(t *meta.Topic) replica.Config {
 		TimestampBeforeMaxMs: b.topicConfigInt(t, "message.timestamp.before.max.ms"),
 		TimestampAfterMaxMs:  b.topicConfigInt(t, "message.timestamp.after.max.ms"),
 		Decompressor:         b.dec,
+		Probes:               b.probes,
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/batch"
 	"github.com/sluicemq/sluice/core/meta"
+	"github.com/sluicemq/sluice/core/probe"
 	"github.com/sluicemq/sluice/core/replica"
 )
 
@@ -49,6 +50,8 @@ type Broker struct {
 	// dec inflates compressed batches for exact ListOffsets by time; nil answers a
 	// compressed batch's base offset instead (see WithDecompressor).
 	dec batch.Decompressor
+
+	probes *probe.Set // code probes hit (nil: not counted; WithProbes)
 }
 
 // Option changes how New builds a broker: dependencies the node injects beyond Env.
@@ -58,6 +61,11 @@ type Option func(*Broker)
 // provides Kafka's codecs). Without it, ListOffsets by time answers a compressed
 // batch's first offset rather than the exact record.
 func WithDecompressor(d batch.Decompressor) Option { return func(b *Broker) { b.dec = d } }
+
+// WithProbes makes the broker, its replicas and its group coordinator count the code
+// probes they pass into s (package probe); the simulator reads them for its coverage
+// report.
+func WithProbes(s *probe.Set) Option { return func(b *Broker) { b.probes = s } }
 
 // New returns a broker that will serve once it has been stepped with Start.
 func New(cfg Config, env Env, rnd core.Rand, opts ...Option) *Broker {
@@ -134,6 +142,7 @@ func (b *Broker) replay(recs []meta.Record) {
 					zap.String("topic", rec.Topic), zap.Error(err))
 			}
 		default:
+			b.hit(pReplayDeletion)
 			b.replayDeletion(rec, recs[i+1:])
 		}
 	}
@@ -254,6 +263,8 @@ func (b *Broker) propose(rec meta.Record, done func(err error)) {
 func (b *Broker) metaCommitted(in MetaCommitted) {
 	if in.Err == nil {
 		b.apply(in.Record)
+	} else {
+		b.hit(pMetaFailed)
 	}
 	if w, ok := b.metaWaiters[in.Token]; ok {
 		delete(b.metaWaiters, in.Token)

@@ -70,6 +70,7 @@ func (b *Broker) handleFetch(r Request, m *kmsg.FetchRequest) {
 		b.reply(r, resp)
 		return
 	}
+	b.hit(pFetchParked)
 	b.parkFetch(r, m, n)
 }
 
@@ -134,6 +135,8 @@ func (b *Broker) readFetchPartition(topic string, p *kmsg.FetchRequestTopicParti
 	// Only the first non-empty partition may exceed the limit (KIP-74).
 	if res.Records != nil && (!strict || len(res.Records) <= limit) {
 		rp.RecordBatches = res.Records
+	} else if res.Records != nil {
+		b.hit(pFetchOverLimit)
 	}
 	return rp
 }
@@ -158,7 +161,12 @@ func (b *Broker) parkFetch(r Request, m *kmsg.FetchRequest, have int) {
 	}
 	b.fetches.byConn[r.Conn] = append(b.fetches.byConn[r.Conn], w)
 	b.fetches.count++
-	w.timer = b.setTimer(b.now.AddMillis(int64(m.MaxWaitMillis)), func() { b.answerFetch(w) })
+	w.timer = b.setTimer(b.now.AddMillis(int64(m.MaxWaitMillis)), func() {
+		if !w.done {
+			b.hit(pFetchExpired)
+		}
+		b.answerFetch(w)
+	})
 }
 
 // fetchDataArrived wakes the fetches parked on tp that now have enough bytes.
@@ -170,6 +178,7 @@ func (b *Broker) fetchDataArrived(tp core.TopicPartition) {
 	// Copy: answering removes entries from the index being walked.
 	for _, w := range append([]*fetchWait(nil), waits...) {
 		if !w.done && b.fetchHasEnough(w) {
+			b.hit(pFetchWoken)
 			b.answerFetch(w)
 		}
 	}
@@ -180,6 +189,7 @@ func (b *Broker) fetchHasEnough(w *fetchWait) bool {
 	for i, tp := range w.tps {
 		rep := b.replicas[tp]
 		if rep == nil {
+			b.hit(pFetchPartitionGone)
 			return true // the partition went away: answer with its error now
 		}
 		got += rep.BytesVisible() - w.startBytes[i]
@@ -228,6 +238,7 @@ func removeWait(ws []*fetchWait, w *fetchWait) []*fetchWait {
 // nobody is left to read their answers.
 func (b *Broker) connClosed(conn uint64) {
 	for _, w := range append([]*fetchWait(nil), b.fetches.byConn[conn]...) {
+		b.hit(pFetchConnClosed)
 		b.dropFetch(w)
 	}
 }
@@ -245,6 +256,7 @@ func (b *Broker) drain() {
 		all = append(all, b.fetches.byConn[conn]...)
 	}
 	for _, w := range all {
+		b.hit(pFetchDrained)
 		b.answerFetch(w)
 	}
 }

@@ -138,12 +138,15 @@ func isInternalTopic(name string) bool { return name == group.OffsetsTopic }
 // startGroups creates the coordinator and rebuilds committed offsets from the offsets
 // topic, if there is one yet.
 func (b *Broker) startGroups() {
-	b.groups.coord = group.NewCoordinator(b.cfg.Groups.Coordinator, b.rnd)
+	gcfg := b.cfg.Groups.Coordinator
+	gcfg.Probes = b.probes
+	b.groups.coord = group.NewCoordinator(gcfg, b.rnd)
 	b.groups.timers = map[string]groupTimer{}
 	b.groups.writes = map[core.TopicPartition][]*offsetWrite{}
 	b.groups.compact = compactState{since: map[core.TopicPartition]int{},
 		running: map[core.TopicPartition]bool{}}
 	if t := b.image.Topic(group.OffsetsTopic); t != nil {
+		b.hit(pOffsetsLoaded)
 		b.loadOffsets(t)
 		b.purgeOrphanOffsets()
 	}
@@ -174,6 +177,7 @@ func (b *Broker) ensureOffsetsTopic() {
 		}
 		b.propose(b.offsetsTopicRecord(), func(err error) {
 			if t := b.image.Topic(group.OffsetsTopic); err == nil && t != nil {
+				b.hit(pOffsetsTopicCreate)
 				b.loadOffsets(t)
 			} else {
 				b.lg.Error("cannot create the offsets topic", zap.Error(err))
@@ -247,6 +251,7 @@ func (b *Broker) replayOffsets(tp core.TopicPartition) int {
 			})
 		}
 		if err != nil || next == off {
+			b.hit(pOffsetsReplayStopped)
 			b.lg.Error("offsets partition replay stopped", zap.Stringer("tp", tp),
 				zap.Int64("offset", off), zap.Int16("code", res.Err), zap.Error(err))
 			return n
@@ -324,6 +329,7 @@ func (b *Broker) coordinatorCode(groupID string) int16 {
 		return 0 // no offsets yet; the first write creates the topic
 	}
 	if rep := b.replicas[b.offsetsPartition(groupID)]; rep == nil || rep.Offline() {
+		b.hit(pCoordinatorUnavailable)
 		return kerr.CoordinatorNotAvailable.Code
 	}
 	return 0
@@ -358,11 +364,13 @@ func (b *Broker) writeOffsets(groupID string, kvs []batch.KV, done func(code int
 		code = kerr.RequestTimedOut.Code
 	}
 	if code != 0 {
+		b.hit(pOffsetWriteFailed)
 		done(offsetWriteError(code))
 		return
 	}
 	res := rep.Append(b.now.Millis(), batch.Build(kvs, batch.NoProducer, b.now.Millis()))
 	if res.Err != 0 {
+		b.hit(pOffsetWriteFailed)
 		done(offsetWriteError(res.Err))
 		return
 	}

@@ -90,6 +90,7 @@ func (b *Broker) offsetsSnapshotDone(tp core.TopicPartition, incarnation uint64,
 			zap.Int16("code", code))
 		return
 	}
+	b.hit(pOffsetsCompacted)
 	b.lg.Info("offsets partition compacted", zap.Stringer("tp", tp),
 		zap.Int64("log_start_offset", newStart), zap.Int("live_offsets", live))
 }

@@ -69,6 +69,7 @@ func (b *Broker) expireOffsets(id string, tps []core.TopicPartition) {
 			for _, tp := range part {
 				b.groups.coord.ApplyOffset(id, tp, nil)
 			}
+			b.hit(pOffsetsExpired)
 			b.lg.Info("committed offsets expired", zap.String("group", id),
 				zap.Int("partitions", len(part)))
 			b.groupChanged(id)
@@ -88,6 +89,7 @@ func (b *Broker) deleteGroupMetadata(id string) {
 				zap.Int16("code", code))
 			return
 		}
+		b.hit(pGroupSwept)
 		b.groups.coord.Forget(id)
 		b.groupChanged(id)
 	})

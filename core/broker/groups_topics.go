@@ -39,6 +39,7 @@ func (b *Broker) purgeOrphanOffsets() {
 	if len(b.groups.coord.OffsetsWhere(orphan)) == 0 {
 		return
 	}
+	b.hit(pOffsetsOrphansPurged)
 	b.serialize(Request{}, func(done func()) {
 		b.deleteOffsetsWhere("topic no longer exists", orphan, done)
 	})
@@ -83,6 +84,7 @@ func (b *Broker) tombstoneOffsets(why, id string, tps []core.TopicPartition, don
 			for _, tp := range tps {
 				b.groups.coord.ApplyOffset(id, tp, nil)
 			}
+			b.hit(pOffsetsTopicDeleted)
 			b.lg.Info("committed offsets removed", zap.String("group", id),
 				zap.String("why", why), zap.Int("partitions", len(tps)))
 			b.groupChanged(id)

@@ -56,6 +56,7 @@ func (b *Broker) listOffset(tp core.TopicPartition, ts int64, currentEpoch int32
 	case ts == -1:
 		rp.Offset = rep.HighWatermark()
 	case ts == -3:
+		b.hit(pListMaxTimestamp)
 		m, found, code := rep.MaxTimestamp(b.dec)
 		if code != 0 {
 			return code
@@ -64,6 +65,7 @@ func (b *Broker) listOffset(tp core.TopicPartition, ts int64, currentEpoch int32
 			rp.Offset, rp.Timestamp = m.Offset, m.Timestamp
 		}
 	case ts >= 0:
+		b.hit(pListByTime)
 		m, found, code := rep.OffsetForTimestamp(ts, b.dec)
 		if code != 0 {
 			return code

@@ -47,6 +47,7 @@ func (b *Broker) handleMetadata(r Request, m *kmsg.MetadataRequest) {
 		for _, name := range b.autoCreatable(m) {
 			if !b.autoCreateAdmits(len(recs)) {
 				failed[name] = topicError{code: kerr.LeaderNotAvailable.Code}
+				b.hit(pAutoCreateDeferred)
 				deferred++
 				continue
 			}
@@ -56,6 +57,7 @@ func (b *Broker) handleMetadata(r Request, m *kmsg.MetadataRequest) {
 				failed[name] = topicError{code, msg}
 				continue
 			}
+			b.hit(pAutoCreate)
 			b.creation.auto.spend(rec.Partitions)
 			rec.TopicID = b.newTopicID()
 			recs = append(recs, rec)

@@ -61,6 +61,7 @@ func (b *Broker) epochEnd(tp core.TopicPartition, p kmsg.OffsetForLeaderEpochReq
 		return code
 	}
 	if p.LeaderEpoch == leaderEpoch {
+		b.hit(pEpochMatched)
 		rp.LeaderEpoch, rp.EndOffset = leaderEpoch, rep.EndOffset()
 	}
 	return 0

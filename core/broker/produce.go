@@ -76,6 +76,7 @@ func (b *Broker) handleProduce(r Request, m *kmsg.ProduceRequest) {
 		code = kerr.TransactionalIDAuthorizationFailed.Code
 	case m.Acks == -1 && b.produces.count >= b.cfg.MaxWaitingProduces:
 		code = kerr.RequestTimedOut.Code // shed load before writing anything
+		b.hit(pProduceShed)
 	}
 	p := &pendingProduce{req: r, resp: resp}
 	var waits []produceWait
@@ -106,10 +107,12 @@ func (b *Broker) handleProduce(r Request, m *kmsg.ProduceRequest) {
 	b.requestSyncs()
 	switch {
 	case m.Acks == 0:
+		b.hit(pProduceAcks0)
 		b.env.Reply(Reply{Conn: r.Conn, ID: r.ID})
 	case len(waits) == 0:
 		b.reply(r, resp)
 	default:
+		b.hit(pProduceParked)
 		b.parkProduce(p, waits, m.TimeoutMillis)
 	}
 }
@@ -170,6 +173,7 @@ func (b *Broker) replicaFor(tp core.TopicPartition) (*replica.Replica, int16) {
 		return rep, 0
 	}
 	if t := b.image.Topic(tp.Topic); t != nil && tp.Partition >= 0 && tp.Partition < t.Partitions {
+		b.hit(pProduceLogNotOpen)
 		return nil, kerr.KafkaStorageError.Code // the topic has it; its log did not open
 	}
 	return nil, kerr.UnknownTopicOrPartition.Code
@@ -240,6 +244,7 @@ func (b *Broker) produceTimedOut(p *pendingProduce) {
 	if p.done {
 		return
 	}
+	b.hit(pProduceTimedOut)
 	b.failProduceWaits(p, kerr.RequestTimedOut.Code)
 	b.finishProduce(p)
 }
@@ -294,6 +299,7 @@ func (b *Broker) requestSyncs() {
 func (b *Broker) syncDone(in SyncDone) {
 	rep := b.replicas[in.TP]
 	if rep == nil || rep.Incarnation() != in.Incarnation {
+		b.hit(pSyncStale)
 		return // the partition was deleted (and maybe recreated) meanwhile
 	}
 	moved := rep.SyncCompleted(in.Err)
@@ -318,6 +324,7 @@ func (b *Broker) partitionFailed(tp core.TopicPartition, code int16) {
 		if w.p.done {
 			continue
 		}
+		b.hit(pProduceFailedWaiting)
 		w.part.ErrorCode = code
 		b.produceWaitDone(w)
 	}

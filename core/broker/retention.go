@@ -10,7 +10,9 @@ func (b *Broker) armRetention() {
 func (b *Broker) retentionPass() {
 	nowMs := b.now.Millis()
 	for _, tp := range b.sortedPartitions() {
-		b.replicas[tp].EnforceRetention(nowMs)
+		if b.replicas[tp].EnforceRetention(nowMs) > 0 {
+			b.hit(pRetentionPassDeleted)
+		}
 	}
 	b.armRetention()
 }

@@ -59,6 +59,7 @@ func (c *Coordinator) expiredIn(g *Group, nowMs int64) []core.TopicPartition {
 	}
 	groupBase := int64(math.MinInt64) // from each offset's own commit time
 	keep := func(string) bool { return false }
+	hit := pOffsetsExpireEmpty
 	switch {
 	case g.state == Empty && len(g.members) == 0:
 		if g.emptyKnown {
@@ -78,6 +79,7 @@ func (c *Coordinator) expiredIn(g *Group, nowMs int64) []core.TopicPartition {
 			subscribed[t] = true
 		}
 		keep = func(t string) bool { return subscribed[t] }
+		hit = pOffsetsExpireUnsubbed
 	default:
 		return nil
 	}
@@ -93,6 +95,9 @@ func (c *Coordinator) expiredIn(g *Group, nowMs int64) []core.TopicPartition {
 		if nowMs >= due {
 			tps = append(tps, tp)
 		}
+	}
+	if len(tps) > 0 {
+		c.cfg.Probes.Hit(hit)
 	}
 	sort.Slice(tps, func(i, j int) bool { return tps[i].Less(tps[j]) })
 	return tps

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/probe"
 )
 
 // State is a group's state, named as Kafka names it in DescribeGroups and ListGroups.
@@ -47,6 +48,8 @@ type Config struct {
 	// OffsetsRetentionMs is how long the committed offsets of a group without members
 	// are kept (offsets.retention.minutes, KIP-211; expiry.go).
 	OffsetsRetentionMs int64
+	// Probes counts the code probes the groups pass (nil: none; package probe).
+	Probes *probe.Set
 }
 
 // DefaultConfig returns Kafka's defaults, except group.max.size, which Kafka leaves

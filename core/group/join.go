@@ -64,18 +64,22 @@ func (g *Group) checkJoin(req JoinRequest) int16 {
 	case g.state == Dead:
 		return kerr.CoordinatorNotAvailable.Code
 	case req.SessionMs < g.cfg.MinSessionTimeoutMs || req.SessionMs > g.cfg.MaxSessionTimeoutMs:
+		g.hit(pJoinBadSession)
 		return kerr.InvalidSessionTimeout.Code
 	case req.ProtocolType == "" || len(req.Protocols) == 0:
+		g.hit(pJoinInconsistent)
 		return kerr.InconsistentGroupProtocol.Code
 	case checkRecordable(req) != 0:
 		return checkRecordable(req)
 	case len(g.members) > 0 &&
 		(req.ProtocolType != g.protocolType || !g.supportsOneOf(req.Protocols)):
+		g.hit(pJoinInconsistent)
 		return kerr.InconsistentGroupProtocol.Code
 	case req.MemberID == "" && !g.knownInstance(req.InstanceID) &&
 		len(g.members)+len(g.pending) >= g.cfg.MaxSize:
 		// Handed-out ids count too: a client looping on MEMBER_ID_REQUIRED cannot grow
 		// the group without bound.
+		g.hit(pJoinMaxSize)
 		return kerr.GroupMaxSizeReached.Code
 	}
 	return 0
@@ -106,6 +110,7 @@ func (g *Group) joinNew(now core.Time, req JoinRequest, reply func(JoinResult)) 
 	id := g.newMemberID(req.ClientID)
 	if req.RequireKnownMemberID {
 		g.pending[id] = now.AddMillis(int64(req.SessionMs))
+		g.hit(pJoinMemberIDRequired)
 		reply(joinError(kerr.MemberIDRequired.Code, id))
 		return
 	}
@@ -122,6 +127,7 @@ func (g *Group) joinKnown(now core.Time, req JoinRequest, reply func(JoinResult)
 	m := g.members[req.MemberID]
 	switch {
 	case m == nil:
+		g.hit(pJoinUnknownMember)
 		reply(joinError(kerr.UnknownMemberID.Code, req.MemberID))
 		return
 	case g.fenced(req.MemberID, req.InstanceID):
@@ -139,9 +145,11 @@ func (g *Group) joinKnown(now core.Time, req JoinRequest, reply func(JoinResult)
 		// reassign) starts a rebalance.
 		if same && (g.state == CompletingRebalance || m.id != g.leader) {
 			m.deadline = now.AddMillis(int64(m.sessionMs))
+			g.hit(pJoinCurrentGeneration)
 			reply(g.joinResult(m))
 			return
 		}
+		g.hit(pJoinStartsRebalance)
 		g.updateMember(m, req, reply)
 		g.prepareRebalance(now)
 	default:
@@ -226,6 +234,7 @@ func (g *Group) updateMember(m *member, req JoinRequest, reply func(JoinResult))
 	if m.joinWaiter != nil {
 		w := m.joinWaiter
 		m.joinWaiter = nil
+		g.hit(pJoinSuperseded)
 		w(joinError(kerr.RebalanceInProgress.Code, m.id))
 	}
 	m.joinWaiter = reply
@@ -238,6 +247,7 @@ func (g *Group) prepareRebalance(now core.Time) {
 		// written: nobody was told it); members waiting for it rejoin.
 		// A member that waited on us was alive until now: its session restarts.
 		g.syncPending, g.syncSeq = false, 0
+		g.hit(pRebalanceAbandonsSync)
 		for _, m := range g.sortedMembers() {
 			m.assignment = nil
 			if w := m.syncWaiter; w != nil {
@@ -252,6 +262,7 @@ func (g *Group) prepareRebalance(now core.Time) {
 	g.rebalanceDeadline = now.AddMillis(g.maxRebalanceMs())
 	g.delayUntil = now
 	if wasEmpty {
+		g.hit(pRebalanceInitialDelay)
 		g.delayUntil = min(now.AddMillis(int64(g.cfg.InitialRebalanceDelayMs)),
 			g.rebalanceDeadline)
 	}
@@ -295,6 +306,7 @@ func (g *Group) tryCompleteJoin(now core.Time) {
 func (g *Group) completeJoin(now core.Time) {
 	for _, m := range g.sortedMembers() {
 		if m.joinWaiter == nil {
+			g.hit(pRebalanceDropsLate)
 			g.dropMember(m)
 		}
 	}
@@ -302,6 +314,7 @@ func (g *Group) completeJoin(now core.Time) {
 		g.generation++
 	}
 	if len(g.members) == 0 {
+		g.hit(pRebalanceToEmpty)
 		g.state, g.protocol, g.leader = Empty, "", ""
 		g.emptySince, g.emptyKnown = now, true
 		g.metaDirty = true // Kafka stores the empty generation too

@@ -40,13 +40,16 @@ func (g *Group) Sync(now core.Time, req SyncRequest, reply func(SyncResult)) {
 		code = kerr.FencedInstanceID.Code
 	case m == nil:
 		code = kerr.UnknownMemberID.Code
+		g.hit(pSyncUnknownMember)
 	case req.Generation != g.generation:
 		code = kerr.IllegalGeneration.Code
+		g.hit(pSyncIllegalGeneration)
 	case (req.ProtocolType != nil && *req.ProtocolType != g.protocolType) ||
 		(req.Protocol != nil && *req.Protocol != g.protocol):
 		code = kerr.InconsistentGroupProtocol.Code
 	case g.state == PreparingRebalance:
 		code = kerr.RebalanceInProgress.Code
+		g.hit(pSyncRebalancing)
 	case g.state != CompletingRebalance && g.state != Stable:
 		code = kerr.UnknownMemberID.Code
 	}
@@ -55,12 +58,14 @@ func (g *Group) Sync(now core.Time, req SyncRequest, reply func(SyncResult)) {
 		return
 	}
 	if g.state == Stable {
+		g.hit(pSyncStable)
 		m.deadline = now.AddMillis(int64(m.sessionMs))
 		reply(g.syncResult(m))
 		return
 	}
 	if w := m.syncWaiter; w != nil {
 		m.syncWaiter = nil
+		g.hit(pSyncSuperseded)
 		w(SyncResult{Err: kerr.RebalanceInProgress.Code}) // superseded by this retry
 	}
 	m.syncWaiter = reply
@@ -121,12 +126,15 @@ func (g *Group) Heartbeat(now core.Time, memberID string, instanceID *string,
 	case g.fenced(memberID, instanceID):
 		return kerr.FencedInstanceID.Code
 	case m == nil || g.state == Empty:
+		g.hit(pHeartbeatUnknown)
 		return kerr.UnknownMemberID.Code
 	case generation != g.generation:
+		g.hit(pHeartbeatIllegalGen)
 		return kerr.IllegalGeneration.Code
 	}
 	m.deadline = now.AddMillis(int64(m.sessionMs))
 	if g.state == PreparingRebalance {
+		g.hit(pHeartbeatRebalancing)
 		return kerr.RebalanceInProgress.Code
 	}
 	return 0
@@ -147,13 +155,16 @@ func (g *Group) Leave(now core.Time, memberID string, instanceID *string) int16 
 	}
 	if _, ok := g.pending[memberID]; ok {
 		delete(g.pending, memberID)
+		g.hit(pLeavePending)
 		g.tryCompleteJoin(now)
 		return 0
 	}
 	m := g.members[memberID]
 	if m == nil {
+		g.hit(pLeaveUnknown)
 		return kerr.UnknownMemberID.Code
 	}
+	g.hit(pLeaveMember)
 	g.removeMember(now, m)
 	return 0
 }
@@ -170,13 +181,17 @@ func (g *Group) CheckCommit(now core.Time, generation int32, memberID string,
 	case g.fenced(memberID, instanceID):
 		return kerr.FencedInstanceID.Code
 	case generation < 0 && g.state == Empty:
+		g.hit(pCommitSimple)
 		return 0
 	case g.state == CompletingRebalance:
 		// The member knows the new generation but has no assignment yet.
+		g.hit(pCommitRebalancing)
 		return kerr.RebalanceInProgress.Code
 	case m == nil:
+		g.hit(pCommitUnknownMember)
 		return kerr.UnknownMemberID.Code
 	case generation != g.generation && !mutantOn("stale-commit"):
+		g.hit(pCommitIllegalGen)
 		return kerr.IllegalGeneration.Code
 	}
 	m.deadline = now.AddMillis(int64(m.sessionMs))
@@ -225,6 +240,7 @@ func (g *Group) Tick(now core.Time) {
 	}
 	for _, m := range g.sortedMembers() {
 		if g.members[m.id] == m && !m.keptAlive() && m.deadline <= now {
+			g.hit(pSessionExpired)
 			g.removeMember(now, m)
 		}
 	}
@@ -233,6 +249,7 @@ func (g *Group) Tick(now core.Time) {
 		// those that did not sync and start over.
 		// Decide who is late before removing anyone: the first removal restarts the
 		// rebalance, which answers (and forgets) everyone's parked sync.
+		g.hit(pSyncTimeout)
 		var late []*member
 		for _, m := range g.sortedMembers() {
 			if m.syncWaiter == nil {

@@ -61,13 +61,16 @@ func (r *Replica) checkProducer(h *batch.Header) producerCheck {
 	switch {
 	case p == nil:
 		if h.BaseSequence != 0 {
+			r.hit(pProducerUnknown)
 			return producerCheck{code: kerr.UnknownProducerID.Code}
 		}
 		return producerCheck{}
 	case h.ProducerEpoch < p.Epoch:
+		r.hit(pProducerFenced)
 		return producerCheck{code: kerr.InvalidProducerEpoch.Code}
 	case h.ProducerEpoch > p.Epoch:
 		if h.BaseSequence != 0 {
+			r.hit(pProducerNewEpochGap)
 			return producerCheck{code: kerr.OutOfOrderSequenceNumber.Code}
 		}
 		return producerCheck{}
@@ -75,6 +78,7 @@ func (r *Replica) checkProducer(h *batch.Header) producerCheck {
 	last := h.LastSequence()
 	for i := range p.Batches {
 		if b := &p.Batches[i]; b.FirstSeq == h.BaseSequence && b.LastSeq == last {
+			r.hit(pProducerDuplicate)
 			return producerCheck{dup: b}
 		}
 	}
@@ -83,6 +87,7 @@ func (r *Replica) checkProducer(h *batch.Header) producerCheck {
 	}
 	// Anything else is a gap, or a retry older than the window, which Kafka clients
 	// never send (at most five requests in flight); Kafka answers both the same way.
+	r.hit(pProducerOutOfOrder)
 	return producerCheck{code: kerr.OutOfOrderSequenceNumber.Code}
 }
 
@@ -122,6 +127,7 @@ func (r *Replica) evictProducerIfFull() {
 			victim, oldest = id, lo
 		}
 	}
+	r.hit(pProducerEvicted)
 	delete(r.producers, victim)
 }
 

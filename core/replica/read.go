@@ -19,14 +19,17 @@ type ReadResult struct {
 func (r *Replica) Read(offset int64, maxBytes int) ReadResult {
 	res := ReadResult{HighWatermark: r.hwm, StartOffset: r.log.StartOffset()}
 	if r.offline {
+		r.hit(pReadOffline)
 		res.Err = kerr.KafkaStorageError.Code
 		return res
 	}
 	if offset < res.StartOffset || offset > r.log.EndOffset() {
+		r.hit(pReadOutOfRange)
 		res.Err = kerr.OffsetOutOfRange.Code
 		return res
 	}
 	if offset >= r.hwm || maxBytes <= 0 {
+		r.hit(pReadAtHighWatermark)
 		return res
 	}
 	b, err := r.log.Read(offset, maxBytes, r.hwm)
@@ -36,6 +39,7 @@ func (r *Replica) Read(offset int64, maxBytes int) ReadResult {
 		// (the group coordinator replaying its offsets) sees the partition offline
 		// rather than a silently shorter log.
 		r.lg.Error("read failed", zap.Int64("offset", offset), zap.Error(err))
+		r.hit(pReadFailed)
 		r.goOffline()
 		res.Err = kerr.KafkaStorageError.Code
 		return res
@@ -51,12 +55,15 @@ func (r *Replica) DeleteRecordsBefore(offset int64) (int64, int16) {
 		return -1, kerr.KafkaStorageError.Code
 	}
 	if offset == -1 {
+		r.hit(pDeleteRecordsHWM)
 		offset = r.hwm
 	}
 	if offset < 0 || offset > r.hwm {
+		r.hit(pDeleteRecordsRange)
 		return -1, kerr.OffsetOutOfRange.Code
 	}
 	if offset > r.log.StartOffset() {
+		r.hit(pDeleteRecordsMoved)
 		if err := r.log.SetStartOffset(offset); err != nil {
 			r.lg.Error("cannot persist log start offset", zap.Error(err))
 			return -1, kerr.KafkaStorageError.Code
@@ -92,7 +99,15 @@ func (r *Replica) EnforceRetention(nowMs int64) int {
 		// Only data below the high-water mark may go: nothing not yet visible or not
 		// yet durable is ever deleted.
 		if !(expired || oversize) || s.EndOffset > r.hwm {
+			if expired || oversize {
+				r.hit(pRetentionHeldByHWM)
+			}
 			break
+		}
+		if expired {
+			r.hit(pRetentionTime)
+		} else {
+			r.hit(pRetentionBytes)
 		}
 		cut, total, n = s.EndOffset, total-s.SizeBytes, n+1
 	}

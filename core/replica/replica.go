@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/batch"
+	"github.com/sluicemq/sluice/core/probe"
 )
 
 // Config is what a replica needs from its topic's configuration.
@@ -33,6 +34,8 @@ type Config struct {
 	// Decompressor inflates compressed batches so that their records are validated on
 	// produce; nil refuses compressed batches (UNSUPPORTED_COMPRESSION_TYPE).
 	Decompressor batch.Decompressor
+	// Probes counts the code probes this replica passes (nil: none; package probe).
+	Probes *probe.Set
 }
 
 // refusalLogEveryMs spaces the info lines about refused batches of one partition: a
@@ -113,6 +116,7 @@ func (r *Replica) recoverProducers() error {
 			return fmt.Errorf("decode producer snapshot of %s: %w", r.tp, err)
 		}
 		from, r.snapOffset = off, off
+		r.hit(pRecoverFromSnapshot)
 	}
 	if from >= r.log.EndOffset() {
 		return nil
@@ -223,9 +227,11 @@ type AppendResult struct {
 // The bytes are modified in place (the header gets its offset) and not retained.
 func (r *Replica) Append(nowMs int64, records []byte) AppendResult {
 	if r.offline {
+		r.hit(pAppendOffline)
 		return AppendResult{Err: kerr.KafkaStorageError.Code, Message: "partition is offline"}
 	}
 	if len(records) > r.cfg.MaxMessageBytes {
+		r.hit(pAppendTooLarge)
 		return AppendResult{Err: kerr.MessageTooLarge.Code, Message: fmt.Sprintf(
 			"batch of %d bytes exceeds max.message.bytes %d", len(records), r.cfg.MaxMessageBytes)}
 	}
@@ -234,6 +240,7 @@ func (r *Replica) Append(nowMs int64, records []byte) AppendResult {
 		TimestampAfterMaxMs:  r.cfg.TimestampAfterMaxMs, Decompressor: r.cfg.Decompressor}
 	sum, err := batch.Validate(records, &pol)
 	if err != nil {
+		r.hit(pAppendCorrupt)
 		return r.refuse(nowMs, err)
 	}
 	h := sum.Header
@@ -244,6 +251,7 @@ func (r *Replica) Append(nowMs int64, records []byte) AppendResult {
 		h.MaxTimestamp = sum.MaxTimestamp
 	}
 	if h.IsTransactional() {
+		r.hit(pAppendTransactional)
 		return AppendResult{Err: kerr.InvalidRecord.Code,
 			Message: "transactional batches are not supported yet"}
 	}
@@ -265,11 +273,13 @@ func (r *Replica) appendChecked(nowMs int64, h *batch.Header, b []byte) AppendRe
 	h.BaseOffset = base
 	appendTime := int64(-1)
 	if r.cfg.LogAppendTime {
+		r.hit(pAppendLogAppendTime)
 		batch.SetLogAppendTime(b, nowMs)
 		h.MaxTimestamp, appendTime = nowMs, nowMs
 	}
 	if err := r.log.Append(nowMs, *h, b); err != nil {
 		r.lg.Error("append failed", zap.Int64("offset", base), zap.Error(err))
+		r.hit(pAppendWriteFailed)
 		if errors.Is(err, ErrLogOffline) {
 			r.goOffline()
 		}
@@ -337,6 +347,7 @@ func (r *Replica) SyncCompleted(err error) bool {
 		// After a failed fsync the page cache cannot be trusted (the kernel may have
 		// dropped the dirty pages): nothing after durable may ever be acknowledged.
 		r.lg.Error("fsync failed", zap.Error(err))
+		r.hit(pSyncFailed)
 		r.goOffline()
 		return false
 	}
@@ -363,6 +374,7 @@ func (r *Replica) maybeSnapshot() {
 		r.lg.Warn("producer snapshot not saved", zap.Error(err))
 		return
 	}
+	r.hit(pSnapshotSaved)
 	r.snapOffset, r.sinceSnapshot = r.durable, 0
 }
 

@@ -59,6 +59,7 @@ func (r *Replica) OffsetForTimestamp(ts int64, dec batch.Decompressor) (m Timest
 		}
 		if h.MaxTimestamp >= ts {
 			if m, found = r.firstRecordAtOrAfter(&h, b, ts, start, dec); found {
+				r.hit(pTimestampFound)
 				return m, true, 0
 			}
 		}
@@ -68,6 +69,7 @@ func (r *Replica) OffsetForTimestamp(ts int64, dec batch.Decompressor) (m Timest
 		r.lg.Error("timestamp lookup failed", zap.Int64("timestamp", ts), zap.Error(err))
 		return TimestampMatch{}, false, kerr.KafkaStorageError.Code
 	}
+	r.hit(pTimestampMissing)
 	return TimestampMatch{}, false, 0
 }
 
