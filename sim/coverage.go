@@ -148,7 +148,7 @@ var NeverHitReasons = map[string]string{
 	"replica/producer-evicted": "needs more than 10 000 producer ids on one partition " +
 		"(maxProducersPerPartition); TestProducerTableEvictsTheLongestIdle drives it",
 	"replica/append-transactional-refused": "no simulated client is transactional " +
-		"(transactions are not implemented); core/broker's produce tests send one",
+		"(transactions are not implemented); TestReplicaRefusesTransactionalBatches drives it",
 	"replica/producer-old-epoch": "producer epochs are always 0: InitProducerId without " +
 		"a transactional id hands out a fresh id, never a bumped epoch",
 	"replica/producer-snapshot-saved": "a producer snapshot is taken every 20 000 durable " +

@@ -1,6 +1,7 @@
 package replica_test
 
 import (
+	"encoding/binary"
 	"math"
 	"testing"
 
@@ -105,6 +106,20 @@ func TestReplicaRejectsBadInput(t *testing.T) {
 	require.Equal(t, kerr.CorruptMessage.Code, r.Append(1, two).Err,
 		"a produce carries exactly one batch per partition")
 	require.Equal(t, int64(0), r.EndOffset(), "nothing was appended")
+}
+
+// Transactions are not served yet: a transactional batch (a well-formed one from an
+// idempotent producer, with the attribute bit set) is refused and not stored.
+func TestReplicaRefusesTransactionalBatches(t *testing.T) {
+	r := newReplica(t, replicatest.NewMemLog(cfg(true).Segment), cfg(true))
+	b := idem(7, 0, 0, 2)
+	attrs := binary.BigEndian.Uint16(b[21:]) | batch.AttrTransactional
+	binary.BigEndian.PutUint16(b[21:], attrs)
+	binary.BigEndian.PutUint32(b[17:], batch.ComputeCRC(b))
+	res := r.Append(1, b)
+	require.Equal(t, kerr.InvalidRecord.Code, res.Err, res.Message)
+	require.Equal(t, int64(0), r.EndOffset(), "nothing was appended")
+	require.Zero(t, r.Append(1, idem(7, 0, 0, 2)).Err, "the same batch, not transactional")
 }
 
 func TestReplicaIdempotence(t *testing.T) {
