@@ -27,7 +27,7 @@ func (k RegisterKey) String() string { return k.Group + "/" + k.TP.String() }
 
 // RegisterResult is the verdict on one register.
 type RegisterResult struct {
-	Key    RegisterKey
+	Key      RegisterKey
 	Ops      int
 	Result   porcupine.CheckResult
 	Timeouts int // porcupine budgets that ran out (2: Result is TimedOut)

@@ -15,8 +15,8 @@ func TestPorcupineTimeoutFailsTheSeed(t *testing.T) {
 	require.False(t, run.Result.Pass)
 	require.True(t, run.Result.Has("linearizability-timeout"), "%v", run.Result.Kinds())
 	require.Positive(t, run.Result.Report.Unresolved)
+	rep := run.Result.Report
 	require.Contains(t, run.Result.Summary(), "porcupine timeouts: "+
-		strconv.Itoa(run.Result.Report.PorcupineTimeouts)+" ("+strconv.Itoa(run.Result.Report.Unresolved)+
+		strconv.Itoa(rep.PorcupineTimeouts)+" ("+strconv.Itoa(rep.Unresolved)+
 		" unresolved after the longer budget)")
 }
-
