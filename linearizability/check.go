@@ -149,6 +149,10 @@ func (r *Report) Summary(maxLines int) []string {
 func Check(h *History, opt Options) Report {
 	opt.budgets()
 	rep := Report{Counts: map[string]int{}}
+	for _, a := range checkRefusals(h) {
+		rep.Counts[a.Kind]++
+		rep.Anomalies = append(rep.Anomalies, a)
+	}
 	h = h.splitIncarnations()
 	for i := range h.Ops {
 		op := &h.Ops[i]
@@ -173,6 +177,7 @@ func Check(h *History, opt Options) Report {
 		v.checkAcked()
 		v.checkOrder()
 		v.checkStale()
+		v.checkGaps()
 		for k, n := range v.counts {
 			rep.Counts[k] += n
 		}
@@ -243,7 +248,8 @@ func (r *Report) countTimeouts(n int) {
 
 // kindRank orders anomalies for reports: broken promises to writers first.
 func kindRank(kind string) int {
-	for i, k := range []string{LostWrite, StaleRead, Duplicate, OutOfOrder, WrongOffset,
+	for i, k := range []string{LostWrite, StaleRead, Duplicate, OutOfOrder, SequenceGap,
+		SequenceRefused, WrongOffset,
 		Inconsistent, ReadPastHWM, SkippedRead, RejectedVisible, PhantomRead,
 		StaleCommitAccepted, SplitBrain, GenerationRegressed} {
 		if k == kind {

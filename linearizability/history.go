@@ -74,6 +74,14 @@ type Op struct {
 	// have an attempt in the network after Return (incarnations.go).
 	Attempts int
 	ErrCode  int16
+	// SeqErr is the sequence error (OUT_OF_ORDER_SEQUENCE_NUMBER or
+	// DUPLICATE_SEQUENCE_NUMBER) an idempotent write was refused with while it was its
+	// session's oldest unacknowledged write on the partition (a refusal caused by an
+	// earlier write still being retried is not recorded); SeqErrAt is when that answer
+	// arrived and SeqErrSent how many attempts had been sent by then (sequences.go).
+	SeqErr     int16
+	SeqErrAt   int64
+	SeqErrSent int
 
 	// Read. FetchOffset is -1 for a ListOffsets(latest), which only observes HWM.
 	FetchOffset int64

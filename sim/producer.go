@@ -343,6 +343,7 @@ func (p *producer) outcome(pp *pPart, b *pBatch, op int, code int16, offset int6
 		p.remove(pp, b)
 		return false
 	case code == kerr.DuplicateSequenceNumber.Code:
+		p.seqRefused(op, code)
 		p.w.resolve(op, linearizability.OK, -1, 0)
 		p.remove(pp, b)
 		return false
@@ -365,6 +366,13 @@ func (p *producer) gapBehind(pp *pPart, b *pBatch, code int16) bool {
 		len(pp.queue) > 0 && pp.queue[0] != b
 }
 
+// seqRefused records a sequence error for the checker (linearizability/sequences.go),
+// which decides whether the producer's own history disproves it.
+func (p *producer) seqRefused(op int, code int16) {
+	o := p.w.hist.Op(op)
+	o.SeqErr, o.SeqErrAt, o.SeqErrSent = code, p.w.now, o.Attempts
+}
+
 // settleAttempt records how a failed attempt of a non-idempotent batch ended.
 func (p *producer) settleAttempt(op int, code int16) {
 	if code != -1 && definiteFailure(code) {
@@ -382,6 +390,9 @@ func (p *producer) fatal(pp *pPart, b *pBatch, op int, code int16) {
 	case kerr.OutOfOrderSequenceNumber.Code, kerr.UnknownProducerID.Code,
 		kerr.InvalidProducerEpoch.Code:
 		if p.spec.Idempotent {
+			if code == kerr.OutOfOrderSequenceNumber.Code {
+				p.seqRefused(op, code) // b is the oldest unacknowledged write (gapBehind)
+			}
 			p.resetSession()
 			return
 		}
