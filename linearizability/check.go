@@ -178,6 +178,8 @@ func Check(h *History, opt Options) Report {
 		v.checkOrder()
 		v.checkStale()
 		v.checkGaps()
+		v.checkLogStart()
+		v.checkBelowLogStart()
 		for k, n := range v.counts {
 			rep.Counts[k] += n
 		}
@@ -249,7 +251,7 @@ func (r *Report) countTimeouts(n int) {
 // kindRank orders anomalies for reports: broken promises to writers first.
 func kindRank(kind string) int {
 	for i, k := range []string{LostWrite, StaleRead, Duplicate, OutOfOrder, SequenceGap,
-		SequenceRefused, WrongOffset,
+		SequenceRefused, LogStartTooFar, BelowLogStart, WrongOffset,
 		Inconsistent, ReadPastHWM, SkippedRead, RejectedVisible, PhantomRead,
 		StaleCommitAccepted, SplitBrain, GenerationRegressed} {
 		if k == kind {

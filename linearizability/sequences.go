@@ -32,9 +32,9 @@ type seqKey struct {
 // A refusal with OUT_OF_ORDER_SEQUENCE_NUMBER is excused when the broker may have
 // forgotten the predecessor for a reason the history shows: the topic was deleted
 // between the predecessor's call and the refusal, or a log start offset past the
-// predecessor's offset was observed (a restart rebuilds the producer table from the
-// log start when its snapshot is older; Kafka also drops producers whose last batch
-// is gone). A crash is not an excuse: an acknowledged acks=all write is durable, and
+// predecessor's offset was observed, or retention or a DeleteRecords call may have
+// removed it by then (a restart rebuilds the producer table from the log start when
+// its snapshot is older; Kafka also drops producers whose last batch is gone). A crash is not an excuse: an acknowledged acks=all write is durable, and
 // one a crash took back (log.flush.policy=never) is already a lost-write.
 func checkRefusals(h *History) []Anomaly {
 	ops := map[seqKey]map[int]*Op{}
@@ -100,11 +100,22 @@ func refusalDisproved(h *History, op *Op, session map[int]*Op, first int,
 	if h.deletedWithin(op.TP.Topic, pred.Call, op.SeqErrAt) {
 		return ""
 	}
-	if (pred.Offset < 0 && logStart > 0) || (pred.Offset >= 0 && logStart > pred.Offset) {
+	if (pred.Offset < 0 && logStart > 0) || (pred.Offset >= 0 && logStart > pred.Offset) ||
+		h.mayHaveRemoved(op.TP, pred, op.SeqErrAt) {
 		return ""
 	}
 	return fmt.Sprintf("the session's previous write %s (op %d) was acknowledged at %s "+
 		"(offset %d)", pred.Write, pred.ID, fmtNs(pred.Return), pred.Offset)
+}
+
+// mayHaveRemoved reports whether retention or a DeleteRecords call may have removed
+// write w of tp by time t, observed or not (retention.go has the bounds).
+func (h *History) mayHaveRemoved(tp core.TopicPartition, w *Op, t int64) bool {
+	if to := h.trimmedTo(tp.Topic, tp.Partition, t); to > max(w.Offset, 0) {
+		return true
+	}
+	ms, bytes := h.retentionBound(tp.Topic, t)
+	return bytes || (ms >= 0 && w.Built+ms*1_000_000-2*h.ClockSkewNs <= t)
 }
 
 // deletedWithin reports whether topic was deleted at a time in [from, to].

@@ -82,6 +82,18 @@ func TestExplainedSequenceRefusalsAreNotAnomalies(t *testing.T) {
 	finalRead(&b, 1, 1)
 	rep = check(t, &b.h)
 	require.Zero(t, rep.Counts[SequenceRefused], "%v", rep.Summary(10))
+
+	// Nobody saw the log start move, but retention could have removed the predecessor.
+	b = builder{}
+	idem(&b, "a", 1, 10, 20, OK, 0).Built = 10
+	refuse(idem(&b, "b", 2, 30, 0, Unknown, -1), kerr.OutOfOrderSequenceNumber.Code,
+		5_000_000, 1)
+	b.h.Retention = []RetentionSetting{{Topic: tp0.Topic, Name: "retention.ms", Value: 1}}
+	rep = check(t, &b.h)
+	require.Zero(t, rep.Counts[SequenceRefused], "%v", rep.Summary(10))
+	b.h.Retention[0].Value = 10 // 10 ms: not yet
+	rep = check(t, &b.h)
+	require.Equal(t, 1, rep.Counts[SequenceRefused], "%v", rep.Summary(10))
 }
 
 func TestSequenceGapInFinalReadIsAnAnomaly(t *testing.T) {

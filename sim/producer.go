@@ -47,6 +47,7 @@ type pBatch struct {
 	values   []string
 	keys     []string
 	bytes    []byte
+	built    int64 // virtual time the batch was made (its CreateTime)
 	inflight bool
 	sent     bool
 	opID     int  // idempotent: the one op covering every attempt
@@ -96,7 +97,7 @@ func (p *producer) tick() {
 
 func (p *producer) newBatch(pp *pPart) *pBatch {
 	pp.writes++
-	b := &pBatch{writeNo: pp.writes, opID: -1,
+	b := &pBatch{writeNo: pp.writes, opID: -1, built: p.w.now,
 		write: fmt.Sprintf("p%d.s%d.%s.%d", p.num, p.session, pp.tp, pp.writes)}
 	n := 1 + p.rnd.Intn(p.spec.BatchMax)
 	kvs := make([]batch.KV, n)
@@ -265,7 +266,7 @@ func (p *producer) attempt(pp *pPart, b *pBatch) int {
 	id := p.w.record(linearizability.Op{Kind: linearizability.OpAppend, Client: int(p.actor),
 		TP: pp.tp, Call: p.w.now, Outcome: linearizability.Unknown, Write: b.write,
 		Values: b.values, Keys: b.keys, Producer: int(p.actor), Session: p.session,
-		Seq:  b.writeNo,
+		Seq: b.writeNo, Built: b.built,
 		Acks: p.spec.Acks, Idempotent: p.spec.Idempotent, Offset: -1, Attempts: 1})
 	if p.spec.Idempotent {
 		b.opID = id

@@ -19,6 +19,11 @@ var replicaMutants = []struct {
 	// A retry of a batch two back is refused as out of order although its predecessor
 	// was acknowledged.
 	{"window-1", "sequence-refused", [][2]string{{"producer.idempotent", "true"}}},
+	// Segments expire 1000 times too early: the log start passes young records.
+	{"retention-seconds", "log-start-too-far", [][2]string{{"retention.ms", "5000"},
+		{"faults.skew.ms", "10"}}},
+	// The log start lands one past the offset DeleteRecords asked for.
+	{"delete-records-past", "log-start-too-far", [][2]string{{"admin.deleterecords", "on"}}},
 }
 
 // TestReplicaMutantsAreCaught runs only in the deliberately broken build (build tag

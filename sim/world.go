@@ -239,6 +239,7 @@ func (w *World) check() *linearizability.Report {
 	if w.final != nil {
 		w.hist.Finals = w.final.finals()
 	}
+	w.recordRetention()
 	rep := linearizability.Check(&w.hist, linearizability.Options{Timeout: w.opts.CheckTimeout,
 		RetryTimeout: w.opts.CheckRetryTimeout})
 	for _, a := range rep.Anomalies {
