@@ -12,9 +12,11 @@ import (
 
 // Options tunes Check.
 type Options struct {
-	// Timeout bounds porcupine's search per partition (0: 20s). A search that runs out
-	// is reported as inconclusive, not as a failure.
-	Timeout time.Duration
+	// Timeout bounds porcupine's search per partition or register (0: 20s). A search
+	// that runs out is searched again with RetryTimeout (0: 4 × Timeout); one that runs
+	// out of that too fails the check (budget.go).
+	Timeout      time.Duration
+	RetryTimeout time.Duration
 	// PorcupineMaxOps: partitions with more operations are decided by the exact
 	// O(n log n) checker alone (porcupine's memory grows with the square of the history;
 	// 0: 4000).
@@ -36,11 +38,14 @@ type PartitionResult struct {
 	Ops    int
 	Result porcupine.CheckResult
 	Why    string // "" when the timing checker found the history linearizable
+	// Timeouts is how many of porcupine's budgets ran out (2: Result is TimedOut).
+	Timeouts int
 }
 
-// Linearizable reports whether neither checker rejected the partition.
+// Linearizable reports whether neither checker rejected the partition and porcupine's
+// search, if it ran, came to an end.
 func (p PartitionResult) Linearizable() bool {
-	return p.Result != porcupine.Illegal && p.Why == ""
+	return p.Result != porcupine.Illegal && p.Result != TimedOut && p.Why == ""
 }
 
 // Report is the outcome of Check.
@@ -56,6 +61,10 @@ type Report struct {
 	Commits      int // OffsetCommit operations
 	CommitReads  int // successful OffsetFetch operations
 	GroupAnswers int // answers group members recorded (History.Groups)
+	// PorcupineTimeouts counts searches whose first budget ran out; Unresolved those
+	// whose retry ran out too (each fails the check).
+	PorcupineTimeouts int
+	Unresolved        int
 }
 
 // OK is true when no anomaly was found and every partition was linearizable (or its
@@ -70,7 +79,7 @@ func (r *Report) OK() bool {
 		}
 	}
 	for _, g := range r.Registers {
-		if g.Result == porcupine.Illegal {
+		if g.Result == porcupine.Illegal || g.Result == TimedOut {
 			return false
 		}
 	}
@@ -107,6 +116,10 @@ func (r *Report) Summary(maxLines int) []string {
 		line += fmt.Sprintf(" %s=%d", k, r.Counts[k])
 	}
 	lines := []string{line}
+	if r.PorcupineTimeouts > 0 {
+		lines = append(lines, fmt.Sprintf("porcupine timeouts: %d (%d unresolved after the "+
+			"longer budget)", r.PorcupineTimeouts, r.Unresolved))
+	}
 	for _, p := range r.Partitions {
 		if p.Result != porcupine.Ok && p.Result != Skipped && p.Result != TooLarge {
 			lines = append(lines, fmt.Sprintf("porcupine %s: %s over %d operations", p.TP,
@@ -134,10 +147,12 @@ func (r *Report) Summary(maxLines int) []string {
 
 // Check runs the anomaly checker and the porcupine model on every partition of h.
 func Check(h *History, opt Options) Report {
-	if opt.Timeout == 0 {
-		opt.Timeout = 20 * time.Second
-	}
+	opt.budgets()
 	rep := Report{Counts: map[string]int{}}
+	for _, a := range checkRefusals(h) {
+		rep.Counts[a.Kind]++
+		rep.Anomalies = append(rep.Anomalies, a)
+	}
 	h = h.splitIncarnations()
 	for i := range h.Ops {
 		op := &h.Ops[i]
@@ -162,12 +177,16 @@ func Check(h *History, opt Options) Report {
 		v.checkAcked()
 		v.checkOrder()
 		v.checkStale()
+		v.checkGaps()
+		v.checkLogStart()
+		v.checkBelowLogStart()
 		for k, n := range v.counts {
 			rep.Counts[k] += n
 		}
 		rep.Anomalies = append(rep.Anomalies, v.out...)
 		pr := checkPartition(tp, v.operations(), len(v.out) > 0, opt)
 		rep.Partitions = append(rep.Partitions, pr)
+		rep.countTimeouts(pr.Timeouts)
 		if !pr.Linearizable() {
 			rep.Counts["not-linearizable"]++
 		}
@@ -177,8 +196,9 @@ func Check(h *History, opt Options) Report {
 		rep.Counts[a.Kind]++
 		rep.Anomalies = append(rep.Anomalies, a)
 	}
-	rep.Registers = checkRegisters(h, opt.Timeout)
+	rep.Registers = checkRegisters(h, opt)
 	for _, g := range rep.Registers {
+		rep.countTimeouts(g.Timeouts)
 		if g.Result == porcupine.Illegal {
 			rep.Counts["offsets-not-linearizable"]++
 		}
@@ -206,8 +226,8 @@ func checkPartition(tp core.TopicPartition, ops []porcupine.Operation, broken bo
 		pr.Result = TooLarge
 		return pr
 	}
-	res := porcupine.CheckOperationsTimeout(Model(), ops, opt.Timeout)
-	pr.Result = res
+	res, timeouts := search(Model(), ops, opt)
+	pr.Result, pr.Timeouts = res, timeouts
 	if (res == porcupine.Ok && pr.Why != "") || (res == porcupine.Illegal && pr.Why == "") {
 		// The two checkers decide the same question; disagreement is a checker bug.
 		pr.Result = porcupine.Illegal
@@ -216,9 +236,22 @@ func checkPartition(tp core.TopicPartition, ops []porcupine.Operation, broken bo
 	return pr
 }
 
+// countTimeouts adds one search's ran-out budgets to the totals.
+func (r *Report) countTimeouts(n int) {
+	if n > 0 {
+		r.PorcupineTimeouts++
+		r.Counts["porcupine-timeout"]++
+	}
+	if n > 1 {
+		r.Unresolved++
+		r.Counts["linearizability-timeout"]++
+	}
+}
+
 // kindRank orders anomalies for reports: broken promises to writers first.
 func kindRank(kind string) int {
-	for i, k := range []string{LostWrite, StaleRead, Duplicate, OutOfOrder, WrongOffset,
+	for i, k := range []string{LostWrite, StaleRead, Duplicate, OutOfOrder, SequenceGap,
+		SequenceRefused, LogStartTooFar, BelowLogStart, WrongOffset,
 		Inconsistent, ReadPastHWM, SkippedRead, RejectedVisible, PhantomRead,
 		StaleCommitAccepted, SplitBrain, GenerationRegressed} {
 		if k == kind {

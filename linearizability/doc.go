@@ -12,7 +12,13 @@
 //   - a Jepsen-style anomaly checker (anomalies.go): lost acknowledged writes, two
 //     values at one offset, duplicates where idempotence promises none, out-of-order
 //     records for one idempotent producer, reads past the high-water mark, skipped or
-//     backwards reads, and values nobody wrote.
+//     backwards reads, and values nobody wrote; sequence errors an idempotent producer
+//     can disprove and sequence gaps in what became visible (sequences.go); log start
+//     offsets past what retention and DeleteRecords allow and batches served below a
+//     known log start (retention.go).
+//
+// A porcupine search that runs out of its budget is retried once with a longer one and
+// fails the check if that runs out too (budget.go).
 //
 // Committed offsets are registers checked with porcupine (register.go); what consumer
 // group members were answered is checked for split brain, generations going back and

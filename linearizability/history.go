@@ -74,6 +74,17 @@ type Op struct {
 	// have an attempt in the network after Return (incarnations.go).
 	Attempts int
 	ErrCode  int16
+	// Built is when the batch was made (virtual ns; its records' CreateTime), 0 when
+	// not known. Retention by time cannot remove it before Built + retention.ms.
+	Built int64
+	// SeqErr is the sequence error (OUT_OF_ORDER_SEQUENCE_NUMBER or
+	// DUPLICATE_SEQUENCE_NUMBER) an idempotent write was refused with while it was its
+	// session's oldest unacknowledged write on the partition (a refusal caused by an
+	// earlier write still being retried is not recorded); SeqErrAt is when that answer
+	// arrived and SeqErrSent how many attempts had been sent by then (sequences.go).
+	SeqErr     int16
+	SeqErrAt   int64
+	SeqErrSent int
 
 	// Read. FetchOffset is -1 for a ListOffsets(latest), which only observes HWM.
 	FetchOffset int64
@@ -110,6 +121,11 @@ type History struct {
 	Groups  []GroupEvent // what consumer-group members were answered (groups.go)
 	// Deletions of topics, in the order the broker applied them (incarnations.go).
 	Deletions []Deletion
+	// Retention is every retention setting a topic may have had, each from its At on
+	// (retention.go); ClockSkewNs bounds how far a node's clock is off.
+	Retention   []RetentionSetting
+	ClockSkewNs int64
+	Trims       []Trim // DeleteRecords calls sent (retention.go)
 }
 
 // Add appends op, giving it the next ID, and returns that ID.

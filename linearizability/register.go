@@ -27,9 +27,10 @@ func (k RegisterKey) String() string { return k.Group + "/" + k.TP.String() }
 
 // RegisterResult is the verdict on one register.
 type RegisterResult struct {
-	Key    RegisterKey
-	Ops    int
-	Result porcupine.CheckResult
+	Key      RegisterKey
+	Ops      int
+	Result   porcupine.CheckResult
+	Timeouts int // porcupine budgets that ran out (2: Result is TimedOut)
 }
 
 type regWrite struct {
@@ -116,16 +117,17 @@ func registerOps(h *History) ([]RegisterKey, map[RegisterKey][]porcupine.Operati
 }
 
 // checkRegisters runs porcupine on every committed-offset register of h.
-func checkRegisters(h *History, timeout time.Duration) []RegisterResult {
+func checkRegisters(h *History, opt Options) []RegisterResult {
 	keys, byKey := registerOps(h)
 	out := make([]RegisterResult, 0, len(keys))
 	for _, k := range keys {
 		ops := byKey[k]
-		res := TooLarge
+		res, timeouts := TooLarge, 0
 		if len(ops) <= maxRegisterOps {
-			res = porcupine.CheckOperationsTimeout(registerModel, ops, timeout)
+			res, timeouts = search(registerModel, ops, opt)
 		}
-		out = append(out, RegisterResult{Key: k, Ops: len(ops), Result: res})
+		out = append(out, RegisterResult{Key: k, Ops: len(ops), Result: res,
+			Timeouts: timeouts})
 	}
 	return out
 }

@@ -6,6 +6,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/linearizability"
 )
 
 // admin creates the run's topics at the start, then (when enabled) now and then adds
@@ -18,10 +21,12 @@ type admin struct {
 	busyReq  bool
 	draining bool
 	parts    map[string]int32
+	low      map[core.TopicPartition]int64 // low watermarks DeleteRecords returned
 }
 
 func newAdmin(w *World, actor int32) *admin {
-	a := &admin{spec: w.cfg.Admin, topics: w.cfg.Topics, parts: map[string]int32{}}
+	a := &admin{spec: w.cfg.Admin, topics: w.cfg.Topics, parts: map[string]int32{},
+		low: map[core.TopicPartition]int64{}}
 	a.clientBase = newClientBase(w, actor, "admin", a.pump)
 	for _, t := range a.topics {
 		a.parts[t.Name] = t.Partitions
@@ -46,6 +51,10 @@ func (a *admin) pump() {
 		return
 	}
 	t := a.topics[a.rnd.Intn(len(a.topics))]
+	if a.spec.TrimChance > 0 && a.rnd.Chance(a.spec.TrimChance) {
+		a.deleteRecords(t.Name)
+		return
+	}
 	switch a.rnd.Intn(3) {
 	case 0:
 		if a.parts[t.Name] < a.spec.MaxPartitions {
@@ -147,6 +156,7 @@ func (a *admin) alterConfig(topic string) {
 	} else {
 		c.Op = kmsg.IncrementalAlterConfigOpSet
 		c.Value = kmsg.StringPtr(strconv.Itoa(ch.values[a.rnd.Intn(len(ch.values))]))
+		a.w.retentionSent(topic, c.Name, *c.Value)
 	}
 	res.Configs = append(res.Configs, c)
 	req.Resources = append(req.Resources, res)
@@ -155,6 +165,41 @@ func (a *admin) alterConfig(topic string) {
 		if err == nil {
 			for _, rr := range r.(*kmsg.IncrementalAlterConfigsResponse).Resources {
 				a.code("alter-configs", rr.ErrorCode)
+			}
+		}
+		a.next(err)
+	})
+}
+
+// deleteRecords asks one partition to start at a drawn offset a little past the last
+// low watermark seen, or at the high-water mark (-1). The checker is told the request
+// when it is sent (linearizability.Trim): the log start may move that far, no further.
+func (a *admin) deleteRecords(topic string) {
+	tp := core.TopicPartition{Topic: topic, Partition: int32(a.rnd.Intn(int(a.parts[topic])))}
+	offset := int64(-1)
+	if !a.rnd.Chance(0.15) {
+		offset = a.low[tp] + a.rnd.Between(0, 300)
+	}
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	req.TimeoutMillis = int32(a.timeout())
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	rp.Partition, rp.Offset = tp.Partition, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	a.w.hist.Trims = append(a.w.hist.Trims, linearizability.Trim{Topic: topic,
+		Partition: tp.Partition, At: a.w.now, Offset: offset})
+	a.busyReq = true
+	a.send(req, a.timeout(), func(r kmsg.Response, err error) {
+		if err == nil {
+			for _, t := range r.(*kmsg.DeleteRecordsResponse).Topics {
+				for _, p := range t.Partitions {
+					a.code("delete-records", p.ErrorCode)
+					if p.ErrorCode == 0 {
+						a.low[tp] = max(a.low[tp], p.LowWatermark)
+					}
+				}
 			}
 		}
 		a.next(err)

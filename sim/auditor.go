@@ -8,6 +8,7 @@ import (
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/batch"
 	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/linearizability"
 )
 
 // AuditSpec configures the auditor (auditor.go): a client that sends, now and then,
@@ -464,6 +465,13 @@ func (a *auditor) deleteRecords() {
 	req.Topics = append(req.Topics, rt)
 	a.w.stats.Faults["delete-records"]++
 	a.deletes = append(a.deletes, DeleteRecordsCall{TP: tp, Offset: offset, Sent: a.w.now})
+	if !beyond {
+		// The log-start checker (linearizability/retention.go) is told when the call is
+		// sent: from then on the start may move that far. A call beyond the high-water
+		// mark must be refused, so it allows nothing.
+		a.w.hist.Trims = append(a.w.hist.Trims, linearizability.Trim{Topic: tp.Topic,
+			Partition: tp.Partition, At: a.w.now, Offset: offset})
+	}
 	idx := len(a.deletes) - 1
 	a.send(req, a.timeout(), func(r kmsg.Response, err error) {
 		call := &a.deletes[idx]

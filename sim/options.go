@@ -143,6 +143,9 @@ type AdminSpec struct {
 	On            bool
 	EveryMs       int64
 	MaxPartitions int32
+	// TrimChance: each change is a DeleteRecords of one partition with this chance
+	// (drawn after every older choice; 0 keeps a seed's older trace).
+	TrimChance float64
 }
 
 // DeleteSpec: a deleter client deletes a topic no committer or group uses now and
@@ -225,6 +228,9 @@ func Draw(seed uint64) Config {
 	c.Faults.ReadErrorChance = Pick(r, 0.05, 0.3, 1.0)
 	c.Deletes = DeleteSpec{On: r.Chance(0.5), EveryMs: r.Between(500, 4000),
 		GapMs: Pick[int64](r, 0, 50, 500)}
+	if r.Chance(0.5) {
+		c.Admin.TrimChance = Pick(r, 0.2, 0.5)
+	}
 	if r.Chance(0.5) {
 		c.Vandals = append(c.Vandals, drawVandal(r, c.Topics[r.Intn(nTopics)].Name))
 	}
@@ -394,6 +400,7 @@ var SettingHelp = []string{
 	"members=N                      consumer-group members (copies of the first one drawn:",
 	"                                     one group; 0 turns groups off)",
 	"admin=on|off                   admin changes during the run",
+	"admin.deleterecords=on|off     half the admin changes are DeleteRecords",
 	"deletes=on|off                 delete and re-create topics no group or committer uses",
 	"deletes.every.ms=N             mean interval between topic deletions",
 	"vandals=N                      clients sending malformed-but-CRC-valid batches",
@@ -476,6 +483,13 @@ func (c *Config) setSim(name, value string) (bool, error) {
 	case name == "admin":
 		on, err := onOff(value)
 		c.Admin.On = on
+		return true, err
+	case name == "admin.deleterecords":
+		on, err := onOff(value)
+		c.Admin.TrimChance = 0
+		if on {
+			c.Admin.On, c.Admin.TrimChance = true, 0.5
+		}
 		return true, err
 	case name == "deletes":
 		on, err := onOff(value)

@@ -47,6 +47,7 @@ type pBatch struct {
 	values   []string
 	keys     []string
 	bytes    []byte
+	built    int64 // virtual time the batch was made (its CreateTime)
 	inflight bool
 	sent     bool
 	opID     int  // idempotent: the one op covering every attempt
@@ -96,7 +97,7 @@ func (p *producer) tick() {
 
 func (p *producer) newBatch(pp *pPart) *pBatch {
 	pp.writes++
-	b := &pBatch{writeNo: pp.writes, opID: -1,
+	b := &pBatch{writeNo: pp.writes, opID: -1, built: p.w.now,
 		write: fmt.Sprintf("p%d.s%d.%s.%d", p.num, p.session, pp.tp, pp.writes)}
 	n := 1 + p.rnd.Intn(p.spec.BatchMax)
 	kvs := make([]batch.KV, n)
@@ -265,7 +266,7 @@ func (p *producer) attempt(pp *pPart, b *pBatch) int {
 	id := p.w.record(linearizability.Op{Kind: linearizability.OpAppend, Client: int(p.actor),
 		TP: pp.tp, Call: p.w.now, Outcome: linearizability.Unknown, Write: b.write,
 		Values: b.values, Keys: b.keys, Producer: int(p.actor), Session: p.session,
-		Seq:  b.writeNo,
+		Seq: b.writeNo, Built: b.built,
 		Acks: p.spec.Acks, Idempotent: p.spec.Idempotent, Offset: -1, Attempts: 1})
 	if p.spec.Idempotent {
 		b.opID = id
@@ -343,6 +344,7 @@ func (p *producer) outcome(pp *pPart, b *pBatch, op int, code int16, offset int6
 		p.remove(pp, b)
 		return false
 	case code == kerr.DuplicateSequenceNumber.Code:
+		p.seqRefused(op, code)
 		p.w.resolve(op, linearizability.OK, -1, 0)
 		p.remove(pp, b)
 		return false
@@ -365,6 +367,13 @@ func (p *producer) gapBehind(pp *pPart, b *pBatch, code int16) bool {
 		len(pp.queue) > 0 && pp.queue[0] != b
 }
 
+// seqRefused records a sequence error for the checker (linearizability/sequences.go),
+// which decides whether the producer's own history disproves it.
+func (p *producer) seqRefused(op int, code int16) {
+	o := p.w.hist.Op(op)
+	o.SeqErr, o.SeqErrAt, o.SeqErrSent = code, p.w.now, o.Attempts
+}
+
 // settleAttempt records how a failed attempt of a non-idempotent batch ended.
 func (p *producer) settleAttempt(op int, code int16) {
 	if code != -1 && definiteFailure(code) {
@@ -382,6 +391,9 @@ func (p *producer) fatal(pp *pPart, b *pBatch, op int, code int16) {
 	case kerr.OutOfOrderSequenceNumber.Code, kerr.UnknownProducerID.Code,
 		kerr.InvalidProducerEpoch.Code:
 		if p.spec.Idempotent {
+			if code == kerr.OutOfOrderSequenceNumber.Code {
+				p.seqRefused(op, code) // b is the oldest unacknowledged write (gapBehind)
+			}
 			p.resetSession()
 			return
 		}

@@ -40,8 +40,10 @@ type Options struct {
 	// Verbose, when set, receives the event log and every node's debug log in order.
 	// Otherwise logs go at Info level to a small ring buffer.
 	Verbose io.Writer
-	// CheckTimeout bounds porcupine per partition (0: linearizability's default).
-	CheckTimeout time.Duration
+	// CheckTimeout bounds porcupine per partition (0: linearizability's default);
+	// CheckRetryTimeout is the longer budget of its one retry (0: the default).
+	CheckTimeout      time.Duration
+	CheckRetryTimeout time.Duration
 	// Coverage, when set, counts the code probes of core/ and the (API, error code)
 	// pairs the broker answers (coverage.go). It changes nothing in the run.
 	Coverage bool
@@ -245,17 +247,28 @@ func (w *World) check() *linearizability.Report {
 	if w.final != nil {
 		w.hist.Finals = w.final.finals()
 	}
-	rep := linearizability.Check(&w.hist, linearizability.Options{Timeout: w.opts.CheckTimeout})
+	w.recordRetention()
+	rep := linearizability.Check(&w.hist, linearizability.Options{Timeout: w.opts.CheckTimeout,
+		RetryTimeout: w.opts.CheckRetryTimeout})
 	for _, a := range rep.Anomalies {
 		w.fail("anomaly", "%s", a)
 	}
 	for _, p := range rep.Partitions {
+		if p.Result == linearizability.TimedOut {
+			w.fail("linearizability-timeout", "%s: porcupine's search of %d operations ran "+
+				"out of its budget twice: not shown linearizable", p.TP, p.Ops)
+			continue
+		}
 		if !p.Linearizable() {
 			w.fail("linearizability", "%s: history of %d operations is not linearizable: %s",
 				p.TP, p.Ops, p.Why)
 		}
 	}
 	for _, g := range rep.Registers {
+		if g.Result == linearizability.TimedOut {
+			w.fail("linearizability-timeout", "%s: porcupine's search of %d commits and "+
+				"fetches ran out of its budget twice", g.Key, g.Ops)
+		}
 		if g.Result == porcupine.Illegal {
 			w.fail("committed-offsets", "%s: %d commits and fetches are not linearizable "+
 				"as a register", g.Key, g.Ops)

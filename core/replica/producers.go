@@ -82,7 +82,8 @@ func (r *Replica) checkProducer(h *batch.Header) producerCheck {
 			return producerCheck{dup: b}
 		}
 	}
-	if h.BaseSequence == nextSeq(p.last().LastSeq) {
+	if h.BaseSequence == nextSeq(p.last().LastSeq) ||
+		(mutantOn("accept-gap") && h.BaseSequence > p.last().LastSeq) {
 		return producerCheck{}
 	}
 	// Anything else is a gap, or a retry older than the window, which Kafka clients
@@ -104,6 +105,9 @@ func (r *Replica) recordProducer(h *batch.Header) {
 	}
 	if h.ProducerEpoch != p.Epoch {
 		p.Epoch = h.ProducerEpoch
+		p.Batches = p.Batches[:0]
+	}
+	if mutantOn("window-1") && len(p.Batches) > 0 {
 		p.Batches = p.Batches[:0]
 	}
 	if len(p.Batches) == dedupWindow {

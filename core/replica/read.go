@@ -62,6 +62,9 @@ func (r *Replica) DeleteRecordsBefore(offset int64) (int64, int16) {
 		r.hit(pDeleteRecordsRange)
 		return -1, kerr.OffsetOutOfRange.Code
 	}
+	if mutantOn("delete-records-past") && offset < r.hwm {
+		offset++
+	}
 	if offset > r.log.StartOffset() {
 		r.hit(pDeleteRecordsMoved)
 		if err := r.log.SetStartOffset(offset); err != nil {
@@ -93,8 +96,12 @@ func (r *Replica) EnforceRetention(nowMs int64) int {
 	}
 	cut, n := int64(-1), 0
 	for _, s := range segs[:len(segs)-1] {
-		expired := r.cfg.RetentionMs >= 0 && s.MaxTimestamp >= 0 &&
-			nowMs-s.MaxTimestamp > r.cfg.RetentionMs
+		retentionMs := r.cfg.RetentionMs
+		if mutantOn("retention-seconds") {
+			retentionMs /= 1000
+		}
+		expired := retentionMs >= 0 && s.MaxTimestamp >= 0 &&
+			nowMs-s.MaxTimestamp > retentionMs
 		oversize := r.cfg.RetentionBytes >= 0 && total-s.SizeBytes >= r.cfg.RetentionBytes
 		// Only data below the high-water mark may go: nothing not yet visible or not
 		// yet durable is ever deleted.
