@@ -27,9 +27,14 @@ run: ## start a node on 127.0.0.1:9092 with its data in ./data (Ctrl-C stops it)
 build: ## build bin/sluice
 	$(GO) build -o bin/sluice ./cmd/sluice
 
-test: ## vet, then every test with invariants on (incl. lint rules and simulator seeds)
+# Packages whose own goroutines (connection readers and writers, the event loop, fsync
+# workers, the handle cache, pooled codecs) run again under the race detector.
+RACEPKGS    ?= ./net/ ./runtime/ ./disk/ ./compress/
+
+test: ## vet, every test with invariants on (lint rules, simulator seeds), then -race where goroutines live
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) test -tags $(TAGS) -timeout $(TESTTIMEOUT) ./...
+	$(GO) test -race -tags $(TAGS) -timeout $(TESTTIMEOUT) $(RACEPKGS)
 
 sim: ## run simulator seeds: make sim SEEDS=1..1000
 	$(GO) run -tags $(TAGS) ./cmd/sluice sim --seeds $(SEEDS)
