@@ -88,22 +88,24 @@ func (b *Broker) createTopics(r Request, m *kmsg.CreateTopicsRequest, done func(
 		b.logThrottled(resp)
 	}
 	b.proposeAll(recs, func(errs []error) {
-		for j, err := range errs {
-			code, msg := int16(0), ""
-			if err != nil {
-				code, msg = commitFailure(err)
-			} else {
-				code, msg = b.unopened(recs[j].Topic, 0, recs[j].Partitions)
+		b.afterOpens(func() {
+			for j, err := range errs {
+				code, msg := int16(0), ""
+				if err != nil {
+					code, msg = commitFailure(err)
+				} else {
+					code, msg = b.unopened(recs[j].Topic, 0, recs[j].Partitions)
+				}
+				if code != 0 {
+					failed := kmsg.NewCreateTopicsResponseTopic()
+					failed.Topic = resp.Topics[at[j]].Topic
+					failed.ErrorCode, failed.ErrorMessage = code, strp(msg)
+					resp.Topics[at[j]] = failed
+				}
 			}
-			if code != 0 {
-				failed := kmsg.NewCreateTopicsResponseTopic()
-				failed.Topic = resp.Topics[at[j]].Topic
-				failed.ErrorCode, failed.ErrorMessage = code, strp(msg)
-				resp.Topics[at[j]] = failed
-			}
-		}
-		b.reply(r, resp)
-		done()
+			b.reply(r, resp)
+			done()
+		})
 	})
 }
 

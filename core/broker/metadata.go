@@ -70,8 +70,10 @@ func (b *Broker) handleMetadata(r Request, m *kmsg.MetadataRequest) {
 					failed[recs[i].Topic] = topicError{code, msg}
 				}
 			}
-			b.reply(r, b.metadataResponse(m, failed))
-			done()
+			b.afterOpens(func() {
+				b.reply(r, b.metadataResponse(m, failed))
+				done()
+			})
 		})
 	})
 }
@@ -181,12 +183,18 @@ func (b *Broker) topicMetadata(t *meta.Topic) kmsg.MetadataResponseTopic {
 		mp.LeaderEpoch = leaderEpoch
 		mp.Replicas = []int32{us}
 		mp.OfflineReplicas = []int32{}
-		if b.replicas[core.TopicPartition{Topic: t.Name, Partition: p}] == nil {
+		tp := core.TopicPartition{Topic: t.Name, Partition: p}
+		switch {
+		case b.opening(tp): // created, its log not open yet (open_queue.go)
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			mp.Leader = -1
+			mp.ISR = []int32{}
+		case b.replicas[tp] == nil:
 			mp.ErrorCode = kerr.KafkaStorageError.Code
 			mp.Leader = -1
 			mp.ISR = []int32{}
 			mp.OfflineReplicas = []int32{us}
-		} else {
+		default:
 			mp.Leader = us
 			mp.ISR = []int32{us}
 		}
