@@ -27,7 +27,8 @@ func recordOps(m *MemFS, fail func(op Op, path string) error) *opLog {
 
 // A new partition's log opens without any fsync: its directory (Mkdir) and first
 // segment (CreateUnsynced) are not durable until the first Sync, which makes the
-// directory's entry durable before any segment. A crash before that Sync loses the
+// directory's entry durable before any segment (a Sync with no bytes to make durable,
+// as a replica's at open, leaves it for later: an empty log lost is made again). A crash before that Sync loses the
 // directory, and with it only bytes no Sync covered: the log reopens empty. A crash
 // after it keeps what the Sync covered.
 func TestNewLogDirectoryIsDurableFromTheFirstSync(t *testing.T) {
@@ -38,6 +39,8 @@ func TestNewLogDirectoryIsDurableFromTheFirstSync(t *testing.T) {
 	require.Equal(t, []string{"mkdir data/t-0", "readdir data/t-0",
 		"create data/t-0/00000000000000000000.log"}, ops.ops, "no fsync at open")
 	require.True(t, l.entryPending)
+	require.NoError(t, l.Sync())
+	require.True(t, l.entryPending, "a Sync with nothing to make durable synced the entry")
 	appendBatch(t, l, 1000, 3, 10, 1)
 
 	m.Crash(zeroRand{})

@@ -38,7 +38,10 @@ func (l *PartitionLog) Sync() error {
 		}
 	}
 	l.mu.Unlock()
-	if pending {
+	if pending && hasSync(jobs) {
+		// Only once there are bytes to make durable: an empty new log lost by a crash is
+		// made again, empty, by the next open (a replica's first Sync, at open, stays
+		// free).
 		if err := l.syncEntry(); err != nil {
 			return err
 		}
@@ -71,6 +74,15 @@ func (l *PartitionLog) Sync() error {
 		}
 	}
 	return nil
+}
+
+func hasSync(jobs []syncJob) bool {
+	for _, j := range jobs {
+		if j.needSync {
+			return true
+		}
+	}
+	return false
 }
 
 // syncEntry makes a new log's directory entry in its parent durable (the files in the
