@@ -85,9 +85,10 @@ func hasSync(jobs []syncJob) bool {
 	return false
 }
 
-// syncEntry makes a new log's directory entry in its parent durable (the files in the
-// directory are durable entries already: Create makes them so). A failure is handled as a failed segment fsync: nothing written since the open can be
-// claimed durable, so the log goes offline and drops it.
+// syncEntry makes a new log's directory durable: the entries in it (segment files made
+// by CreateUnsynced) and its own entry in its parent. A failure is handled as a failed
+// segment fsync: nothing written since the open can be claimed durable, so the log goes
+// offline and drops it.
 func (l *PartitionLog) syncEntry() error {
 	err := l.fs.SyncEntry(l.dir)
 	l.mu.Lock()

@@ -11,7 +11,8 @@ package broker
 //   - the node would host more than sluice.max.partitions → POLICY_VIOLATION.
 //
 // Valid topics each get one PartitionsAdded record (the new total); the new partitions'
-// logs are opened as it applies, and the reply waits for every commit. ValidateOnly only
+// logs are opened as it applies, a chunk per step (open_queue.go), and the reply waits
+// for every commit and every log. ValidateOnly only
 // checks. ErrorMessage is sent in every version.
 
 import (

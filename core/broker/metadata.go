@@ -7,7 +7,9 @@ package broker
 // empty list (v1+). Topics may be named or, from v10, given by topic ID (unknown ID →
 // UNKNOWN_TOPIC_ID). Every partition is led by this node at leader epoch 0 with replicas
 // and ISR [this node]; a partition whose log failed to open is reported with
-// KAFKA_STORAGE_ERROR, leader -1 and this node as offline replica.
+// KAFKA_STORAGE_ERROR, leader -1 and this node as offline replica, and one whose log is
+// still to be opened (a big creation in progress, open_queue.go) with
+// LEADER_NOT_AVAILABLE, leader -1 and an empty ISR.
 //
 // Unknown named topics are created when auto.create.topics.enable is on and the client
 // allows it (always before v4, AllowAutoTopicCreation from v4) with num.partitions and

@@ -8,7 +8,7 @@ package broker
 // would stop the node — every other client — for as long as that takes. Instead a
 // live record queues its new partitions, and the broker opens at most openChunk of them
 // per step: the first chunk as the record applies, each next one on a timer set for
-// now, which the driver delivers as its own input, after the inputs already waiting
+// now, which the driver delivers as its own input, in turn with the requests waiting
 // (docs/actors.md). Until its log is open a partition answers LEADER_NOT_AVAILABLE
 // (Produce, Fetch, ListOffsets, Metadata, ...), as Kafka answers for a partition whose
 // leader is not elected yet; every client retries that. The request that created the
