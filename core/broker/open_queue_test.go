@@ -124,3 +124,37 @@ func TestBigCreatePartitionsAnswersOnceOpen(t *testing.T) {
 		require.Greater(t, tm.at, h.now, "a chunk timer is left armed")
 	}
 }
+
+// Metadata auto-creation of a topic with more partitions than one chunk answers once
+// every log is open, so the topic comes back ready to use; until then a Fetch of a
+// partition not open yet gets LEADER_NOT_AVAILABLE.
+func TestAutoCreateOfABigTopicAnswersWhenReady(t *testing.T) {
+	parts := int32(3*openChunk + 1)
+	h := newHarness(t, func(c *Config) {
+		c.NumPartitions = parts
+		c.Limits.AutoCreatePartitionsPerSec = 10_000
+	})
+	h.holdTimers = true
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version, req.AllowAutoTopicCreation = maxVersion(kmsg.Metadata), true
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("auto")
+	req.Topics = append(req.Topics, rt)
+	id := h.send(req)
+	h.settle()
+	_, answered := h.reply(id)
+	require.False(t, answered, "answered before the logs opened")
+	fr := h.do(fetchReq("auto", parts-1, 0, 0, 1)).(*kmsg.FetchResponse)
+	requireCode(t, kerr.LeaderNotAvailable, fr.Topics[0].Partitions[0].ErrorCode)
+
+	h.holdTimers = false
+	h.settle()
+	resp, ok := h.reply(id)
+	require.True(t, ok)
+	mt := resp.(*kmsg.MetadataResponse).Topics[0]
+	requireCode(t, nil, mt.ErrorCode)
+	require.Len(t, mt.Partitions, int(parts))
+	for _, p := range mt.Partitions {
+		requireCode(t, nil, p.ErrorCode, "partition %d", p.Partition)
+	}
+}
