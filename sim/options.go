@@ -227,6 +227,9 @@ func Draw(seed uint64) Config {
 	if r.Chance(0.5) {
 		c.Vandals = append(c.Vandals, drawVandal(r, c.Topics[r.Intn(nTopics)].Name))
 	}
+	// A creation opens its logs a chunk per step (core/broker/open_queue.go); chunks of
+	// one or two make the few partitions of a run take that path, across crashes too.
+	c.Broker["sluice.open.logs.per.step"] = strconv.Itoa(Pick(r, 1, 2, 64))
 	return c
 }
 

@@ -6,14 +6,15 @@ package broker
 // a segment file, reads of the node-state store. One TopicCreated or PartitionsAdded
 // record may add up to 10,000 partitions, so opening them all as the record applies
 // would stop the node — every other client — for as long as that takes. Instead a
-// live record queues its new partitions, and the broker opens at most openChunk of them
-// per step: the first chunk as the record applies, each next one on a timer set for
-// now, which the driver delivers as its own input, in turn with the requests waiting
-// (docs/actors.md). Until its log is open a partition answers LEADER_NOT_AVAILABLE
-// (Produce, Fetch, ListOffsets, Metadata, ...), as Kafka answers for a partition whose
-// leader is not elected yet; every client retries that. The request that created the
-// partitions (CreateTopics, CreatePartitions, Metadata auto-creation, the offsets
-// topic) is answered only once the queue is empty, so success still means "ready".
+// live record queues its new partitions, and the broker opens at most
+// sluice.open.logs.per.step (default openChunk, 64) of them per step: the first chunk
+// as the record applies, each next one on a timer set for now, which the driver
+// delivers as its own input, in turn with the requests waiting (docs/actors.md). Until
+// its log is open a partition answers LEADER_NOT_AVAILABLE (Produce, Fetch,
+// ListOffsets, Metadata, ...), as Kafka answers for a partition whose leader is not
+// elected yet; every client retries that. The request that created the partitions
+// (CreateTopics, CreatePartitions, Metadata auto-creation, the offsets topic) is
+// answered only once the queue is empty, so success still means "ready".
 //
 // At Start the metadata replay opens every log at once: the node serves nobody yet.
 
@@ -21,8 +22,9 @@ import (
 	"github.com/sluicemq/sluice/core"
 )
 
-// openChunk is the most partition logs opened in one step. At the measured cost of a
-// new log on the real filesystem (docs/storage.md) a chunk takes tens of milliseconds.
+// openChunk is the default of sluice.open.logs.per.step (LimitsConfig.OpenLogsPerStep),
+// the most partition logs opened in one step. At the measured cost of a new log on the
+// real filesystem (docs/storage.md) such a chunk takes tens of milliseconds.
 const openChunk = 64
 
 // openState is the queue of partitions whose logs are still to be opened.
@@ -57,7 +59,7 @@ func (b *Broker) forgetOpen(tp core.TopicPartition) { delete(b.opens.queued, tp)
 // chunk or, with the queue empty, runs the waiters.
 func (b *Broker) openSome() {
 	n := 0
-	for len(b.opens.queue) > 0 && n < openChunk {
+	for len(b.opens.queue) > 0 && n < max(b.cfg.Limits.OpenLogsPerStep, 1) {
 		tp := b.opens.queue[0]
 		b.opens.queue = b.opens.queue[1:]
 		if !b.opens.queued[tp] {

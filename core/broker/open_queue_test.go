@@ -158,3 +158,27 @@ func TestAutoCreateOfABigTopicAnswersWhenReady(t *testing.T) {
 		requireCode(t, nil, p.ErrorCode, "partition %d", p.Partition)
 	}
 }
+
+// sluice.open.logs.per.step sets the chunk; below 1 it is refused.
+func TestOpenLogsPerStepSetting(t *testing.T) {
+	cfg := DefaultConfig()
+	require.Equal(t, openChunk, cfg.Limits.OpenLogsPerStep)
+	require.Error(t, cfg.Set("sluice.open.logs.per.step", "0"))
+	h := newHarness(t, func(c *Config) {
+		require.NoError(t, c.Set("sluice.open.logs.per.step", "2"))
+	})
+	h.holdTimers = true
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version, req.TimeoutMillis = maxVersion(kmsg.CreateTopics), 5000
+	req.Topics = []kmsg.CreateTopicsRequestTopic{ctTopic("five", 5, -1)}
+	id := h.send(req)
+	h.settle()
+	for _, want := range []int{2, 4, 5} {
+		require.Equal(t, want, h.hostedCount("five"))
+		_, answered := h.reply(id)
+		require.Equal(t, want == 5, answered)
+		if want < 5 {
+			h.stepDueTimer()
+		}
+	}
+}
