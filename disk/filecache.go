@@ -84,6 +84,17 @@ func (c *FileCache) Create(path string) (File, error) {
 	return c.admit(path, f), nil
 }
 
+// CreateUnsynced implements FS: as Create.
+func (c *FileCache) CreateUnsynced(path string) (File, error) {
+	c.reserve()
+	f, err := c.fs.CreateUnsynced(path)
+	if err != nil {
+		c.unreserve()
+		return nil, err
+	}
+	return c.admit(path, f), nil
+}
+
 // OpenFile implements FS: the file is opened and counted.
 func (c *FileCache) OpenFile(path string) (File, error) {
 	c.reserve()
@@ -106,6 +117,12 @@ func (c *FileCache) Rename(oldpath, newpath string) error { return c.fs.Rename(o
 
 // MkdirAll implements FS.
 func (c *FileCache) MkdirAll(path string) error { return c.fs.MkdirAll(path) }
+
+// Mkdir implements FS.
+func (c *FileCache) Mkdir(path string) error { return c.fs.Mkdir(path) }
+
+// SyncEntry implements FS.
+func (c *FileCache) SyncEntry(dir string) error { return c.fs.SyncEntry(dir) }
 
 // ReadDir implements FS.
 func (c *FileCache) ReadDir(path string) ([]string, error) { return c.fs.ReadDir(path) }

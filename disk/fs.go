@@ -8,7 +8,8 @@ import "fmt"
 // Durability contract, which every implementation keeps: bytes written to a File are
 // durable once File.Sync returns nil; creating, removing and renaming a file are durable
 // when the call returns (OSFS fsyncs the parent directory, MemFS models directory
-// operations as immediately durable). FileCache, which closes and reopens files behind
+// operations as immediately durable), except Mkdir and CreateUnsynced, durable only
+// after SyncEntry. FileCache, which closes and reopens files behind
 // the caller's back, keeps it by fsyncing a changed file before closing it.
 type FS interface {
 	// Create creates the file, or truncates it if it exists, and opens it for reading and
@@ -22,8 +23,19 @@ type FS interface {
 	Remove(path string) error
 	// Rename atomically replaces newpath with oldpath.
 	Rename(oldpath, newpath string) error
-	// MkdirAll creates a directory and any missing parents.
+	// MkdirAll creates a directory and any missing parents; durable on return, also when
+	// the directory existed already.
 	MkdirAll(path string) error
+	// Mkdir creates one directory whose parent exists (fs.ErrExist if path exists). It is
+	// the one directory operation not durable on return: a crash before SyncEntry(path)
+	// returned nil may lose the directory and everything created in it.
+	Mkdir(path string) error
+	// CreateUnsynced is Create in a directory made by Mkdir whose entry is not durable
+	// yet: the new file's entry becomes durable with the directory, at SyncEntry.
+	CreateUnsynced(path string) (File, error)
+	// SyncEntry makes the directory made by Mkdir durable: its entries and its own
+	// entry in its parent (OSFS fsyncs the directory, then its parent).
+	SyncEntry(dir string) error
 	// ReadDir lists the names (not paths) of a directory's entries, sorted.
 	ReadDir(path string) ([]string, error)
 	// Stat returns the size of a file.

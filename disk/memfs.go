@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -28,8 +29,10 @@ const maxGarbleBytes = 8
 // the last successful Sync saw) and a current content. Crash rebuilds every file from
 // its durable content plus a random-length prefix of the bytes appended since (a torn
 // write), whose last few bytes may be garbled. A truncation that was not followed by a
-// Sync is undone by a crash. Directory operations (create, remove, rename, mkdir) are
-// durable as soon as they return, as OSFS makes them by fsyncing the directory.
+// Sync is undone by a crash. Directory operations (create, remove, rename, MkdirAll) are
+// durable as soon as they return, as OSFS makes them by fsyncing the directory; a
+// directory made by Mkdir is not until SyncEntry: a crash before removes it with
+// everything under it (the worst a real crash may do).
 //
 // A Sync failed by the fault function behaves as Linux does after a writeback error
 // ("fsyncgate"): the dirty bytes stay readable, but the kernel has marked them clean, so
@@ -42,8 +45,11 @@ type MemFS struct {
 	mu    sync.Mutex
 	dirs  map[string]bool
 	files map[string]*memNode
-	gen   uint64 // bumped by Crash; handles from older generations are stale
-	fault func(op Op, path string) error
+	// pending are the directories made by Mkdir whose entry SyncEntry has not made
+	// durable yet.
+	pending map[string]bool
+	gen     uint64 // bumped by Crash; handles from older generations are stale
+	fault   func(op Op, path string) error
 }
 
 type memNode struct {
@@ -102,7 +108,8 @@ var _ FS = (*MemFS)(nil)
 
 // NewMemFS returns an empty filesystem whose root ("/" and ".") exists.
 func NewMemFS() *MemFS {
-	return &MemFS{dirs: map[string]bool{}, files: map[string]*memNode{}}
+	return &MemFS{dirs: map[string]bool{}, files: map[string]*memNode{},
+		pending: map[string]bool{}}
 }
 
 // SetFault installs a function consulted before every operation; a non-nil error fails
@@ -151,6 +158,21 @@ func (m *MemFS) Create(p string) (File, error) {
 	return &memFile{fs: m, node: n, path: p, gen: m.gen}, nil
 }
 
+// CreateUnsynced implements FS. It fails unless the parent directory is one made by
+// Mkdir and not yet synced: anywhere else its entry would need a durability MemFS does
+// not model.
+func (m *MemFS) CreateUnsynced(p string) (File, error) {
+	p = path.Clean(p)
+	m.mu.Lock()
+	pending := m.pending[path.Dir(p)]
+	m.mu.Unlock()
+	if !pending {
+		return nil, pathErr("create", p, errors.New("memfs: CreateUnsynced outside a "+
+			"directory made by Mkdir and not synced"))
+	}
+	return m.Create(p)
+}
+
 // OpenFile implements FS.
 func (m *MemFS) OpenFile(p string) (File, error) { return m.open(p, false) }
 
@@ -190,6 +212,7 @@ func (m *MemFS) Remove(p string) error {
 		return pathErr("remove", p, syscall.ENOTEMPTY)
 	}
 	delete(m.dirs, p)
+	delete(m.pending, p)
 	return nil
 }
 
@@ -230,7 +253,64 @@ func (m *MemFS) MkdirAll(p string) error {
 		}
 		m.dirs[q] = true
 	}
+	for q := p; q != "." && q != "/"; q = path.Dir(q) {
+		delete(m.pending, q) // OSFS fsyncs every ancestor, existing or not
+	}
 	return nil
+}
+
+// Mkdir implements FS: the directory is lost by a crash until SyncEntry.
+func (m *MemFS) Mkdir(p string) error {
+	p = path.Clean(p)
+	if err := m.check(OpMkdir, p); err != nil {
+		return pathErr("mkdir", p, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.files[p]; ok || m.dirExists(p) {
+		return pathErr("mkdir", p, fs.ErrExist)
+	}
+	if !m.dirExists(path.Dir(p)) {
+		return pathErr("mkdir", p, fs.ErrNotExist)
+	}
+	m.dirs[p] = true
+	m.pending[p] = true
+	return nil
+}
+
+// SyncEntry implements FS. A fault on it is an OpSync of the entry's path.
+func (m *MemFS) SyncEntry(p string) error {
+	p = path.Clean(p)
+	if err := m.check(OpSync, p); err != nil {
+		return pathErr("sync", path.Dir(p), err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.dirExists(p) {
+		if _, ok := m.files[p]; !ok {
+			return pathErr("sync", p, fs.ErrNotExist)
+		}
+	}
+	delete(m.pending, p)
+	return nil
+}
+
+// crashPendingLocked removes every directory whose entry was never made durable, with
+// everything under it.
+func (m *MemFS) crashPendingLocked() {
+	for d := range m.pending {
+		for p := range m.files {
+			if strings.HasPrefix(p, d+"/") {
+				delete(m.files, p)
+			}
+		}
+		for p := range m.dirs {
+			if p == d || strings.HasPrefix(p, d+"/") {
+				delete(m.dirs, p)
+			}
+		}
+	}
+	clear(m.pending)
 }
 
 // ReadDir implements FS.
@@ -322,6 +402,9 @@ func (m *MemFS) Crash(r CrashRand) {
 	for _, p := range paths {
 		m.files[p] = m.files[p].crash(r)
 	}
+	// After the files, so that the draws from r do not depend on which directories were
+	// pending.
+	m.crashPendingLocked()
 	m.gen++
 }
 

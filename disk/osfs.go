@@ -14,8 +14,8 @@ type OSFS struct{}
 var _ FS = OSFS{}
 
 // Create implements FS.
-func (OSFS) Create(path string) (File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+func (o OSFS) Create(path string) (File, error) {
+	f, err := o.CreateUnsynced(path)
 	if err != nil {
 		return nil, err
 	}
@@ -23,7 +23,7 @@ func (OSFS) Create(path string) (File, error) {
 		_ = f.Close()
 		return nil, err
 	}
-	return &osFile{f: f}, nil
+	return f, nil
 }
 
 // OpenFile implements FS.
@@ -93,6 +93,26 @@ func (OSFS) MkdirAll(path string) error {
 		}
 		p = parent
 	}
+}
+
+// Mkdir implements FS: one mkdir(2), no fsync.
+func (OSFS) Mkdir(path string) error { return os.Mkdir(path, 0o755) }
+
+// CreateUnsynced implements FS: Create without the fsync of the directory.
+func (OSFS) CreateUnsynced(path string) (File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &osFile{f: f}, nil
+}
+
+// SyncEntry implements FS: it fsyncs the directory, then its parent.
+func (OSFS) SyncEntry(dir string) error {
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(dir))
 }
 
 // ReadDir implements FS.

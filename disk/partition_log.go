@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"sync"
 
@@ -51,6 +52,10 @@ type PartitionLog struct {
 	start  int64
 	failed error // non-nil once offline; wraps replica.ErrLogOffline
 	closed bool
+	// entryPending: the log's directory was made by this open (FS.Mkdir) and its entry
+	// in the parent directory is not durable yet; the next Sync makes it durable before
+	// it fsyncs any segment (docs/storage.md, "Opening a new partition").
+	entryPending bool
 }
 
 var _ replica.Log = (*PartitionLog)(nil)
@@ -76,7 +81,7 @@ func OpenPartitionLog(fs FS, dir string, state StateStore, stateKeyPrefix string
 			return nil, fmt.Errorf("open partition log %s: finish removing: %w", dir, err)
 		}
 	}
-	if err := fs.MkdirAll(dir); err != nil {
+	if err := l.makeDir(); err != nil {
 		return nil, fmt.Errorf("open partition log %s: %w", dir, err)
 	}
 	if err := l.recover(nowMs); err != nil {
@@ -84,6 +89,22 @@ func OpenPartitionLog(fs FS, dir string, state StateStore, stateKeyPrefix string
 		return nil, fmt.Errorf("recover partition log %s: %w", dir, err)
 	}
 	return l, nil
+}
+
+// makeDir creates the log's directory. A new one is made without any fsync: nothing
+// acknowledged is in it until the log's first Sync, which makes its entry durable
+// first. An existing one goes through MkdirAll, which makes it and its ancestors durable
+// (a run killed before its first Sync left the entry unsynced).
+func (l *PartitionLog) makeDir() error {
+	err := l.fs.Mkdir(l.dir)
+	if err == nil {
+		l.entryPending = true
+		return nil
+	}
+	if !errors.Is(err, fs.ErrExist) && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return l.fs.MkdirAll(l.dir)
 }
 
 func normalizeConfig(c replica.SegmentConfig) replica.SegmentConfig {

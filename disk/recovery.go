@@ -136,10 +136,15 @@ func (l *PartitionLog) resetAt(offset int64, nowMs int64) error {
 }
 
 func (l *PartitionLog) newEmptySegment(base, nowMs int64) error {
-	if err := removeSegmentFiles(l.fs, l.dir, base); err != nil {
+	create := l.fs.Create
+	if l.entryPending {
+		// The directory was just made: it holds no file to remove, and the new file's
+		// entry is made durable with the directory's, at the first Sync.
+		create = l.fs.CreateUnsynced
+	} else if err := removeSegmentFiles(l.fs, l.dir, base); err != nil {
 		return err
 	}
-	f, err := l.fs.Create(segmentFile(l.dir, base, logSuffix))
+	f, err := create(segmentFile(l.dir, base, logSuffix))
 	if err != nil {
 		return err
 	}

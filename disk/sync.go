@@ -30,6 +30,7 @@ func (l *PartitionLog) Sync() error {
 		l.mu.Unlock()
 		return err
 	}
+	pending := l.entryPending
 	var jobs []syncJob
 	for _, s := range l.segs {
 		if s.synced < s.size || (s.sealed && s.indexedSize < s.size && !s.indexFailed) {
@@ -37,7 +38,14 @@ func (l *PartitionLog) Sync() error {
 		}
 	}
 	l.mu.Unlock()
-
+	if pending && hasSync(jobs) {
+		// Only once there are bytes to make durable: an empty new log lost by a crash is
+		// made again, empty, by the next open (a replica's first Sync, at open, stays
+		// free).
+		if err := l.syncEntry(); err != nil {
+			return err
+		}
+	}
 	for i, j := range jobs {
 		if !j.needSync {
 			continue
@@ -65,6 +73,32 @@ func (l *PartitionLog) Sync() error {
 			l.writeIndexes(j.seg, j.size)
 		}
 	}
+	return nil
+}
+
+func hasSync(jobs []syncJob) bool {
+	for _, j := range jobs {
+		if j.needSync {
+			return true
+		}
+	}
+	return false
+}
+
+// syncEntry makes a new log's directory durable: the entries in it (segment files made
+// by CreateUnsynced) and its own entry in its parent. A failure is handled as a failed
+// segment fsync: nothing written since the open can be claimed durable, so the log goes
+// offline and drops it.
+func (l *PartitionLog) syncEntry() error {
+	err := l.fs.SyncEntry(l.dir)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		failed := l.goOffline(fmt.Errorf("fsync the directory entry of %s: %w", l.dir, err))
+		l.dropUnsynced()
+		return failed
+	}
+	l.entryPending = false
 	return nil
 }
 

@@ -236,6 +236,9 @@ func Draw(seed uint64) Config {
 	}
 	// The auditor (auditor.go) is drawn after every older choice.
 	c.Audit = AuditSpec{On: r.Chance(0.5), EveryMs: Pick[int64](r, 30, 100, 400)}
+	// A creation opens its logs a chunk per step (core/broker/open_queue.go); chunks of
+	// one or two make the few partitions of a run take that path, across crashes too.
+	c.Broker["sluice.open.logs.per.step"] = strconv.Itoa(Pick(r, 1, 2, 64))
 	return c
 }
 

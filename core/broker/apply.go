@@ -31,7 +31,10 @@ func (b *Broker) apply(rec meta.Record) {
 	case meta.KindTopicCreated, meta.KindPartitionsAdded:
 		t := b.image.Topic(rec.Topic)
 		for p := before; p < t.Partitions; p++ {
-			b.openReplica(core.TopicPartition{Topic: rec.Topic, Partition: p}, t)
+			b.queueOpen(core.TopicPartition{Topic: rec.Topic, Partition: p})
+		}
+		if b.opens.live {
+			b.openSome() // the first chunk now, the rest in later steps (open_queue.go)
 		}
 	case meta.KindTopicDeleted:
 		for p := int32(0); p < before; p++ {
@@ -60,8 +63,9 @@ func (b *Broker) apply(rec meta.Record) {
 	}
 }
 
-func (b *Broker) openReplica(tp core.TopicPartition, t *meta.Topic) {
-	cfg := b.replicaConfig(t)
+// openReplica opens tp's log with its topic's current settings.
+func (b *Broker) openReplica(tp core.TopicPartition) {
+	cfg := b.replicaConfig(b.image.Topic(tp.Topic))
 	log, err := b.env.OpenLog(tp, cfg.Segment)
 	b.noteOpen(tp, err)
 	if err != nil {
@@ -88,6 +92,7 @@ func (b *Broker) openReplica(tp core.TopicPartition, t *meta.Topic) {
 // next topic of the same name.
 func (b *Broker) removeReplica(tp core.TopicPartition) {
 	b.noteOpen(tp, nil)
+	b.forgetOpen(tp)
 	if r := b.replicas[tp]; r != nil {
 		delete(b.replicas, tp)
 		b.partitionGone(tp)

@@ -46,6 +46,7 @@ type Broker struct {
 	admin    adminState    // metadata-changing requests run one at a time (admin.go)
 	groups   groupsState   // consumer groups and committed offsets (groups.go)
 	creation creationState // topic creation rates (limits.go)
+	opens    openState     // new partitions whose logs are still to open (open_queue.go)
 
 	// dec inflates compressed batches for exact ListOffsets by time; nil answers a
 	// compressed batch's base offset instead (see WithDecompressor).
@@ -111,6 +112,7 @@ func (b *Broker) start(in Start) {
 	core.Invariant(!b.started, "B2", "Start delivered twice")
 	b.started = true
 	b.replay(in.Records)
+	b.opens.live = true
 	b.armRetention()
 	b.startGroups()
 	b.lg.Info("broker started", zap.Int32("node", b.cfg.NodeID),

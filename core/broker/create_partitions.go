@@ -11,7 +11,8 @@ package broker
 //   - the node would host more than sluice.max.partitions → POLICY_VIOLATION.
 //
 // Valid topics each get one PartitionsAdded record (the new total); the new partitions'
-// logs are opened as it applies, and the reply waits for every commit. ValidateOnly only
+// logs are opened as it applies, a chunk per step (open_queue.go), and the reply waits
+// for every commit and every log. ValidateOnly only
 // checks. ErrorMessage is sent in every version.
 
 import (
@@ -64,19 +65,21 @@ func (b *Broker) createPartitions(r Request, m *kmsg.CreatePartitionsRequest, do
 		resp.Topics = append(resp.Topics, rt)
 	}
 	b.proposeAll(recs, func(errs []error) {
-		for j, err := range errs {
-			code, msg := int16(0), ""
-			if err != nil {
-				code, msg = commitFailure(err)
-			} else {
-				code, msg = b.unopened(recs[j].Topic, 0, recs[j].Partitions)
+		b.afterOpens(func() {
+			for j, err := range errs {
+				code, msg := int16(0), ""
+				if err != nil {
+					code, msg = commitFailure(err)
+				} else {
+					code, msg = b.unopened(recs[j].Topic, 0, recs[j].Partitions)
+				}
+				if code != 0 {
+					resp.Topics[at[j]].ErrorCode, resp.Topics[at[j]].ErrorMessage = code, strp(msg)
+				}
 			}
-			if code != 0 {
-				resp.Topics[at[j]].ErrorCode, resp.Topics[at[j]].ErrorMessage = code, strp(msg)
-			}
-		}
-		b.reply(r, resp)
-		done()
+			b.reply(r, resp)
+			done()
+		})
 	})
 }
 

@@ -20,7 +20,9 @@ package broker
 // answered KAFKA_STORAGE_ERROR with the cause (partition_limit.go), never success.
 //
 // Valid topics each get one TopicCreated record with a fresh random topic ID; the reply
-// waits until all of them committed (the Timeout field is not needed: commits are local).
+// waits until all of them committed and every new partition's log is open, which a big
+// topic does a chunk per step (open_queue.go; the Timeout field is not needed: commits
+// are local).
 // ValidateOnly answers as if created without proposing anything (topic ID left zero).
 // With sluice.controller.mutation.rate set (Kafka's controller_mutation_rate quota,
 // KIP-599; default unlimited), a topic met while the node's partition bucket is empty
@@ -88,22 +90,24 @@ func (b *Broker) createTopics(r Request, m *kmsg.CreateTopicsRequest, done func(
 		b.logThrottled(resp)
 	}
 	b.proposeAll(recs, func(errs []error) {
-		for j, err := range errs {
-			code, msg := int16(0), ""
-			if err != nil {
-				code, msg = commitFailure(err)
-			} else {
-				code, msg = b.unopened(recs[j].Topic, 0, recs[j].Partitions)
+		b.afterOpens(func() {
+			for j, err := range errs {
+				code, msg := int16(0), ""
+				if err != nil {
+					code, msg = commitFailure(err)
+				} else {
+					code, msg = b.unopened(recs[j].Topic, 0, recs[j].Partitions)
+				}
+				if code != 0 {
+					failed := kmsg.NewCreateTopicsResponseTopic()
+					failed.Topic = resp.Topics[at[j]].Topic
+					failed.ErrorCode, failed.ErrorMessage = code, strp(msg)
+					resp.Topics[at[j]] = failed
+				}
 			}
-			if code != 0 {
-				failed := kmsg.NewCreateTopicsResponseTopic()
-				failed.Topic = resp.Topics[at[j]].Topic
-				failed.ErrorCode, failed.ErrorMessage = code, strp(msg)
-				resp.Topics[at[j]] = failed
-			}
-		}
-		b.reply(r, resp)
-		done()
+			b.reply(r, resp)
+			done()
+		})
 	})
 }
 

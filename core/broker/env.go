@@ -33,7 +33,9 @@ type Env interface {
 	SetTimer(at core.Time, id uint64)
 	// SyncLog asks for log.Sync() to run, then SyncDone{TP, Incarnation, Token, Err}.
 	SyncLog(tp core.TopicPartition, incarnation uint64, token uint64, log replica.Log)
-	// OpenLog opens (recovering if it exists) or creates the log of one partition.
+	// OpenLog opens (recovering if it exists) or creates the log of one partition. It
+	// runs inside the step; after Start the broker calls it at most openChunk times per
+	// step (open_queue.go).
 	OpenLog(tp core.TopicPartition, cfg replica.SegmentConfig) (replica.Log, error)
 	// RemoveLog deletes a partition's log and its node-local state after the log was
 	// closed.

@@ -176,13 +176,15 @@ func (b *Broker) ensureOffsetsTopic() {
 			return
 		}
 		b.propose(b.offsetsTopicRecord(), func(err error) {
-			if t := b.image.Topic(group.OffsetsTopic); err == nil && t != nil {
-				b.hit(pOffsetsTopicCreate)
-				b.loadOffsets(t)
-			} else {
-				b.lg.Error("cannot create the offsets topic", zap.Error(err))
-			}
-			finish()
+			b.afterOpens(func() { // its partitions' logs (open_queue.go)
+				if t := b.image.Topic(group.OffsetsTopic); err == nil && t != nil {
+					b.hit(pOffsetsTopicCreate)
+					b.loadOffsets(t)
+				} else {
+					b.lg.Error("cannot create the offsets topic", zap.Error(err))
+				}
+				finish()
+			})
 		})
 	})
 }

@@ -169,6 +169,8 @@ type harness struct {
 	// holdMeta / holdSyncs keep settle (and do) from delivering metadata commits / log
 	// syncs, so a test can look at the state while they are outstanding.
 	holdMeta, holdSyncs bool
+	// holdTimers keeps settle from firing timers due now (advance still fires them).
+	holdTimers bool
 
 	// brokerOpts are passed to New at every boot (injected dependencies).
 	brokerOpts []Option
@@ -241,6 +243,23 @@ func (h *harness) deliver() int {
 	}
 	if !h.holdSyncs {
 		n += h.deliverSyncs()
+	}
+	if n == 0 {
+		n += h.fireDue()
+	}
+	return n
+}
+
+// fireDue fires the timers due by now (a broker continuing work in a later step, as
+// opening a big creation's logs does), oldest first, unless timers are held; it returns
+// how many it fired. The runtime and the simulator deliver such timers unprompted.
+func (h *harness) fireDue() int {
+	n := 0
+	for !h.holdTimers && len(h.env.timers) > 0 && h.env.timers[0].at <= h.now {
+		tm := h.env.timers[0]
+		h.env.timers = h.env.timers[1:]
+		h.step(TimerFired{ID: tm.id})
+		n++
 	}
 	return n
 }

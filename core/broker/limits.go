@@ -37,6 +37,10 @@ type LimitsConfig struct {
 	// do not know that error, are accepted and told to back off through
 	// ThrottleMillis, as Kafka does. 0: unlimited.
 	ControllerMutationRate int
+	// OpenLogsPerStep (sluice.open.logs.per.step) is the most new partition logs the
+	// broker opens in one step; a bigger creation continues in later steps, serving
+	// other clients in between (open_queue.go).
+	OpenLogsPerStep int
 }
 
 // DefaultLimitsConfig returns Kafka's defaults where Kafka has the setting.
@@ -47,6 +51,7 @@ func DefaultLimitsConfig() LimitsConfig {
 		AutoCreateTopicsPerRequest:   20,
 		AutoCreatePartitionsPerSec:   50,
 		ControllerMutationRate:       0,
+		OpenLogsPerStep:              64,
 	}
 }
 
@@ -65,6 +70,7 @@ var limitSettings = []struct {
 		func(c *LimitsConfig) *int { return &c.AutoCreatePartitionsPerSec }},
 	{"sluice.controller.mutation.rate", 0,
 		func(c *LimitsConfig) *int { return &c.ControllerMutationRate }},
+	{"sluice.open.logs.per.step", 1, func(c *LimitsConfig) *int { return &c.OpenLogsPerStep }},
 }
 
 // set applies one setting; ok is false when name is not a limit setting.

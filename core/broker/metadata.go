@@ -7,7 +7,9 @@ package broker
 // empty list (v1+). Topics may be named or, from v10, given by topic ID (unknown ID →
 // UNKNOWN_TOPIC_ID). Every partition is led by this node at leader epoch 0 with replicas
 // and ISR [this node]; a partition whose log failed to open is reported with
-// KAFKA_STORAGE_ERROR, leader -1 and this node as offline replica.
+// KAFKA_STORAGE_ERROR, leader -1 and this node as offline replica, and one whose log is
+// still to be opened (a big creation in progress, open_queue.go) with
+// LEADER_NOT_AVAILABLE, leader -1 and an empty ISR.
 //
 // Unknown named topics are created when auto.create.topics.enable is on and the client
 // allows it (always before v4, AllowAutoTopicCreation from v4) with num.partitions and
@@ -72,8 +74,10 @@ func (b *Broker) handleMetadata(r Request, m *kmsg.MetadataRequest) {
 					failed[recs[i].Topic] = topicError{code, msg}
 				}
 			}
-			b.reply(r, b.metadataResponse(m, failed))
-			done()
+			b.afterOpens(func() {
+				b.reply(r, b.metadataResponse(m, failed))
+				done()
+			})
 		})
 	})
 }
@@ -183,12 +187,18 @@ func (b *Broker) topicMetadata(t *meta.Topic) kmsg.MetadataResponseTopic {
 		mp.LeaderEpoch = leaderEpoch
 		mp.Replicas = []int32{us}
 		mp.OfflineReplicas = []int32{}
-		if b.replicas[core.TopicPartition{Topic: t.Name, Partition: p}] == nil {
+		tp := core.TopicPartition{Topic: t.Name, Partition: p}
+		switch {
+		case b.opening(tp): // created, its log not open yet (open_queue.go)
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			mp.Leader = -1
+			mp.ISR = []int32{}
+		case b.replicas[tp] == nil:
 			mp.ErrorCode = kerr.KafkaStorageError.Code
 			mp.Leader = -1
 			mp.ISR = []int32{}
 			mp.OfflineReplicas = []int32{us}
-		} else {
+		default:
 			mp.Leader = us
 			mp.ISR = []int32{us}
 		}

@@ -172,6 +172,9 @@ func (b *Broker) replicaFor(tp core.TopicPartition) (*replica.Replica, int16) {
 	if rep := b.replicas[tp]; rep != nil {
 		return rep, 0
 	}
+	if b.opening(tp) {
+		return nil, kerr.LeaderNotAvailable.Code // its log opens in a later step
+	}
 	if t := b.image.Topic(tp.Topic); t != nil && tp.Partition >= 0 && tp.Partition < t.Partitions {
 		b.hit(pProduceLogNotOpen)
 		return nil, kerr.KafkaStorageError.Code // the topic has it; its log did not open
