@@ -181,7 +181,7 @@ func derivedMaxPartitions(t *testing.T, log string) int {
 	return v
 }
 
-// 2,000 partitions in 512 descriptors (creating them takes ~20 s on two cores): the
+// 2,000 partitions in 512 descriptors (creating them takes a few seconds): the
 // node starts, serves, refuses what it could not serve, and restarts.
 // SLUICE_E2E_4K=1 runs 4,000 partitions in 1,024 descriptors too.
 func TestHostileFDs2000PartitionsUnder512Descriptors(t *testing.T) {
