@@ -76,12 +76,16 @@ func (n *node) requireServes(topic string, bound time.Duration) {
 	require.NoError(n.t, err)
 	defer cl.Close()
 	val := fmt.Sprintf("probe-%d", time.Now().UnixNano())
-	require.NoError(n.t, cl.ProduceSync(c, &kgo.Record{Topic: topic,
-		Value: []byte(val)}).FirstErr(), "a normal producer was not served within %v", bound)
+	if err := cl.ProduceSync(c, &kgo.Record{Topic: topic,
+		Value: []byte(val)}).FirstErr(); err != nil {
+		n.t.Fatalf("a normal producer was not served within %v: %v\nnode log tail:\n%s",
+			bound, err, n.logTail(40))
+	}
 	for {
 		fs := cl.PollFetches(c)
 		if err := c.Err(); err != nil {
-			n.t.Fatalf("a normal consumer did not read its record within %v", bound)
+			n.t.Fatalf("a normal consumer did not read its record within %v (fetch "+
+				"errors: %v)\nnode log tail:\n%s", bound, fs.Errors(), n.logTail(40))
 		}
 		found := false
 		fs.EachRecord(func(r *kgo.Record) { found = found || string(r.Value) == val })
@@ -90,4 +94,10 @@ func (n *node) requireServes(topic string, bound time.Duration) {
 		}
 	}
 	n.t.Logf("a normal client produced and consumed in %v", time.Since(start))
+}
+
+// logTail returns the last lines of the node's log, for a failure message.
+func (n *node) logTail(lines int) string {
+	all := strings.Split(strings.TrimRight(n.logText(), "\n"), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }
