@@ -40,6 +40,9 @@ const diskFullBackoff = time.Second
 // filesystem. It first checks that dir's filesystem has the space the open needs and
 // returns a *NoSpaceError naming dir and that space when not. ctx bounds the open: when
 // it ends first, OpenPebbleState returns ctx's error at once.
+// PebbleMaxOpenFiles bounds the files the node-state store keeps open.
+const PebbleMaxOpenFiles = 64
+
 func OpenPebbleState(ctx context.Context, dir string, lg *zap.Logger) (*PebbleState, error) {
 	if err := checkStateSpace(dir); err != nil {
 		return nil, err
@@ -56,8 +59,12 @@ func OpenPebbleStateFS(ctx context.Context, fs vfs.FS, dir string,
 	lg = lg.Named("pebble")
 	g := &diskFullGuard{lg: lg, dir: dir, full: make(chan struct{}), park: make(chan struct{})}
 	g.opening.Store(true)
+	// MaxOpenFiles keeps pebble's table cache inside the descriptors the node reserves
+	// for it (runtime/fds.go, fdPebbleReserve = 100, less its WAL, manifest, lock and
+	// options files); pebble's default of 1000 could take descriptors the log handle
+	// cache and the connections were promised.
 	opts := &pebble.Options{FS: vfs.OnDiskFull(fs, g.onDiskFull),
-		Logger: pebbleLogger{lg.Sugar()}}
+		Logger: pebbleLogger{lg.Sugar()}, MaxOpenFiles: PebbleMaxOpenFiles}
 	opts.EventListener = &pebble.EventListener{BackgroundError: g.backgroundError}
 	res := make(chan openResult, 1)
 	go func() {
