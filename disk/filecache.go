@@ -74,31 +74,21 @@ func (c *FileCache) Stats() FileCacheStats {
 }
 
 // Create implements FS: the file is created, opened and counted.
-func (c *FileCache) Create(path string) (File, error) {
-	c.reserve()
-	f, err := c.fs.Create(path)
-	if err != nil {
-		c.unreserve()
-		return nil, err
-	}
-	return c.admit(path, f), nil
-}
+func (c *FileCache) Create(path string) (File, error) { return c.counted(path, c.fs.Create) }
 
 // CreateUnsynced implements FS: as Create.
 func (c *FileCache) CreateUnsynced(path string) (File, error) {
-	c.reserve()
-	f, err := c.fs.CreateUnsynced(path)
-	if err != nil {
-		c.unreserve()
-		return nil, err
-	}
-	return c.admit(path, f), nil
+	return c.counted(path, c.fs.CreateUnsynced)
 }
 
 // OpenFile implements FS: the file is opened and counted.
-func (c *FileCache) OpenFile(path string) (File, error) {
+func (c *FileCache) OpenFile(path string) (File, error) { return c.counted(path, c.fs.OpenFile) }
+
+// counted opens path with open once the cache has room for one more descriptor, and
+// admits the handle; a failed open gives the room back.
+func (c *FileCache) counted(path string, open func(string) (File, error)) (File, error) {
 	c.reserve()
-	f, err := c.fs.OpenFile(path)
+	f, err := open(path)
 	if err != nil {
 		c.unreserve()
 		return nil, err
