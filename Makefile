@@ -41,7 +41,7 @@ test: ## vet, every test with invariants on (lint rules, simulator seeds), then 
 	$(GO) test -tags $(TAGS) -timeout $(TESTTIMEOUT) ./...
 	$(GO) test -race -tags $(TAGS) -timeout $(TESTTIMEOUT) $(RACEPKGS)
 	$(GO) run -tags $(TAGS),sluice_mutants ./cmd/sluice mutants --seeds 1..20 --unit=false \
-		--require-caught --only $(MUTANTSUBSET)
+		--baseline=false --require-caught --only $(MUTANTSUBSET)
 
 sim: ## run simulator seeds: make sim SEEDS=1..1000
 	$(GO) run -tags $(TAGS) ./cmd/sluice sim --seeds $(SEEDS)

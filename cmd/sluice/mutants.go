@@ -38,6 +38,7 @@ type mutantsOpts struct {
 	sets     setFlags
 	markdown bool
 	strict   bool
+	baseline bool
 }
 
 // mutantRow is one line of the table.
@@ -64,6 +65,8 @@ func runMutants(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.unitTime, "unit-timeout", 10*time.Minute, "bound on one go test")
 	fs.Var(&o.sets, "set", "simulator setting for every seed, NAME=VALUE (repeatable)")
 	fs.BoolVar(&o.markdown, "markdown", false, "print the final table as Markdown")
+	fs.BoolVar(&o.baseline, "baseline", true, "first run the seeds with no mutant: a "+
+		"seed that fails then would count as a false kill")
 	fs.BoolVar(&o.strict, "require-caught", false, "exit 1 unless the simulator caught "+
 		"every mutant run (make test's subset)")
 	if err := fs.Parse(args); err != nil {
@@ -86,6 +89,17 @@ func runMutants(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "mutants: %v\n", err)
 		return 2
+	}
+	if o.baseline {
+		base := runMutant(mutantsOpts{workers: o.workers, sets: o.sets},
+			mutant.Mutant{Name: ""}, from, to)
+		fmt.Fprintf(stdout, "baseline (no mutant): %d of %d seeds failed\n", base.failed,
+			base.seeds)
+		if base.failed > 0 {
+			fmt.Fprintf(stdout, "FAIL: seed %d fails without a mutant; kills are not "+
+				"trustworthy\n", base.firstSeed)
+			return 1
+		}
 	}
 	var rows []mutantRow
 	for _, m := range list {
