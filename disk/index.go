@@ -67,6 +67,9 @@ func (x *segIndex) lookupOffset(rel uint32) int64 {
 			hi = mid
 		}
 	}
+	if mutantOn("offset-index-next") && lo < len(x.offs) {
+		return int64(x.offs[lo].pos)
+	}
 	if lo == 0 {
 		return 0
 	}
@@ -85,6 +88,9 @@ func (x *segIndex) lookupTime(ts int64) int64 {
 		} else {
 			hi = mid
 		}
+	}
+	if mutantOn("time-index-next") && lo < len(x.times) {
+		return int64(x.times[lo].pos)
 	}
 	if lo == 0 {
 		return 0

@@ -229,9 +229,9 @@ func (l *PartitionLog) validateTail(seg *segment, from, size int64) (bool, error
 			// data. Fail the open; the partition stays offline until a restart.
 			return false, err
 		}
-		if _, err := batch.Check(b); err != nil {
+		if _, err := batch.Check(b); err != nil && !mutantOn("recovery-skips-crc") {
 			bad = &corruptError{pos, err}
-		} else if h.BaseOffset != seg.next {
+		} else if h.BaseOffset != seg.next && !mutantOn("recovery-offsets-unchecked") {
 			bad = &corruptError{pos, fmt.Errorf("base offset %d, expected %d", h.BaseOffset, seg.next)}
 		} else if h.LastOffset()-seg.base > maxRelOffset {
 			bad = &corruptError{pos, fmt.Errorf("offset %d too far from segment base", h.LastOffset())}
@@ -240,7 +240,7 @@ func (l *PartitionLog) validateTail(seg *segment, from, size int64) (bool, error
 			seg.size, seg.next = sc.pos, h.NextOffset()
 		}
 	}
-	if bad != nil {
+	if bad != nil && !mutantOn("recovery-no-truncate") {
 		l.lg.Warn("truncating torn or corrupt segment tail", zap.Int64("segment", seg.base),
 			zap.Int64("at", seg.size), zap.Int64("dropped_bytes", size-seg.size), zap.Error(bad))
 		if err := seg.f.Truncate(seg.size); err != nil {

@@ -226,7 +226,8 @@ func (s *segment) read(offset int64, maxBytes int, upTo int64, interval int) ([]
 	}
 	start, total := pos, int64(0)
 	for {
-		if h.NextOffset() > upTo || (total > 0 && total+int64(h.Size()) > int64(maxBytes)) {
+		pastUpTo := h.NextOffset() > upTo && !(mutantOn("read-upto-base") && h.BaseOffset <= upTo)
+		if pastUpTo || (total > 0 && total+int64(h.Size()) > int64(maxBytes)) {
 			break
 		}
 		if err := r.ensure(pos + int64(h.Size())); err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -13,16 +14,16 @@ import (
 )
 
 // TestSimulatorCatchesAckBeforeFsyncBuild builds the deliberately broken broker (build
-// tag sluice_mutant_ack_before_fsync: acks=all answered before the fsync), runs seeds
-// with crashes on, and requires that the simulator fails some of them and that the
-// reproduction command it prints replays the failure with the same trace hash.
+// tag sluice_mutants, run with SLUICE_MUTANT=broker/ack-before-fsync: acks=all answered
+// before the fsync), runs seeds with crashes on, and requires that the simulator fails
+// some of them and that the reproduction command it prints replays the failure with the same trace hash.
 func TestSimulatorCatchesAckBeforeFsyncBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a second binary and runs simulations")
 	}
 	touchSources()
 	bin := filepath.Join(t.TempDir(), "sluice-mutant")
-	out, err := exec.Command("go", "build", "-tags", "sluice_mutant_ack_before_fsync", "-o", bin,
+	out, err := exec.Command("go", "build", "-tags", "sluice_mutants", "-o", bin,
 		"../cmd/sluice").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	work := t.TempDir() // the simulator writes failure artifacts under its working dir
@@ -30,6 +31,7 @@ func TestSimulatorCatchesAckBeforeFsyncBuild(t *testing.T) {
 	run := func(args ...string) (string, int) {
 		cmd := exec.CommandContext(ctx(t, 4*time.Minute), bin, args...)
 		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "SLUICE_MUTANT=broker/ack-before-fsync")
 		var buf bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &buf, &buf
 		err := cmd.Run()

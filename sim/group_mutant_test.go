@@ -21,11 +21,11 @@ func groupMutantSeeds(t *testing.T) []uint64 {
 }
 
 // TestGroupMutantsAreCaught runs only in the deliberately broken build (build tag
-// sluice_mutant_group_coordinator, core/group/mutant_on.go): each way of breaking the
+// sluice_mutants, group/ mutants in core/mutant): each way of breaking the
 // coordinator must be reported, as its own anomaly, on at least 20% of the seeds.
 func TestGroupMutantsAreCaught(t *testing.T) {
 	if !mutantGroupBuild {
-		t.Skip("runs in the sluice_mutant_group_coordinator build (TestGroupMutantBuild)")
+		t.Skip("runs in the sluice_mutants build (TestGroupMutantBuild)")
 	}
 	defer setGroupMutant("stale-commit")
 	for _, c := range []struct{ mutant, anomaly string }{
@@ -69,7 +69,7 @@ func TestGroupMutantBuild(t *testing.T) {
 		t.Skip("builds the package a second time")
 	}
 	out, err := exec.Command("go", "test", "-count=1", "-tags",
-		"invariants,sluice_mutant_group_coordinator", "-run", "^TestGroupMutantsAreCaught$",
+		"invariants,sluice_mutants", "-run", "^TestGroupMutantsAreCaught$",
 		"-v", ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "mutant no-generation-bump: split-brain on", "%s", out)

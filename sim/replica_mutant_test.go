@@ -27,11 +27,11 @@ var replicaMutants = []struct {
 }
 
 // TestReplicaMutantsAreCaught runs only in the deliberately broken build (build tag
-// sluice_mutant_replica): each mutant must be reported, as its own anomaly, on at least
+// sluice_mutants, replica/ mutants): each mutant must be reported, as its own anomaly, on at least
 // 10% of seeds 1..40.
 func TestReplicaMutantsAreCaught(t *testing.T) {
 	if !mutantReplicaBuild {
-		t.Skip("runs in the sluice_mutant_replica build (TestReplicaMutantBuild)")
+		t.Skip("runs in the sluice_mutants build (TestReplicaMutantBuild)")
 	}
 	defer setReplicaMutant("accept-gap")
 	for _, c := range replicaMutants {
@@ -56,7 +56,7 @@ func TestReplicaMutantBuild(t *testing.T) {
 		t.Skip("builds the package a second time")
 	}
 	out, err := exec.Command("go", "test", "-count=1", "-tags",
-		"invariants,sluice_mutant_replica", "-run", "^TestReplicaMutantsAreCaught$",
+		"invariants,sluice_mutants", "-run", "^TestReplicaMutantsAreCaught$",
 		"-v", ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "mutant window-1: sequence-refused on", "%s", out)

@@ -19,12 +19,12 @@ func vandalSeeds(t *testing.T) []uint64 {
 }
 
 // TestValidationMutantsAreCaught runs only in the deliberately broken build (build tag
-// sluice_mutant_record_validation, core/batch/mutant_on.go): each way of breaking the
+// sluice_mutants, batch/ mutants in core/mutant): each way of breaking the
 // record walk must fail at least 20% of the seeds with a vandal, as an anomaly (the
 // vandal's batch accepted, or a reader's strict decode failing on it).
 func TestValidationMutantsAreCaught(t *testing.T) {
 	if !mutantValidationBuild {
-		t.Skip("runs in the sluice_mutant_record_validation build (TestValidationMutantBuild)")
+		t.Skip("runs in the sluice_mutants build (TestValidationMutantBuild)")
 	}
 	defer setValidationMutant("trailing-ok")
 	for _, mutant := range []string{"trailing-ok", "delta-unchecked", "count-trusted"} {
@@ -65,7 +65,7 @@ func TestValidationMutantBuild(t *testing.T) {
 		t.Skip("builds the package a second time")
 	}
 	out, err := exec.Command("go", "test", "-count=1", "-tags",
-		"invariants,sluice_mutant_record_validation", "-run",
+		"invariants,sluice_mutants", "-run",
 		"^TestValidationMutantsAreCaught$", "-v", ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "mutant count-trusted: caught on", "%s", out)

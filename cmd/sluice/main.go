@@ -15,6 +15,8 @@ import (
 	"io"
 	"os"
 	"sort"
+
+	"github.com/sluicemq/sluice/core/mutant"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand's name and
@@ -34,6 +36,9 @@ func register(name string, c command) {
 }
 
 func main() {
+	// A planted bug for mutation testing (core/mutant): only the sluice_mutants build
+	// reads it; in every real build the hooks are compiled away.
+	mutant.Name = os.Getenv(mutant.EnvVar)
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -133,7 +133,8 @@ func (b *Broker) readFetchPartition(topic string, p *kmsg.FetchRequestTopicParti
 	rp.HighWatermark, rp.LastStableOffset = res.HighWatermark, res.HighWatermark
 	rp.LogStartOffset = res.StartOffset
 	// Only the first non-empty partition may exceed the limit (KIP-74).
-	if res.Records != nil && (!strict || len(res.Records) <= limit) {
+	kip74 := !strict && !mutantOn("kip74-first-dropped")
+	if res.Records != nil && (kip74 || len(res.Records) <= limit) {
 		rp.RecordBatches = res.Records
 	} else if res.Records != nil {
 		b.hit(pFetchOverLimit)

@@ -85,7 +85,7 @@ func (b *Broker) handleOffsetCommit(r Request, m *kmsg.OffsetCommitRequest) {
 	b.writeOffsets(m.Group, kvs, func(code int16) {
 		b.groups.coord.WriteEnded(m.Group, tps)
 		for _, pc := range pending {
-			if code != 0 {
+			if code != 0 && !mutantOn("commit-ignores-write-error") {
 				pc.part.ErrorCode = code
 				continue
 			}

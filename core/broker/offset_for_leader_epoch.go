@@ -23,7 +23,8 @@ const leaderEpoch int32 = 0
 // checkCurrentLeaderEpoch validates a client's idea of the leader epoch.
 func checkCurrentLeaderEpoch(current int32) int16 {
 	switch {
-	case current == -1 || current == leaderEpoch:
+	case current == -1 || current == leaderEpoch,
+		mutantOn("leader-epoch-inverted") && current < leaderEpoch:
 		return 0
 	case current > leaderEpoch:
 		return kerr.UnknownLeaderEpoch.Code

@@ -161,7 +161,7 @@ func (b *Broker) producePartition(tp core.TopicPartition, records []byte,
 		return produceWait{}, false
 	}
 	rp.BaseOffset, rp.LogAppendTime = res.BaseOffset, res.LogAppendTimeMs
-	if acks == -1 && rep.HighWatermark() < res.WaitOffset && !mutantAckBeforeFsync {
+	if acks == -1 && rep.HighWatermark() < res.WaitOffset && !mutantOn("ack-before-fsync") {
 		return produceWait{tp: tp, part: rp, offset: res.WaitOffset}, true
 	}
 	return produceWait{}, false

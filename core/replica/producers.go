@@ -60,16 +60,16 @@ func (r *Replica) checkProducer(h *batch.Header) producerCheck {
 	p := r.producers[h.ProducerID]
 	switch {
 	case p == nil:
-		if h.BaseSequence != 0 {
+		if h.BaseSequence != 0 && !mutantOn("unknown-producer-any-seq") {
 			r.hit(pProducerUnknown)
 			return producerCheck{code: kerr.UnknownProducerID.Code}
 		}
 		return producerCheck{}
-	case h.ProducerEpoch < p.Epoch:
+	case h.ProducerEpoch < p.Epoch && !mutantOn("stale-producer-epoch"):
 		r.hit(pProducerFenced)
 		return producerCheck{code: kerr.InvalidProducerEpoch.Code}
 	case h.ProducerEpoch > p.Epoch:
-		if h.BaseSequence != 0 {
+		if h.BaseSequence != 0 && !mutantOn("new-epoch-any-seq") {
 			r.hit(pProducerNewEpochGap)
 			return producerCheck{code: kerr.OutOfOrderSequenceNumber.Code}
 		}

@@ -32,7 +32,11 @@ func (r *Replica) Read(offset int64, maxBytes int) ReadResult {
 		r.hit(pReadAtHighWatermark)
 		return res
 	}
-	b, err := r.log.Read(offset, maxBytes, r.hwm)
+	upTo := r.hwm
+	if mutantOn("read-past-hwm") {
+		upTo = r.log.EndOffset()
+	}
+	b, err := r.log.Read(offset, maxBytes, upTo)
 	if err != nil {
 		// As Kafka does on an IOException: the partition goes offline until a restart
 		// recovers it. Nothing read is served, and a reader that needs every record
@@ -58,7 +62,11 @@ func (r *Replica) DeleteRecordsBefore(offset int64) (int64, int16) {
 		r.hit(pDeleteRecordsHWM)
 		offset = r.hwm
 	}
-	if offset < 0 || offset > r.hwm {
+	limit := r.hwm
+	if mutantOn("delete-records-to-end") {
+		limit = r.log.EndOffset()
+	}
+	if offset < 0 || offset > limit {
 		r.hit(pDeleteRecordsRange)
 		return -1, kerr.OffsetOutOfRange.Code
 	}
@@ -103,9 +111,12 @@ func (r *Replica) EnforceRetention(nowMs int64) int {
 		expired := retentionMs >= 0 && s.MaxTimestamp >= 0 &&
 			nowMs-s.MaxTimestamp > retentionMs
 		oversize := r.cfg.RetentionBytes >= 0 && total-s.SizeBytes >= r.cfg.RetentionBytes
+		if mutantOn("retention-bytes-total") {
+			oversize = r.cfg.RetentionBytes >= 0 && total >= r.cfg.RetentionBytes
+		}
 		// Only data below the high-water mark may go: nothing not yet visible or not
 		// yet durable is ever deleted.
-		if !(expired || oversize) || s.EndOffset > r.hwm {
+		if !(expired || oversize) || (s.EndOffset > r.hwm && !mutantOn("retention-ignores-hwm")) {
 			if expired || oversize {
 				r.hit(pRetentionHeldByHWM)
 			}

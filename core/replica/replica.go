@@ -118,7 +118,7 @@ func (r *Replica) recoverProducers() error {
 		from, r.snapOffset = off, off
 		r.hit(pRecoverFromSnapshot)
 	}
-	if from >= r.log.EndOffset() {
+	if from >= r.log.EndOffset() || (found && mutantOn("snapshot-only-recovery")) {
 		return nil
 	}
 	return r.log.ScanHeaders(from, func(h batch.Header) error {
@@ -293,7 +293,7 @@ func (r *Replica) appendChecked(nowMs int64, h *batch.Header, b []byte) AppendRe
 	r.recordProducer(h)
 	r.sinceSnapshot++
 	r.bytesAppended += int64(len(b))
-	if !r.cfg.FlushAlways {
+	if !r.cfg.FlushAlways || mutantOn("hwm-on-append") {
 		r.hwm, r.visibleBytes = r.log.EndOffset(), r.bytesAppended
 	}
 	return AppendResult{BaseOffset: base, WaitOffset: h.NextOffset(), LogAppendTimeMs: appendTime}
@@ -353,6 +353,9 @@ func (r *Replica) SyncCompleted(err error) bool {
 	}
 	core.Invariant(r.syncTarget >= r.durable, "R4", "%s: durable went back", r.tp)
 	r.durable = r.syncTarget
+	if mutantOn("durable-at-completion") {
+		r.durable = r.log.EndOffset()
+	}
 	moved := false
 	if r.cfg.FlushAlways && r.durable > r.hwm {
 		r.hwm, moved = r.durable, true

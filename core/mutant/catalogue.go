@@ -1,0 +1,108 @@
+package mutant
+
+// Mutant is one planted bug: a plausible one-line slip, guarded in the code by
+// `if mutantOn("<bug>")` in Package (the hook's name there is Name without the
+// package prefix).
+type Mutant struct {
+	Name    string // "package/bug": what SLUICE_MUTANT selects
+	Package string // the directory holding the hook
+	Area    string // durability, offsets, idempotence, retention, indexes, ...
+	Bug     string // the slip, in one line
+	Unit    string // the unit-test package that should also catch it
+}
+
+// Catalogue lists every mutant, in the order `make mutants` runs them.
+var Catalogue = []Mutant{
+	// Durability.
+	{"broker/ack-before-fsync", "core/broker", "durability",
+		"acks=all answered once the batch is written, before its fsync", "./core/broker/"},
+	{"replica/hwm-on-append", "core/replica", "durability",
+		"the high-water mark advances on write even when flush-always waits for the fsync",
+		"./core/replica/"},
+	{"replica/durable-at-completion", "core/replica", "durability",
+		"a completed fsync marks the log end durable, not the end when the fsync began",
+		"./core/replica/"},
+	{"group/sync-before-durable", "core/group", "groups",
+		"SyncGroup answered before the generation's record is durable", "./core/group/"},
+	{"broker/commit-ignores-write-error", "core/broker", "groups",
+		"an offset commit whose write failed is applied and acknowledged", "./core/broker/"},
+	// Offsets and fetch.
+	{"replica/read-past-hwm", "core/replica", "fetch",
+		"a fetch below the high-water mark reads up to the log end", "./core/replica/"},
+	{"disk/read-upto-base", "disk", "fetch",
+		"a segment read compares a batch's base offset, not its end, with the read limit",
+		"./disk/"},
+	{"broker/kip74-first-dropped", "core/broker", "fetch",
+		"a first batch larger than the partition limit is dropped (KIP-74 ignored)",
+		"./core/broker/"},
+	{"broker/leader-epoch-inverted", "core/broker", "fencing",
+		"a fetch naming an older leader epoch is served instead of FENCED_LEADER_EPOCH",
+		"./core/broker/"},
+	// Idempotence.
+	{"replica/accept-gap", "core/replica", "idempotence",
+		"an idempotent batch ahead of the next sequence is appended", "./core/replica/"},
+	{"replica/window-1", "core/replica", "idempotence",
+		"only the last batch per producer is remembered for duplicates", "./core/replica/"},
+	{"replica/unknown-producer-any-seq", "core/replica", "idempotence",
+		"a producer the partition does not know may start at any sequence",
+		"./core/replica/"},
+	{"replica/new-epoch-any-seq", "core/replica", "idempotence",
+		"a producer's new epoch may start at any sequence", "./core/replica/"},
+	{"replica/stale-producer-epoch", "core/replica", "fencing",
+		"a batch from an older producer epoch is not fenced", "./core/replica/"},
+	{"replica/snapshot-only-recovery", "core/replica", "idempotence",
+		"after a restart the producer table comes from the snapshot alone, batches after " +
+			"it not rescanned", "./core/replica/"},
+	// Retention and DeleteRecords.
+	{"replica/retention-seconds", "core/replica", "retention",
+		"retention.ms read as seconds: segments expire 1000x too early", "./core/replica/"},
+	{"replica/retention-bytes-total", "core/replica", "retention",
+		"retention.bytes compared with the size before the segment goes, not after",
+		"./core/replica/"},
+	{"replica/retention-ignores-hwm", "core/replica", "retention",
+		"retention may delete a segment reaching above the high-water mark",
+		"./core/replica/"},
+	{"replica/delete-records-past", "core/replica", "retention",
+		"DeleteRecords starts the log one record after the offset asked", "./core/replica/"},
+	{"replica/delete-records-to-end", "core/replica", "retention",
+		"DeleteRecords accepts an offset up to the log end, past the high-water mark",
+		"./core/replica/"},
+	// Indexes.
+	{"disk/offset-index-next", "disk", "indexes",
+		"the offset index lookup returns the entry after the one at or before the offset",
+		"./disk/"},
+	{"disk/time-index-next", "disk", "indexes",
+		"the time index lookup returns the first entry at or after the time, skipping " +
+			"unindexed batches before it", "./disk/"},
+	// Recovery and record validation.
+	{"disk/recovery-skips-crc", "disk", "recovery",
+		"recovery accepts a batch whose CRC does not match", "./disk/"},
+	{"disk/recovery-offsets-unchecked", "disk", "recovery",
+		"recovery accepts a batch whose base offset does not follow the previous one",
+		"./disk/"},
+	{"disk/recovery-no-truncate", "disk", "recovery",
+		"recovery stops at a torn tail but does not truncate it", "./disk/"},
+	{"batch/crc-unchecked", "core/batch", "recovery",
+		"batch.Check skips the CRC comparison", "./core/batch/"},
+	{"batch/trailing-ok", "core/batch", "validation",
+		"bytes after the last counted record are not looked at", "./core/batch/"},
+	{"batch/delta-unchecked", "core/batch", "validation",
+		"record offset deltas are parsed but never compared", "./core/batch/"},
+	{"batch/count-trusted", "core/batch", "validation",
+		"records that end early end the walk without an error", "./core/batch/"},
+	// Groups.
+	{"group/stale-commit", "core/group", "groups",
+		"OffsetCommit from a known member of an older generation accepted", "./core/group/"},
+	{"group/no-generation-bump", "core/group", "groups",
+		"rebalances after the first keep generation 1", "./core/group/"},
+}
+
+// Find returns the catalogue entry named name.
+func Find(name string) (Mutant, bool) {
+	for _, m := range Catalogue {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Mutant{}, false
+}
