@@ -274,13 +274,5 @@ func (a *auditor) zombie() {
 			}
 		}
 	}
-	if version < 0 {
-		version = a.vers[req.Key()]
-	}
-	a.sendAt(req, version, func(r kmsg.Response, err error) {
-		if err == nil {
-			answer(r)
-		}
-		a.next(err)
-	})
+	a.sendAnswered(req, version, answer)
 }

@@ -135,15 +135,7 @@ func (a *auditor) staleMember() {
 			}
 		}
 	}
-	if version < 0 {
-		version = a.vers[req.Key()]
-	}
-	a.sendAt(req, version, func(r kmsg.Response, err error) {
-		if err == nil {
-			answer(r)
-		}
-		a.next(err)
-	})
+	a.sendAnswered(req, version, answer)
 }
 
 // staleGeneration is a generation no group reaches in a run.
@@ -292,6 +284,20 @@ func (a *auditor) malformed() {
 						kmsg.NameForKey(req.Key()), kind)
 				}
 			}
+		}
+		a.next(err)
+	})
+}
+
+// sendAnswered sends req at version (the client's negotiated one when negative), hands
+// a response to answer and moves on to the next step either way.
+func (a *auditor) sendAnswered(req kmsg.Request, version int16, answer func(kmsg.Response)) {
+	if version < 0 {
+		version = a.vers[req.Key()]
+	}
+	a.sendAt(req, version, func(r kmsg.Response, err error) {
+		if err == nil {
+			answer(r)
 		}
 		a.next(err)
 	})
