@@ -72,7 +72,11 @@ func (n *node) requireServes(topic string, bound time.Duration) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr), kgo.AllowAutoTopicCreation(),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(),
 		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.MaxBufferedRecords(16))
+		kgo.MaxBufferedRecords(16),
+		// A partition still opening after a restart answers LEADER_NOT_AVAILABLE; with
+		// franz-go's default 5 s metadata min age the retry alone could use the whole
+		// bound. The probe measures the node, not the client's backoff.
+		kgo.MetadataMinAge(250*time.Millisecond))
 	require.NoError(n.t, err)
 	defer cl.Close()
 	val := fmt.Sprintf("probe-%d", time.Now().UnixNano())
