@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,6 +37,9 @@ func (c *Config) deletableTopics() []string {
 // producer's auto-creation with num.partitions, would leave them writing to partitions
 // that no longer exist). Every step is retried until it is answered; one whose outcome
 // is unknown is simply followed by the next (CreateTopics then finds the topic, or not).
+// A DeleteTopics whose outcome is unknown may still be in the network and land after
+// the re-creation, deleting the topic again; so once the faults stop, a deleter that
+// ever lost track of a delete waits for the network to drain and restores once more.
 type deleter struct {
 	clientBase
 	spec     DeleteSpec
@@ -46,7 +50,14 @@ type deleter struct {
 	nextAt   int64
 	busyReq  bool
 	draining bool
+	// unsure lists the topics of DeleteTopics requests whose outcome is unknown: they
+	// may still land.
+	unsure []TopicSpec
 }
+
+// restoreAfterHealMs is how long after the faults stop an unsure deleter waits before
+// its last restore: the network delivers whatever was held within milliseconds.
+const restoreAfterHealMs = 1000
 
 const (
 	delIdle = iota
@@ -97,6 +108,12 @@ func (d *deleter) pump() {
 	}
 	switch d.step {
 	case delIdle:
+		if d.draining && len(d.unsure) > 0 {
+			d.topic, d.unsure, d.step = d.unsure[0], d.unsure[1:], delCreating
+			d.nextAt = d.w.now + restoreAfterHealMs*ms
+			d.wakeIn(restoreAfterHealMs * ms)
+			return
+		}
 		if d.draining || len(d.topics) == 0 {
 			return
 		}
@@ -134,6 +151,11 @@ func (d *deleter) deleteTopic() {
 	d.busyReq = true
 	d.send(req, d.timeout(), func(r kmsg.Response, err error) {
 		ok := err != nil // unknown outcome: re-create whatever happened
+		if err != nil && !slices.ContainsFunc(d.unsure, func(t TopicSpec) bool {
+			return t.Name == d.topic.Name
+		}) {
+			d.unsure = append(d.unsure, d.topic)
+		}
 		if err == nil {
 			for _, t := range r.(*kmsg.DeleteTopicsResponse).Topics {
 				d.code("delete-topics", t.ErrorCode)
