@@ -5,7 +5,9 @@ export PATH := /usr/local/go/bin:$(PATH)
 
 GO          ?= go
 TAGS        ?= invariants
-TESTTIMEOUT ?= 10m
+# A hang guard per test binary, not a speed check: the sim package takes ~2 min on an
+# idle 2-core machine and over 10 min at a load average of 16.
+TESTTIMEOUT ?= 25m
 SEEDS       ?= 1..1000
 FUZZTIME    ?= 30s
 DATA        ?= ./data
