@@ -164,7 +164,9 @@ func (c *Config) Set(name, value string) error {
 		if err == nil && v < 1 {
 			err = fmt.Errorf("must be at least 1")
 		}
-		c.ProducerSnapshotEveryBatches = int(v)
+		if err == nil {
+			c.ProducerSnapshotEveryBatches = int(v)
+		}
 	default:
 		if ok, err := c.Groups.set(name, value); ok {
 			return err
