@@ -180,6 +180,7 @@ func Check(h *History, opt Options) Report {
 		v.checkGaps()
 		v.checkLogStart()
 		v.checkBelowLogStart()
+		v.checkTimeLookups()
 		for k, n := range v.counts {
 			rep.Counts[k] += n
 		}
@@ -251,7 +252,7 @@ func (r *Report) countTimeouts(n int) {
 // kindRank orders anomalies for reports: broken promises to writers first.
 func kindRank(kind string) int {
 	for i, k := range []string{LostWrite, StaleRead, Duplicate, OutOfOrder, SequenceGap,
-		SequenceRefused, LogStartTooFar, BelowLogStart, WrongOffset,
+		SequenceRefused, LogStartTooFar, BelowLogStart, TimeMismatch, WrongOffset,
 		Inconsistent, ReadPastHWM, SkippedRead, RejectedVisible, PhantomRead,
 		StaleCommitAccepted, SplitBrain, GenerationRegressed} {
 		if k == kind {

@@ -45,6 +45,11 @@ type Record struct {
 	Offset int64
 	Key    string
 	Value  string
+	// Timestamp is the record's timestamp as a client computes it (-1: not known);
+	// BatchBytes is the stored size of the batch this record begins (0 for the other
+	// records of a batch, and when not known). Used by timelookups.go and retention.go.
+	Timestamp  int64
+	BatchBytes int32
 }
 
 // Op is one client operation.
@@ -126,6 +131,10 @@ type History struct {
 	Retention   []RetentionSetting
 	ClockSkewNs int64
 	Trims       []Trim // DeleteRecords calls sent (retention.go)
+	// TimeLookups are the ListOffsets-by-timestamp answers (timelookups.go);
+	// FlushNever says some topic may run with log.flush.policy=never.
+	TimeLookups []TimeLookup
+	FlushNever  bool
 }
 
 // Add appends op, giving it the next ID, and returns that ID.

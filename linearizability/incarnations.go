@@ -76,6 +76,7 @@ func (h *History) splitIncarnations() *History {
 	for _, op := range extra {
 		out.Add(op)
 	}
+	out.TimeLookups = splitLookups(h.TimeLookups, at)
 	out.Finals = nil
 	for _, f := range h.Finals {
 		if ts, ok := at[f.TP.Topic]; ok {

@@ -107,6 +107,7 @@ func (v *view) checkLogStart() {
 		}
 	}
 	topic := baseTopic(v.tp.Topic)
+	var bc *bytesCheck // built when first needed
 	for _, r := range v.reads {
 		if r.LogStart <= 0 {
 			continue
@@ -116,10 +117,19 @@ func (v *view) checkLogStart() {
 			continue
 		}
 		ms, bytes := v.h.retentionBound(topic, r.Return)
-		if bytes {
+		if ms >= 0 && youngest[i]+ms*1_000_000-2*v.h.ClockSkewNs <= r.Return {
 			continue
 		}
-		if ms >= 0 && youngest[i]+ms*1_000_000-2*v.h.ClockSkewNs <= r.Return {
+		if bytes {
+			// Size retention may have cut here, but only as far as it keeps
+			// retention.bytes (retention_bytes.go).
+			if bc == nil {
+				bc = v.newBytesCheck()
+			}
+			if why := bc.tooFar(r, ms); why != "" {
+				v.flag(LogStartTooFar, r.LogStart, "%s", why)
+				return
+			}
 			continue
 		}
 		v.flag(LogStartTooFar, r.LogStart, "op %d saw log start %d at %s, past a record "+

@@ -319,11 +319,13 @@ func (a *auditor) listByTime() {
 	rp.Partition, rp.Timestamp = tp.Partition, ts
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
+	call := a.w.now
 	a.sendAt(req, 7, func(r kmsg.Response, err error) {
 		if err == nil {
 			for _, t := range r.(*kmsg.ListOffsetsResponse).Topics {
 				for _, p := range t.Partitions {
 					a.code("list-offsets", p.ErrorCode)
+					a.w.timeLookup(call, tp, ts, t.Topic, &p)
 					if p.ErrorCode == 0 && ts == -1 && a.deletions(tp.Topic) == dels {
 						a.hwm[tp], a.hwmDels[tp] = p.Offset, dels
 					}

@@ -151,11 +151,6 @@ var NeverHitReasons = map[string]string{
 		"(transactions are not implemented); TestReplicaRefusesTransactionalBatches drives it",
 	"replica/producer-old-epoch": "producer epochs are always 0: InitProducerId without " +
 		"a transactional id hands out a fresh id, never a bumped epoch",
-	"replica/producer-snapshot-saved": "a producer snapshot is taken every 20 000 durable " +
-		"batches (snapshotEveryBatches), more than a default seed writes to one " +
-		"partition; TestProducerSnapshotIsSavedAndRecovered drives it",
-	"replica/recover-from-snapshot": "needs a producer snapshot (see " +
-		"replica/producer-snapshot-saved); TestProducerSnapshotIsSavedAndRecovered drives it",
 	"group/join-max-size": "group.max.size defaults to 1000 members; the simulator runs " +
 		"at most 4 per group",
 	"group/offsets-expire-empty-group": "offsets.retention.check.interval.ms is 10 min " +

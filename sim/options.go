@@ -239,6 +239,9 @@ func Draw(seed uint64) Config {
 	// A creation opens its logs a chunk per step (core/broker/open_queue.go); chunks of
 	// one or two make the few partitions of a run take that path, across crashes too.
 	c.Broker["sluice.open.logs.per.step"] = strconv.Itoa(Pick(r, 1, 2, 64))
+	// Producer-state snapshots every few batches (the default is 20,000, more than a
+	// seed writes), so restarts recover from a snapshot followed by more batches.
+	c.Broker["sluice.producer.snapshot.interval.batches"] = strconv.Itoa(int(r.Between(5, 50)))
 	return c
 }
 

@@ -223,9 +223,16 @@ func (w *World) decodeBatches(tp core.TopicPartition, raw []byte) ([]linearizabi
 				return out, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
 			}
 			recs = make([]linearizability.Record, len(kvs))
+			times := recordTimes(raw[:h.Size()])
 			for i, kv := range kvs {
 				recs[i] = linearizability.Record{Offset: h.BaseOffset + int64(i),
-					Key: w.intern(kv.Key), Value: w.intern(kv.Value)}
+					Key: w.intern(kv.Key), Value: w.intern(kv.Value), Timestamp: -1}
+				if len(times) == len(kvs) {
+					recs[i].Timestamp = times[i]
+				}
+			}
+			if len(recs) > 0 {
+				recs[0].BatchBytes = int32(h.Size())
 			}
 			w.decoded[key] = recs
 		}

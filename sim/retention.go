@@ -4,6 +4,9 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/linearizability"
 )
 
@@ -43,7 +46,20 @@ func (w *World) recordRetention() {
 	add("", w.cfg.Broker)
 	for _, t := range w.cfg.Topics {
 		add(t.Name, t.Configs)
+		w.hist.FlushNever = w.hist.FlushNever || t.Configs["log.flush.policy"] == "never"
 	}
+	w.hist.FlushNever = w.hist.FlushNever || w.cfg.Broker["log.flush.policy"] == "never"
+}
+
+// timeLookup records a ListOffsets-by-timestamp answer to the lookup of target in tp,
+// sent at call, for the exact check (linearizability/timelookups.go).
+func (w *World) timeLookup(call int64, tp core.TopicPartition, target int64, topic string,
+	p *kmsg.ListOffsetsResponseTopicPartition) {
+	if target < 0 || p.ErrorCode != 0 || topic != tp.Topic || p.Partition != tp.Partition {
+		return
+	}
+	w.hist.TimeLookups = append(w.hist.TimeLookups, linearizability.TimeLookup{TP: tp,
+		Call: call, Return: w.now, Target: target, Offset: p.Offset, Timestamp: p.Timestamp})
 }
 
 // retentionSent records a retention setting an admin request is about to set.

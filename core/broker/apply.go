@@ -140,5 +140,6 @@ func (b *Broker) replicaConfig(t *meta.Topic) replica.Config {
 		TimestampAfterMaxMs:  b.topicConfigInt(t, "message.timestamp.after.max.ms"),
 		Decompressor:         b.dec,
 		Probes:               b.probes,
+		SnapshotEveryBatches: b.cfg.ProducerSnapshotEveryBatches,
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strconv"
+
+	"github.com/sluicemq/sluice/core/replica"
 )
 
 // Config is the node's configuration as the broker actor sees it. Defaults come from
@@ -21,6 +23,11 @@ type Config struct {
 	DefaultReplicationFactor int16 // default.replication.factor
 	// RetentionCheckIntervalMs is log.retention.check.interval.ms.
 	RetentionCheckIntervalMs int64
+	// ProducerSnapshotEveryBatches is sluice.producer.snapshot.interval.batches: how many
+	// durable batches of a partition pass between snapshots of its producer table
+	// (replica.Config.SnapshotEveryBatches). The simulator lowers it so that restarts
+	// recover from a snapshot followed by more batches.
+	ProducerSnapshotEveryBatches int
 	// MaxWaitingFetches bounds long-polling fetch requests held at once; past it a fetch
 	// is answered at once with whatever is there.
 	MaxWaitingFetches int
@@ -101,6 +108,8 @@ func DefaultConfig() Config {
 		TopicDefaults:            map[string]string{},
 		Groups:                   DefaultGroupConfig(),
 		Limits:                   DefaultLimitsConfig(),
+
+		ProducerSnapshotEveryBatches: replica.DefaultSnapshotEveryBatches,
 	}
 	for _, d := range TopicConfigDefs {
 		c.TopicDefaults[d.Name] = d.Default
@@ -149,6 +158,15 @@ func (c *Config) Set(name, value string) error {
 		if err == nil && c.RetentionCheckIntervalMs < 1 {
 			err = fmt.Errorf("must be positive")
 		}
+	case "sluice.producer.snapshot.interval.batches":
+		var v int32
+		err = setInt32(&v, value)
+		if err == nil && v < 1 {
+			err = fmt.Errorf("must be at least 1")
+		}
+		if err == nil {
+			c.ProducerSnapshotEveryBatches = int(v)
+		}
 	default:
 		if ok, err := c.Groups.set(name, value); ok {
 			return err
@@ -168,7 +186,7 @@ func (c *Config) Set(name, value string) error {
 func SettingNames() []string {
 	names := []string{"node.id", "broker.id", "cluster.id", "auto.create.topics.enable",
 		"num.partitions", "default.replication.factor", "log.retention.check.interval.ms",
-		"sluice.max.partitions"}
+		"sluice.max.partitions", "sluice.producer.snapshot.interval.batches"}
 	names = append(names, groupSettingNames...)
 	names = append(names, limitSettingNames()...)
 	for _, d := range TopicConfigDefs {

@@ -36,6 +36,10 @@ type Config struct {
 	Decompressor batch.Decompressor
 	// Probes counts the code probes this replica passes (nil: none; package probe).
 	Probes *probe.Set
+	// SnapshotEveryBatches is how many durable batches pass between producer-state
+	// snapshots (sluice.producer.snapshot.interval.batches; 0: DefaultSnapshotEveryBatches).
+	// Recovery rescans at most this many batch headers after the last snapshot.
+	SnapshotEveryBatches int
 }
 
 // refusalLogEveryMs spaces the info lines about refused batches of one partition: a
@@ -43,9 +47,9 @@ type Config struct {
 // flood the log.
 const refusalLogEveryMs = 60_000
 
-// snapshotEveryBatches is how many durable batches pass between producer-state
-// snapshots; recovery rescans at most this many batch headers.
-const snapshotEveryBatches = 20_000
+// DefaultSnapshotEveryBatches is the default of Config.SnapshotEveryBatches: how many
+// durable batches pass between producer-state snapshots.
+const DefaultSnapshotEveryBatches = 20_000
 
 // Replica is the leader replica of one partition.
 //
@@ -370,7 +374,11 @@ func (r *Replica) SyncCompleted(err error) bool {
 // is only ever taken at a durable offset, so a crash cannot leave a snapshot that
 // describes batches the log lost.
 func (r *Replica) maybeSnapshot() {
-	if r.sinceSnapshot < snapshotEveryBatches || r.durable != r.log.EndOffset() {
+	every := r.cfg.SnapshotEveryBatches
+	if every <= 0 {
+		every = DefaultSnapshotEveryBatches
+	}
+	if r.sinceSnapshot < every || r.durable != r.log.EndOffset() {
 		return
 	}
 	if err := r.log.SaveSnapshot(r.durable, r.encodeProducers()); err != nil {
