@@ -158,7 +158,7 @@ func TestServerBigFrameCountsAgainstInFlightBytes(t *testing.T) {
 	require.Equal(t, int32(2), readResponse(t, nc, kmsg.NewPtrMetadataResponse(), 12))
 	require.GreaterOrEqual(t, srv.Stats().InFlightWaits, uint64(1))
 	require.Eventually(t, func() bool { return srv.reqBudget.inUse() == 0 },
-		time.Second, time.Millisecond)
+		10*time.Second, time.Millisecond)
 }
 
 func fetchReq(maxBytes int32) kmsg.Request {
@@ -215,7 +215,7 @@ func TestServerStopsReadingWhileResponsesAreUnread(t *testing.T) {
 	srv.Reply(bigFetchReply(sink.next(t), 10))
 	require.Equal(t, int32(3), <-got)
 	require.Eventually(t, func() bool { return srv.respBudget.inUse() == 0 },
-		time.Second, time.Millisecond)
+		10*time.Second, time.Millisecond)
 }
 
 func TestServerClosesConnectionThatNeverReads(t *testing.T) {
@@ -229,7 +229,7 @@ func TestServerClosesConnectionThatNeverReads(t *testing.T) {
 		10*time.Second, time.Millisecond, "a client that reads nothing is closed")
 	require.EqualValues(t, 1, srv.Stats().WriteTimeouts)
 	require.Eventually(t, func() bool { return srv.respBudget.inUse() == 0 },
-		time.Second, time.Millisecond)
+		10*time.Second, time.Millisecond)
 }
 
 func TestOptionsSet(t *testing.T) {
@@ -267,7 +267,7 @@ func TestServerNodeWideResponseBudgetHoldsBackOtherConnections(t *testing.T) {
 	second := sink.next(t)
 	srv.Reply(bigFetchReply(first, 16<<20)) // a never reads: 16 MiB unwritten
 	require.Eventually(t, func() bool { return srv.respBudget.inUse() > 2<<20 },
-		time.Second, time.Millisecond)
+		10*time.Second, time.Millisecond)
 	send(t, c, 3, fetchReq(1<<20))
 	// c's reader must come to wait for the budget (however long a loaded machine takes
 	// to schedule it), and must not have delivered the fetch meanwhile.
