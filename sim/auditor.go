@@ -53,7 +53,8 @@ type auditor struct {
 	grp     auditGroup
 	members map[string][]string // member ids of each consumer group, from DescribeGroups
 	deletes []DeleteRecordsCall
-	trimOK  bool // its own topic for freshTrim (auditor_trim.go) exists
+	trimOK  bool  // its own topic for freshTrim (auditor_trim.go) exists
+	trimEnd int64 // that topic's log end after its last acknowledged write
 }
 
 // DeleteRecordsCall is one DeleteRecords partition the auditor sent: a log start

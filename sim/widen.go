@@ -39,7 +39,7 @@ func drawWider(r *Rand, c *Config) {
 			c.Vandals[i].BadCRCChance = Pick(r, 0.2, 0.5)
 		}
 	}
-	if r.Chance(0.6) {
+	if r.Chance(0.8) {
 		c.Audit.FreshTrimChance = Pick(r, 0.1, 0.3)
 	}
 }
