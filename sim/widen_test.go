@@ -102,3 +102,23 @@ func TestWiderMutantBuild(t *testing.T) {
 		out)
 	require.NotContains(t, string(out), "SKIP", "%s", out)
 }
+
+// TestWiderSettings: the --set names switch the forms on and refuse bad values.
+func TestWiderSettings(t *testing.T) {
+	c := Draw(7)
+	c.Zombie = ZombieSpec{}
+	require.NoError(t, c.Set("zombie", "on"))
+	require.True(t, c.Zombie.On)
+	require.Equal(t, c.Topics[0].Name, c.Zombie.Topic)
+	require.Positive(t, c.Zombie.EveryMs)
+	require.NoError(t, c.Set("reader.tiny.chance", "0.4"))
+	for _, r := range c.Readers {
+		require.Equal(t, 0.4, r.TinyChance)
+	}
+	require.NoError(t, c.Set("audit.freshtrim.chance", "1"))
+	require.Equal(t, 1.0, c.Audit.FreshTrimChance)
+	require.Error(t, c.Set("vandal.badcrc.chance", "1.5"))
+	require.Error(t, c.Set("zombie", "maybe"))
+	require.NoError(t, c.Set("zombie", "off"))
+	require.False(t, c.Zombie.On)
+}
