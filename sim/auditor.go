@@ -17,6 +17,9 @@ import (
 type AuditSpec struct {
 	On      bool
 	EveryMs int64 // mean time between requests
+	// FreshTrimChance: per step, an acks=1 write and at once a DeleteRecords up to its
+	// end, which may lie above the high-water mark while its fsync runs (widen.go).
+	FreshTrimChance float64
 }
 
 // auditor exercises the APIs and request forms the workload clients leave out:
@@ -50,6 +53,8 @@ type auditor struct {
 	grp     auditGroup
 	members map[string][]string // member ids of each consumer group, from DescribeGroups
 	deletes []DeleteRecordsCall
+	trimOK  bool  // its own topic for freshTrim (auditor_trim.go) exists
+	trimEnd int64 // that topic's log end after its last acknowledged write
 }
 
 // DeleteRecordsCall is one DeleteRecords partition the auditor sent: a log start
@@ -112,6 +117,10 @@ func (a *auditor) pump() {
 	a.busyReq = true
 	if len(a.parts) == 0 {
 		a.metadata()
+		return
+	}
+	if a.spec.FreshTrimChance > 0 && a.rnd.Chance(a.spec.FreshTrimChance) {
+		a.freshTrim()
 		return
 	}
 	ops := []func(){a.describeConfigs, a.alterIncremental, a.alterLegacy, a.listByTime,

@@ -147,8 +147,10 @@ const staleGeneration = 1 << 30
 // OUT_OF_ORDER_SEQUENCE_NUMBER) and write nothing.
 func (a *auditor) zombieProducer() {
 	var pids []int64
-	for k := range a.w.pids {
-		pids = append(pids, k[0])
+	for k, who := range a.w.pids {
+		if who != zombieName { // the zombie producer bumps its epochs: any may be current
+			pids = append(pids, k[0])
+		}
 	}
 	if len(pids) == 0 {
 		a.metadata()

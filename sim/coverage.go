@@ -120,6 +120,8 @@ var ExpectedPairs = []Pair{
 	{int16(kmsg.Produce), kerr.MessageTooLarge.Code},
 	{int16(kmsg.Produce), kerr.UnsupportedVersion.Code},
 	{int16(kmsg.Produce), kerr.InvalidRequiredAcks.Code},
+	{int16(kmsg.Produce), kerr.InvalidProducerEpoch.Code}, // the zombie producer
+	{int16(kmsg.Produce), kerr.CorruptMessage.Code},       // bad-CRC vandal batches
 	{int16(kmsg.SyncGroup), kerr.UnknownMemberID.Code},
 	{int16(kmsg.Heartbeat), kerr.UnknownMemberID.Code},
 	{int16(kmsg.LeaveGroup), kerr.UnknownMemberID.Code},
@@ -149,8 +151,6 @@ var NeverHitReasons = map[string]string{
 		"(maxProducersPerPartition); TestProducerTableEvictsTheLongestIdle drives it",
 	"replica/append-transactional-refused": "no simulated client is transactional " +
 		"(transactions are not implemented); TestReplicaRefusesTransactionalBatches drives it",
-	"replica/producer-old-epoch": "producer epochs are always 0: InitProducerId without " +
-		"a transactional id hands out a fresh id, never a bumped epoch",
 	"group/join-max-size": "group.max.size defaults to 1000 members; the simulator runs " +
 		"at most 4 per group",
 	"group/offsets-expire-empty-group": "offsets.retention.check.interval.ms is 10 min " +

@@ -112,6 +112,7 @@ type ReaderSpec struct {
 	ListChance  float64 // per fetch: also ask ListOffsets latest
 	BackoffMs   int64
 	IdleEveryMs int64
+	TinyChance  float64 // per fetch: limits smaller than a batch (widen.go)
 }
 
 // CommitterSpec configures one offset committer.
@@ -165,6 +166,8 @@ type VandalSpec struct {
 	Acks      int16 // 1 or -1: a vandal wants to hear the verdict
 	EveryMs   int64
 	TimeoutMs int64
+	// BadCRCChance: per batch, well-formed records under a wrong CRC (widen.go).
+	BadCRCChance float64
 }
 
 // Config is one run's complete configuration. Draw derives it from a seed; Set
@@ -187,7 +190,8 @@ type Config struct {
 	Members    []MemberSpec
 	Deletes    DeleteSpec
 	Vandals    []VandalSpec
-	Audit      AuditSpec // auditor.go
+	Audit      AuditSpec  // auditor.go
+	Zombie     ZombieSpec // zombie.go
 }
 
 // DefaultSafetyMs is the default virtual run time of the safety phase.
@@ -242,6 +246,7 @@ func Draw(seed uint64) Config {
 	// Producer-state snapshots every few batches (the default is 20,000, more than a
 	// seed writes), so restarts recover from a snapshot followed by more batches.
 	c.Broker["sluice.producer.snapshot.interval.batches"] = strconv.Itoa(int(r.Between(5, 50)))
+	drawWider(r, &c) // widen.go: issue 7's wider workload
 	return c
 }
 
@@ -528,7 +533,7 @@ func (c *Config) setSim(name, value string) (bool, error) {
 	case name == "heal.ms":
 		return true, setInt64(&c.HealMs, value)
 	}
-	return false, nil
+	return c.setWide(name, value)
 }
 
 func (c *Config) setFault(rest, value string) error {
@@ -659,7 +664,11 @@ func (c Config) Summary() []string {
 	}
 	lines = append(lines, fmt.Sprintf("admin: %+v", c.Admin))
 	if c.Audit.On {
-		lines = append(lines, fmt.Sprintf("audit: every~%dms", c.Audit.EveryMs))
+		lines = append(lines, fmt.Sprintf("audit: every~%dms freshtrim=%.2f", c.Audit.EveryMs,
+			c.Audit.FreshTrimChance))
+	}
+	if c.Zombie.On {
+		lines = append(lines, fmt.Sprintf("zombie: %+v", c.Zombie))
 	}
 	if c.Deletes.On {
 		lines = append(lines, fmt.Sprintf("deletes: every~%dms gap~%dms topics=%v",

@@ -94,6 +94,10 @@ func (r *reader) fetch() {
 	req.MaxWaitMillis = r.spec.MaxWaitMs
 	req.MinBytes = r.spec.MinBytes
 	req.MaxBytes = r.spec.MaxBytes
+	partMax := r.spec.PartMax
+	if r.spec.TinyChance > 0 && r.rnd.Chance(r.spec.TinyChance) {
+		partMax, req.MaxBytes = tinyFetchLimits(r.rnd)
+	}
 	req.SessionID, req.SessionEpoch = 0, -1
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = r.spec.Topic
@@ -104,9 +108,13 @@ func (r *reader) fetch() {
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = p.tp.Partition
 		rp.FetchOffset = p.pos
-		rp.PartitionMaxBytes = r.spec.PartMax
+		rp.PartitionMaxBytes = partMax
 		rp.CurrentLeaderEpoch, rp.LogStartOffset = -1, -1
 		rt.Partitions = append(rt.Partitions, rp)
+	}
+	sent := make([]int64, len(r.parts)) // the offsets asked, for the stall check
+	for i, p := range r.parts {
+		sent[i] = p.pos
 	}
 	req.Topics = append(req.Topics, rt)
 	r.fetching = true
@@ -117,6 +125,7 @@ func (r *reader) fetch() {
 			r.wakeIn(r.spec.BackoffMs * ms)
 			return
 		}
+		r.checkStall(req, sent, resp.(*kmsg.FetchResponse))
 		r.fetched(call, resp.(*kmsg.FetchResponse))
 	})
 }
@@ -306,4 +315,41 @@ func (r *reader) listed(call int64, p *rPart, ts int64, rp kmsg.ListOffsetsRespo
 		TP: p.tp, Call: call, Return: r.w.now, Outcome: linearizability.OK,
 		FetchOffset: -1, HWM: rp.Offset})
 	p.hwm = rp.Offset
+}
+
+// checkStall flags a fetch answered with no records at all while one of its partitions
+// had records at the offset asked: the first partition with any must get its first
+// batch whatever PartitionMaxBytes and MaxBytes say (KIP-74), or a consumer whose next
+// batch is larger than its limits never moves again. Answers with an error anywhere
+// prove nothing. Every answer's log start must not be above its high-water mark.
+func (r *reader) checkStall(req *kmsg.FetchRequest, sent []int64, resp *kmsg.FetchResponse) {
+	if resp.ErrorCode != 0 {
+		return
+	}
+	behind, served := "", false
+	for _, t := range resp.Topics {
+		for i := range t.Partitions {
+			rp := &t.Partitions[i]
+			if rp.ErrorCode != 0 {
+				return
+			}
+			if rp.LogStartOffset > rp.HighWatermark && rp.HighWatermark >= 0 {
+				r.w.fail("anomaly", "log-start-past-hwm %s: fetch of %s-%d answered log start "+
+					"%d above the high-water mark %d", r.name, t.Topic, rp.Partition,
+					rp.LogStartOffset, rp.HighWatermark)
+			}
+			served = served || len(rp.RecordBatches) > 0
+			n := int(rp.Partition)
+			if behind == "" && n >= 0 && n < len(sent) && sent[n] < rp.HighWatermark &&
+				sent[n] >= rp.LogStartOffset {
+				behind = fmt.Sprintf("%s-%d at %d (log start %d, high-water mark %d)",
+					t.Topic, rp.Partition, sent[n], rp.LogStartOffset, rp.HighWatermark)
+			}
+		}
+	}
+	if behind != "" && !served {
+		r.w.fail("liveness", "fetch-stalled %s: a fetch (max bytes %d, partition max %d) "+
+			"returned no records though %s had some", r.name, req.MaxBytes,
+			req.Topics[0].Partitions[0].PartitionMaxBytes, behind)
+	}
 }

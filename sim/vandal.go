@@ -57,6 +57,9 @@ func (v *vandal) pump() {
 
 func (v *vandal) produce() {
 	kind := malformKind(v.rnd.Intn(int(numMalformKinds)))
+	if v.spec.BadCRCChance > 0 && v.rnd.Chance(v.spec.BadCRCChance) {
+		kind = malformBadCRC
+	}
 	part := int32(v.rnd.Intn(int(v.parts)))
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = v.spec.Acks, int32(v.spec.TimeoutMs)
@@ -64,7 +67,11 @@ func (v *vandal) produce() {
 	rt.Topic = v.spec.Topic
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition = part
-	rp.Records = malformedBatch(v.rnd, kind, (epochNs+v.w.now)/ms)
+	if kind == malformBadCRC {
+		rp.Records = badCRCBatch(v.rnd, (epochNs+v.w.now)/ms)
+	} else {
+		rp.Records = malformedBatch(v.rnd, kind, (epochNs+v.w.now)/ms)
+	}
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	v.busyReq = true
@@ -90,7 +97,13 @@ func (v *vandal) answered(kind malformKind, part int32, resp *kmsg.ProduceRespon
 			case 0:
 				v.w.fail("anomaly", "malformed-accepted %s: a malformed batch (%s) was "+
 					"accepted by %s-%d at offset %d", v.name, kind, t.Topic, part, p.BaseOffset)
-			case kerr.CorruptMessage.Code, kerr.InvalidRecord.Code:
+			case kerr.CorruptMessage.Code:
+			case kerr.InvalidRecord.Code:
+				if kind == malformBadCRC {
+					v.w.fail("anomaly", "malformed-accepted %s: a batch with a wrong CRC to "+
+						"%s-%d was refused with INVALID_RECORD, not CORRUPT_MESSAGE: its "+
+						"records were looked at before its checksum", v.name, t.Topic, part)
+				}
 			case kerr.UnknownTopicOrPartition.Code:
 				v.parts = 0
 			}
@@ -110,6 +123,9 @@ const (
 	malformHeaderOverrun                    // a record claims headers it does not hold
 	malformLengthLong                       // a record's length claims more than its fields
 	numMalformKinds
+	// malformBadCRC: well-formed records under a CRC that does not match them (drawn
+	// apart from the kinds above, with VandalSpec.BadCRCChance).
+	malformBadCRC malformKind = 100
 )
 
 func (k malformKind) String() string {
@@ -117,6 +133,9 @@ func (k malformKind) String() string {
 		"trailing-bytes", "header-overrun", "length-long"}
 	if int(k) < len(names) {
 		return names[k]
+	}
+	if k == malformBadCRC {
+		return "bad-crc"
 	}
 	return fmt.Sprintf("malform%d", k)
 }
@@ -204,5 +223,21 @@ func assembleBatch(body []byte, count int32, attrs int16, tsMs int64) []byte {
 	rb.Length = int32(batch.HeaderSize - 12 + len(body))
 	b := rb.AppendTo(nil)
 	binary.BigEndian.PutUint32(b[17:], batch.ComputeCRC(b))
+	return b
+}
+
+// badCRCBatch builds a batch of 1–5 well-formed records whose CRC-32C field does not
+// match its bytes, as a client with a broken checksum routine, or a bit flipped on the
+// way, would send. The broker must refuse it with CORRUPT_MESSAGE and store nothing.
+func badCRCBatch(r *Rand, tsMs int64) []byte {
+	n := 1 + r.Intn(5)
+	var body []byte
+	for i := 0; i < n; i++ {
+		body = append(body, encodeRecord(int32(i), fmt.Sprintf("k%d", i),
+			fmt.Sprintf("vandal-%d", r.Intn(1<<20)))...)
+	}
+	b := assembleBatch(body, int32(n), 0, tsMs)
+	crc := binary.BigEndian.Uint32(b[17:])
+	binary.BigEndian.PutUint32(b[17:], crc^uint32(1+r.Intn(1<<16))<<uint(r.Intn(16)))
 	return b
 }

@@ -335,4 +335,8 @@ func (w *World) buildClients() {
 		actor++
 		w.clients = append(w.clients, newAuditor(w, actor))
 	}
+	if w.cfg.Zombie.On {
+		actor++
+		w.clients = append(w.clients, newZombie(w, actor, w.cfg.Zombie))
+	}
 }
