@@ -101,11 +101,30 @@ func refusalDisproved(h *History, op *Op, session map[int]*Op, first int,
 		return ""
 	}
 	if (pred.Offset < 0 && logStart > 0) || (pred.Offset >= 0 && logStart > pred.Offset) ||
-		h.mayHaveRemoved(op.TP, pred, op.SeqErrAt) {
+		h.mayHaveRemoved(op.TP, pred, op.SeqErrAt) || pastDupWindow(session, op) {
 		return ""
 	}
 	return fmt.Sprintf("the session's previous write %s (op %d) was acknowledged at %s "+
 		"(offset %d)", pred.Write, pred.ID, fmtNs(pred.Return), pred.Offset)
+}
+
+// dupWindow is how many of a producer's latest batches a partition remembers to answer a
+// retry as a duplicate (Kafka's, and core/replica's, five).
+const dupWindow = 5
+
+// pastDupWindow reports whether op may have been appended and then pushed out of the
+// duplicate window by later writes of its session sent before the refusal: a retry of
+// it is then out of order, as Kafka answers it too.
+func pastDupWindow(session map[int]*Op, op *Op) bool {
+	later := 0
+	for s := op.Seq + 1; later < dupWindow; s++ {
+		w := session[s]
+		if w == nil || w.Call > op.SeqErrAt {
+			return false
+		}
+		later++
+	}
+	return true
 }
 
 // mayHaveRemoved reports whether retention or a DeleteRecords call may have removed

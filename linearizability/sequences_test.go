@@ -118,3 +118,22 @@ func TestSequenceGapInFinalReadIsAnAnomaly(t *testing.T) {
 	rep = check(t, &b.h)
 	require.True(t, rep.OK(), "%v", rep.Summary(10))
 }
+
+// A retry of a write that may have landed, after five later writes of its session were
+// sent, is out of Kafka's duplicate window: OUT_OF_ORDER_SEQUENCE_NUMBER is then what
+// Kafka answers too (seed 137). Four later writes are not enough.
+func TestOutOfOrderPastTheDuplicateWindowIsExplained(t *testing.T) {
+	build := func(later int) *builder {
+		b := &builder{}
+		idem(b, "a", 1, 10, 20, OK, 0)
+		refuse(idem(b, "b", 2, 30, 0, Unknown, -1), kerr.OutOfOrderSequenceNumber.Code, 90, 2)
+		for i := range later {
+			idem(b, string(rune('c'+i)), 3+i, 31+int64(i), 0, Unknown, -1)
+		}
+		return b
+	}
+	rep := check(t, &build(5).h)
+	require.Zero(t, rep.Counts[SequenceRefused], "%v", rep.Summary(10))
+	rep = check(t, &build(4).h)
+	require.Equal(t, 1, rep.Counts[SequenceRefused], "%v", rep.Summary(10))
+}
