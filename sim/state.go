@@ -43,3 +43,14 @@ func (n *node) reopenState() {
 	}
 	n.state.Reopen(n.stateR)
 }
+
+// ackTrim records that the DeleteRecords call hist.Trims[i] was acknowledged with low
+// watermark low: from now on no record below it may be served, crashes or not. i < 0
+// (no call recorded) is ignored.
+func (w *World) ackTrim(i int, low int64) {
+	if i < 0 {
+		return
+	}
+	tr := &w.hist.Trims[i]
+	tr.Acked, tr.Return, tr.LowWatermark = true, w.now, low
+}
