@@ -148,6 +148,7 @@ func (v *view) checkBelowLogStart() {
 	}
 	sort.Slice(known, func(i, j int) bool { return known[i].Return < known[j].Return })
 	best := newMaxTable(len(known), func(i int) int64 { return known[i].LogStart })
+	acked := v.h.ackedTrims(baseTopic(v.tp.Topic), v.tp.Partition)
 	for _, r := range v.reads {
 		if len(r.Records) == 0 {
 			continue
@@ -162,9 +163,8 @@ func (v *view) checkBelowLogStart() {
 			start, by = known[i].LogStart, known[i].ID
 		}
 		// Crashes or not: an acknowledged DeleteRecords is durable.
-		if acked := v.h.ackedLogStart(baseTopic(v.tp.Topic), v.tp.Partition, r.Call,
-			r.Return); acked > start {
-			start, by = acked, -1
+		if low := v.h.ackedLogStart(acked, r.Call, r.Return); low > start {
+			start, by = low, -1
 		}
 		for _, rec := range r.Records {
 			wid, ok := v.valW[rec.Value]
@@ -185,15 +185,26 @@ func (v *view) checkBelowLogStart() {
 	}
 }
 
-// ackedLogStart returns the highest low watermark an acknowledged DeleteRecords of
-// topic's partition reported before t, with no deletion of the topic since it was sent
-// up to until (0: none). The broker stored that log start durably before answering: no
-// crash may bring back records below it.
-func (h *History) ackedLogStart(topic string, partition int32, t, until int64) int64 {
-	var best int64
+// ackedTrims returns the acknowledged DeleteRecords calls of topic's partition.
+func (h *History) ackedTrims(topic string, partition int32) []Trim {
+	var out []Trim
 	for _, tr := range h.Trims {
-		if !tr.Acked || tr.Topic != topic || tr.Partition != partition || tr.Return >= t ||
-			tr.LowWatermark <= best || h.deletedBetween(topic, tr.At, until) {
+		if tr.Acked && tr.Topic == topic && tr.Partition == partition {
+			out = append(out, tr)
+		}
+	}
+	return out
+}
+
+// ackedLogStart returns the highest low watermark of the acknowledged DeleteRecords
+// calls (ackedTrims) that returned before t, with no deletion of the topic from the
+// call's sending up to until (0: none). The broker stored that log start durably
+// before answering: no crash may bring back records below it.
+func (h *History) ackedLogStart(acked []Trim, t, until int64) int64 {
+	var best int64
+	for _, tr := range acked {
+		if tr.Return >= t || tr.LowWatermark <= best ||
+			h.deletedBetween(tr.Topic, tr.At, until) {
 			continue
 		}
 		best = tr.LowWatermark
