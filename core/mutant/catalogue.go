@@ -27,7 +27,8 @@ var Catalogue = []Mutant{
 	{"broker/commit-ignores-write-error", "core/broker", "groups",
 		"an offset commit whose write failed is applied and acknowledged", "./core/broker/"},
 	{"broker/commit-before-durable", "core/broker", "groups",
-		"an offset commit is answered once its batch is in the log, before it is durable",
+		"offset commits (and group records) are answered once the log end covers their " +
+			"batch, not the high-water mark",
 		"./core/broker/"},
 	{"disk/state-nosync", "disk", "durability",
 		"node-state store writes (log start offsets, ...) are committed without sync",
