@@ -12,7 +12,8 @@
 //     recently used handles are fsynced if dirty, closed, and reopened on use.
 //   - A StateStore for node-local key/value state (log start offsets, snapshots of
 //     producer state, segment creation times, the metadata log). OpenPebbleState backs it
-//     with pebble and synced writes; NewMemState is a map for tests and the simulator.
+//     with pebble and synced writes; NewMemState is a map for tests and the simulator
+//     that fails and loses writes in doubt at a restart as pebble can (SetFault, Reopen).
 //   - MetaLog, the node's committed metadata records in a StateStore.
 //   - PartitionLog, one partition's segmented log of Kafka RecordBatch v2 bytes with a
 //     sparse offset index and a time index, implementing replica.Log. Recovery on open

@@ -81,6 +81,9 @@ func OpenPartitionLog(fs FS, dir string, state StateStore, stateKeyPrefix string
 			return nil, fmt.Errorf("open partition log %s: finish removing: %w", dir, err)
 		}
 	}
+	if err := claimLog(fs, dir, state, stateKeyPrefix, cfg.TopicID, lg); err != nil {
+		return nil, fmt.Errorf("open partition log %s: %w", dir, err)
+	}
 	if err := l.makeDir(); err != nil {
 		return nil, fmt.Errorf("open partition log %s: %w", dir, err)
 	}

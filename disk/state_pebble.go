@@ -177,12 +177,20 @@ func (p *PebbleState) Get(key []byte) ([]byte, bool, error) {
 
 // Set implements StateStore.
 func (p *PebbleState) Set(key, val []byte) error {
-	return p.write(func() error { return p.db.Set(key, val, pebble.Sync) })
+	return p.write(func() error { return p.db.Set(key, val, writeOpts()) })
 }
 
 // Delete implements StateStore.
 func (p *PebbleState) Delete(key []byte) error {
-	return p.write(func() error { return p.db.Delete(key, pebble.Sync) })
+	return p.write(func() error { return p.db.Delete(key, writeOpts()) })
+}
+
+// writeOpts are every write's options: synced, so a write is durable on return.
+func writeOpts() *pebble.WriteOptions {
+	if mutantOn("state-nosync") {
+		return pebble.NoSync
+	}
+	return pebble.Sync
 }
 
 // write runs one synced commit, turning pebble's fatal commit error (a write-ahead log

@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -269,6 +270,34 @@ func removeSegmentFiles(fsys FS, dir string, base int64) error {
 // deleted topic's log (after a crash or a failed read of the directory part way) is
 // never recovered as the log of a topic created later under the same name.
 func removingKey(prefix string) []byte { return []byte(prefix + "removing") }
+
+// topicIDKey holds the id of the topic a log belongs to.
+func topicIDKey(prefix string) []byte { return []byte(prefix + "topic-id") }
+
+// claimLog binds the log under prefix to topic id (zero: unknown, nothing to do). A
+// log bound to another id belongs to a deleted topic of the same name whose removal
+// failed (a failed state store, say): it is removed first, so a re-created topic
+// starts empty. A log with no id (written before ids were recorded) is kept.
+func claimLog(fsys FS, dir string, state StateStore, prefix string, id [16]byte,
+	lg *zap.Logger) error {
+	if id == ([16]byte{}) {
+		return nil
+	}
+	v, ok, err := state.Get(topicIDKey(prefix))
+	switch {
+	case err != nil:
+		return err
+	case ok && bytes.Equal(v, id[:]):
+		return nil
+	case ok:
+		lg.Warn("removing the log of an earlier topic of the same name",
+			zap.String("log", dir), zap.Binary("old_topic_id", v))
+		if err := RemovePartitionLog(fsys, dir, state, prefix); err != nil {
+			return fmt.Errorf("remove the earlier topic's log: %w", err)
+		}
+	}
+	return state.Set(topicIDKey(prefix), id[:])
+}
 
 // RemovePartitionLog deletes a partition's directory and every state key under prefix,
 // for a deleted topic. The log must be closed. The removing mark goes first and last,

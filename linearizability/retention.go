@@ -1,6 +1,7 @@
 package linearizability
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 )
@@ -27,12 +28,16 @@ type RetentionSetting struct {
 }
 
 // Trim is a DeleteRecords call asking partition TP to start at Offset (-1: at the
-// high-water mark), sent at At.
+// high-water mark), sent at At. Acked: answered without error at Return with
+// LowWatermark, a log start the broker promised durable (checkAckedLogStart).
 type Trim struct {
-	Topic     string
-	Partition int32
-	At        int64
-	Offset    int64
+	Topic        string
+	Partition    int32
+	At           int64
+	Offset       int64
+	Acked        bool
+	Return       int64
+	LowWatermark int64
 }
 
 // baseTopic strips the incarnation suffix incarnations.go adds.
@@ -153,6 +158,7 @@ func (v *view) checkBelowLogStart() {
 	}
 	sort.Slice(known, func(i, j int) bool { return known[i].Return < known[j].Return })
 	best := newMaxTable(len(known), func(i int) int64 { return known[i].LogStart })
+	acked := v.h.ackedTrims(baseTopic(v.tp.Topic), v.tp.Partition)
 	for _, r := range v.reads {
 		if len(r.Records) == 0 {
 			continue
@@ -166,6 +172,10 @@ func (v *view) checkBelowLogStart() {
 		if i := best.argmax(lo, hi); i >= 0 && known[i].LogStart > start {
 			start, by = known[i].LogStart, known[i].ID
 		}
+		// Crashes or not: an acknowledged DeleteRecords is durable.
+		if low := v.h.ackedLogStart(acked, r.Call, r.Return); low > start {
+			start, by = low, -1
+		}
 		for _, rec := range r.Records {
 			wid, ok := v.valW[rec.Value]
 			if !ok {
@@ -173,12 +183,53 @@ func (v *view) checkBelowLogStart() {
 			}
 			last := rec.Offset - int64(v.byVal[rec.Value]) + int64(len(v.writes[wid].values)) - 1
 			if last < start {
+				from := fmt.Sprintf("op %d", by)
+				if by < 0 {
+					from = "an acknowledged DeleteRecords"
+				}
 				v.flag(BelowLogStart, rec.Offset, "op %d returned offset %d (its batch ends at "+
-					"%d) below log start %d known from op %d", r.ID, rec.Offset, last, start, by)
+					"%d) below log start %d known from %s", r.ID, rec.Offset, last, start, from)
 				return
 			}
 		}
 	}
+}
+
+// ackedTrims returns the acknowledged DeleteRecords calls of topic's partition.
+func (h *History) ackedTrims(topic string, partition int32) []Trim {
+	var out []Trim
+	for _, tr := range h.Trims {
+		if tr.Acked && tr.Topic == topic && tr.Partition == partition {
+			out = append(out, tr)
+		}
+	}
+	return out
+}
+
+// ackedLogStart returns the highest low watermark of the acknowledged DeleteRecords
+// calls (ackedTrims) that returned before t, with no deletion of the topic from the
+// call's sending up to until (0: none). The broker stored that log start durably
+// before answering: no crash may bring back records below it.
+func (h *History) ackedLogStart(acked []Trim, t, until int64) int64 {
+	var best int64
+	for _, tr := range acked {
+		if tr.Return >= t || tr.LowWatermark <= best ||
+			h.deletedBetween(tr.Topic, tr.At, until) {
+			continue
+		}
+		best = tr.LowWatermark
+	}
+	return best
+}
+
+// deletedBetween reports a deletion of topic at a time in [from, to].
+func (h *History) deletedBetween(topic string, from, to int64) bool {
+	for _, d := range h.Deletions {
+		if d.Topic == topic && d.At >= from && d.At <= to {
+			return true
+		}
+	}
+	return false
 }
 
 // lastCrash returns the time of the last crash at or before t (-1: none).

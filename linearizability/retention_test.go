@@ -1,6 +1,7 @@
 package linearizability
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,6 +88,31 @@ func TestRecordsServedBelowTheLogStartAreAnAnomaly(t *testing.T) {
 
 	// ... unless a crash came between (a log start may be lost with it).
 	b.h.Crashes = []Crash{{At: 35}}
+	rep = check(t, &b.h)
+	require.Zero(t, rep.Counts[BelowLogStart], "%v", rep.Summary(10))
+}
+
+func TestRecordsBelowAnAcknowledgedDeleteRecordsAreAnAnomalyAfterACrash(t *testing.T) {
+	// DeleteRecords to 2 was acknowledged at 32; a crash at 35 cannot bring a.0 back.
+	var b builder
+	b.appendOp("a", 1, 10, 11, OK, -1, 0)
+	b.appendOp("b", 2, 20, 21, OK, -1, 1)
+	b.h.Trims = []Trim{{Topic: tp0.Topic, Partition: tp0.Partition, At: 30, Offset: 2,
+		Acked: true, Return: 32, LowWatermark: 2}}
+	b.h.Crashes = []Crash{{At: 35}}
+	b.read(40, 41, 0, 3, "a.0", "b.0", "b.1")
+	rep := check(t, &b.h)
+	require.Equal(t, 1, rep.Counts[BelowLogStart], "%v", rep.Summary(10))
+	require.Contains(t, strings.Join(rep.Summary(10), "\n"), "acknowledged DeleteRecords")
+
+	// Not acknowledged (unknown outcome or refused): the start may have stayed put.
+	b.h.Trims[0].Acked = false
+	rep = check(t, &b.h)
+	require.Zero(t, rep.Counts[BelowLogStart], "%v", rep.Summary(10))
+
+	// Acknowledged, but the topic was deleted since: its re-creation starts afresh.
+	b.h.Trims[0].Acked = true
+	b.h.Deletions = []Deletion{{Topic: tp0.Topic, At: 36}}
 	rep = check(t, &b.h)
 	require.Zero(t, rep.Counts[BelowLogStart], "%v", rep.Summary(10))
 }

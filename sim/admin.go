@@ -190,6 +190,7 @@ func (a *admin) deleteRecords(topic string) {
 	req.Topics = append(req.Topics, rt)
 	a.w.hist.Trims = append(a.w.hist.Trims, linearizability.Trim{Topic: topic,
 		Partition: tp.Partition, At: a.w.now, Offset: offset})
+	trim := len(a.w.hist.Trims) - 1
 	a.busyReq = true
 	a.send(req, a.timeout(), func(r kmsg.Response, err error) {
 		if err == nil {
@@ -198,6 +199,7 @@ func (a *admin) deleteRecords(topic string) {
 					a.code("delete-records", p.ErrorCode)
 					if p.ErrorCode == 0 {
 						a.low[tp] = max(a.low[tp], p.LowWatermark)
+						a.w.ackTrim(trim, p.LowWatermark)
 					}
 				}
 			}

@@ -476,12 +476,14 @@ func (a *auditor) deleteRecords() {
 	req.Topics = append(req.Topics, rt)
 	a.w.stats.Faults["delete-records"]++
 	a.deletes = append(a.deletes, DeleteRecordsCall{TP: tp, Offset: offset, Sent: a.w.now})
+	trim := -1
 	if !beyond {
 		// The log-start checker (linearizability/retention.go) is told when the call is
 		// sent: from then on the start may move that far. A call beyond the high-water
 		// mark must be refused, so it allows nothing.
 		a.w.hist.Trims = append(a.w.hist.Trims, linearizability.Trim{Topic: tp.Topic,
 			Partition: tp.Partition, At: a.w.now, Offset: offset})
+		trim = len(a.w.hist.Trims) - 1
 	}
 	idx := len(a.deletes) - 1
 	a.send(req, a.timeout(), func(r kmsg.Response, err error) {
@@ -499,6 +501,8 @@ func (a *auditor) deleteRecords() {
 					case p.ErrorCode == 0 && p.LowWatermark < offset:
 						a.failf("DeleteRecords %s before %d answered low watermark %d", tp,
 							offset, p.LowWatermark)
+					case p.ErrorCode == 0:
+						a.w.ackTrim(trim, p.LowWatermark)
 					}
 				}
 			}

@@ -49,6 +49,7 @@ type node struct {
 	diskR  *Rand // fsync latencies and injected disk errors
 	clockR *Rand
 	readR  *Rand // injected read errors (own stream: seeds without them keep their trace)
+	stateR *Rand // state store errors and what a restart keeps of writes in doubt
 
 	slowUntil, errUntil, clogUntil int64
 	metaErrUntil                   int64 // MetaErrors spell: proposals may fail
@@ -67,6 +68,7 @@ func newNode(w *World, id int32) *node {
 		readR: newStream(w.cfg.Seed, name+"/readerr"), conns: map[uint64]*conn{}}
 	n.lg = newLogger(w, w.logOut, w.logLevel, name)
 	n.fs.SetFault(n.diskFault)
+	n.initState()
 	return n
 }
 
@@ -83,6 +85,7 @@ func (n *node) boot() {
 	// small enough that segment files are evicted (fsynced first) and reopened often.
 	n.files = disk.NewFileCache(n.fs, simLogFiles)
 	n.syncTail = map[core.TopicPartition]int64{}
+	n.reopenState()
 	if s := n.w.cfg.Faults.ClockSkewMs; s > 0 {
 		n.skewNs = n.clockR.Between(-s, s) * ms
 	}

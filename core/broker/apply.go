@@ -124,8 +124,13 @@ func (b *Broker) topicConfigInt(t *meta.Topic, name string) int64 {
 // replicaConfig resolves the settings a replica needs from a topic's overrides and the
 // broker defaults.
 func (b *Broker) replicaConfig(t *meta.Topic) replica.Config {
+	var id [16]byte
+	if t != nil {
+		id = t.ID
+	}
 	return replica.Config{
 		Segment: replica.SegmentConfig{
+			TopicID:       id,
 			SegmentBytes:  b.topicConfigInt(t, "segment.bytes"),
 			SegmentMs:     b.topicConfigInt(t, "segment.ms"),
 			IndexInterval: int(b.topicConfigInt(t, "index.interval.bytes")),

@@ -389,8 +389,15 @@ func (b *Broker) writeOffsets(groupID string, kvs []batch.KV, done func(code int
 func (b *Broker) offsetWritesDurable(tp core.TopicPartition) {
 	ws := b.groups.writes[tp]
 	rep := b.replicas[tp]
+	if rep == nil {
+		return
+	}
+	covered := rep.HighWatermark
+	if mutantOn("commit-before-durable") {
+		covered = rep.EndOffset
+	}
 	i := 0
-	for rep != nil && i < len(ws) && rep.HighWatermark() >= ws[i].offset {
+	for i < len(ws) && covered() >= ws[i].offset {
 		i++
 	}
 	if i == 0 {

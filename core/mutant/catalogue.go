@@ -26,6 +26,13 @@ var Catalogue = []Mutant{
 		"SyncGroup answered before the generation's record is durable", "./core/group/"},
 	{"broker/commit-ignores-write-error", "core/broker", "groups",
 		"an offset commit whose write failed is applied and acknowledged", "./core/broker/"},
+	{"broker/commit-before-durable", "core/broker", "groups",
+		"offset commits (and group records) are answered once the log end covers their " +
+			"batch, not the high-water mark",
+		"./core/broker/"},
+	{"disk/state-nosync", "disk", "durability",
+		"node-state store writes (log start offsets, ...) are committed without sync",
+		"./disk/"},
 	// Offsets and fetch.
 	{"replica/read-past-hwm", "core/replica", "fetch",
 		"a fetch below the high-water mark reads up to the log end", "./core/replica/"},

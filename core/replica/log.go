@@ -82,6 +82,10 @@ type SegmentConfig struct {
 	SegmentBytes  int64 // roll when the active segment would exceed this
 	SegmentMs     int64 // roll when the active segment's first batch is older than this
 	IndexInterval int   // bytes between sparse index entries
+	// TopicID is the topic's id (zero: unknown). A log opened for another id is the
+	// leftover of a deleted topic of the same name whose removal failed: the open
+	// removes it first, so a re-created topic never serves its predecessor's records.
+	TopicID [16]byte
 }
 
 // SegmentInfo describes one segment for retention decisions.
