@@ -86,7 +86,7 @@ func (l *PartitionLog) planSync() (syncPlan, syncResult) {
 	// again, empty, by the next open (a replica's first Sync, at open, stays free).
 	if hasSync(p.jobs) {
 		p.entry = l.entryPending
-		p.dir = !p.entry && l.dirChanges != l.dirSynced
+		p.dir = !p.entry && l.dirChanges != l.dirSynced && !mutantOn("roll-no-dir-sync")
 		p.dirAt = l.dirChanges
 	}
 	return p, syncResult{}
