@@ -309,7 +309,7 @@ func (l *PartitionLog) DeleteSegmentsBelow(offset int64) error {
 		}
 	}
 	l.dropFirst(n)
-	if n == 0 || mutantOn("retention-no-dir-sync") {
+	if n == 0 {
 		return nil
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {

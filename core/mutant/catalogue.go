@@ -25,8 +25,6 @@ var Catalogue = []Mutant{
 	{"disk/roll-no-dir-sync", "disk", "durability",
 		"a Sync after a roll fsyncs the new segment but not the directory holding its entry",
 		"./disk/"},
-	{"disk/retention-no-dir-sync", "disk", "retention",
-		"retention removes segment files without fsyncing the directory", "./disk/"},
 	{"group/sync-before-durable", "core/group", "groups",
 		"SyncGroup answered before the generation's record is durable", "./core/group/"},
 	{"broker/commit-ignores-write-error", "core/broker", "groups",
