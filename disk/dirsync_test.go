@@ -96,3 +96,32 @@ func TestRecoveredSegmentOfAnUnsyncedDirectorySurvivesACrash(t *testing.T) {
 	defer l.Close()
 	require.EqualValues(t, 3, l.EndOffset(), "what recovery kept was lost by a crash")
 }
+
+// StartSync issues the fsyncs when it begins and finishes when they land: on a MemFS
+// flight, bytes appended in between are not durable, and the index files certifying a
+// sealed segment are written only by the finish, after the landing.
+func TestStartSyncCoversOnlyWhatWasAppendedBeforeIt(t *testing.T) {
+	m, st := NewMemFS(), NewMemState()
+	l := openTestLog(t, m, st, smallSegments)
+	for len(l.Segments()) < 2 {
+		appendBatch(t, l, 1000, 2, 50, 1)
+	}
+	covered := l.EndOffset()
+	var finish func() error
+	fl := m.Fly(func() { finish = l.StartSync() })
+	names, err := m.ReadDir("data/t-0")
+	require.NoError(t, err)
+	require.Len(t, names, 2, "no index file before the fsyncs landed")
+	appendBatch(t, l, 1000, 2, 50, 1) // while the fsyncs are in flight
+	fl.Land()
+	require.NoError(t, finish())
+	names, err = m.ReadDir("data/t-0")
+	require.NoError(t, err)
+	require.Len(t, names, 4, "the sealed segment's index files")
+	require.NoError(t, l.Close())
+
+	m.Crash(zeroRand{})
+	l = openTestLog(t, m, st, smallSegments)
+	defer l.Close()
+	require.Equal(t, covered, l.EndOffset())
+}
