@@ -60,12 +60,12 @@ type MemFS struct {
 	// durDirs and durFiles are the durable namespace: what a crash leaves.
 	durDirs  map[string]bool
 	durFiles map[string]*memNode
-	// dirSeq is, per directory, the sequence number of the newest snapshot of its entries
-	// made durable (seq numbers them): a flight landing late never undoes a newer one.
-	dirSeq map[string]uint64
-	seq    uint64
-	gen    uint64 // bumped by Crash; handles from older generations are stale
-	fault  func(op Op, path string) error
+	// pend are, per directory, the changes to its entries no directory fsync has made
+	// durable yet, in order; seq numbers them.
+	pend  map[string][]entryOp
+	seq   uint64
+	gen   uint64 // bumped by Crash; handles from older generations are stale
+	fault func(op Op, path string) error
 
 	capture *Flight   // the flight Fly is filling, if any
 	flights []*Flight // flights begun and not landed
@@ -130,7 +130,8 @@ var _ FS = (*MemFS)(nil)
 // NewMemFS returns an empty filesystem whose root ("/" and ".") exists.
 func NewMemFS() *MemFS {
 	return &MemFS{dirs: map[string]bool{}, files: map[string]*memNode{},
-		durDirs: map[string]bool{}, durFiles: map[string]*memNode{}, dirSeq: map[string]uint64{}}
+		durDirs: map[string]bool{}, durFiles: map[string]*memNode{},
+		pend: map[string][]entryOp{}}
 }
 
 // SetFault installs a function consulted before every operation; a non-nil error fails
@@ -181,6 +182,7 @@ func (m *MemFS) Create(p string) (File, error) {
 	}
 	n := &memNode{}
 	m.files[p] = n
+	m.noteLocked(opSet, p, n)
 	return &memFile{fs: m, node: n, path: p, gen: m.gen}, nil
 }
 
@@ -214,6 +216,7 @@ func (m *MemFS) Remove(p string) error {
 	defer m.mu.Unlock()
 	if _, ok := m.files[p]; ok {
 		delete(m.files, p)
+		m.noteLocked(opDel, p, nil)
 		return nil
 	}
 	if !m.dirs[p] {
@@ -223,6 +226,7 @@ func (m *MemFS) Remove(p string) error {
 		return pathErr("remove", p, syscall.ENOTEMPTY)
 	}
 	delete(m.dirs, p)
+	m.noteLocked(opRmdir, p, nil)
 	return nil
 }
 
@@ -246,6 +250,8 @@ func (m *MemFS) Rename(oldpath, newpath string) error {
 	}
 	delete(m.files, oldpath)
 	m.files[newpath] = n
+	m.noteLocked(opDel, oldpath, nil)
+	m.noteLocked(opSet, newpath, n)
 	return nil
 }
 
@@ -262,6 +268,7 @@ func (m *MemFS) MkdirAll(p string) error {
 			return pathErr("mkdir", q, syscall.ENOTDIR)
 		}
 		m.dirs[q] = true
+		m.noteLocked(opMkdir, q, nil)
 	}
 	for q := p; q != "." && q != "/"; q = path.Dir(q) {
 		m.syncDirLocked(path.Dir(q)) // OSFS fsyncs every ancestor, existing or not
@@ -284,6 +291,7 @@ func (m *MemFS) Mkdir(p string) error {
 		return pathErr("mkdir", p, fs.ErrNotExist)
 	}
 	m.dirs[p] = true
+	m.noteLocked(opMkdir, p, nil)
 	return nil
 }
 
@@ -386,8 +394,8 @@ func (m *MemFS) ReadFile(p string) ([]byte, error) {
 	return append([]byte(nil), n.data...), nil
 }
 
-// WriteFile creates or replaces a file with durable content and a durable entry (tests
-// and tools); the parent directory must exist.
+// WriteFile creates or replaces a file with durable content and syncs its directory
+// (tests and tools); the parent directory must exist.
 func (m *MemFS) WriteFile(p string, data []byte) error {
 	p = path.Clean(p)
 	m.mu.Lock()
@@ -396,7 +404,9 @@ func (m *MemFS) WriteFile(p string, data []byte) error {
 		return pathErr("write", p, fs.ErrNotExist)
 	}
 	n := &memNode{data: append([]byte(nil), data...), durLen: len(data)}
-	m.files[p], m.durFiles[p] = n, n
+	m.files[p] = n
+	m.noteLocked(opSet, p, n)
+	m.applyDirLocked(dirSync{dir: path.Dir(p), upTo: m.seq})
 	return nil
 }
 
@@ -435,6 +445,7 @@ func (m *MemFS) Crash(r CrashRand) {
 	m.files, m.dirs = files, dirs
 	m.durFiles, m.durDirs = maps.Clone(files), maps.Clone(dirs)
 	m.capture, m.flights, m.trip, m.frozen = nil, nil, 0, false
+	clear(m.pend)
 	m.gen++
 }
 

@@ -22,7 +22,7 @@ type Flight struct {
 	m     *MemFS
 	gen   uint64
 	files []flightFile
-	dirs  []dirSnap
+	dirs  []dirSync
 	done  bool
 }
 
@@ -34,13 +34,29 @@ type flightFile struct {
 	size int
 }
 
-// dirSnap is a directory fsync: the directory's direct entries (full paths) when it
-// began. seq orders snapshots of one directory.
-type dirSnap struct {
-	dir   string
-	seq   uint64
-	files map[string]*memNode
-	dirs  []string
+// entryOp is one change to a directory's entries, durable once a directory fsync that
+// began after it lands.
+type entryOp struct {
+	seq  uint64
+	kind entryKind
+	path string
+	node *memNode // opSet
+}
+
+type entryKind uint8
+
+const (
+	opSet   entryKind = iota + 1 // path names node (created, replaced, renamed to)
+	opDel                        // the file path is gone (removed, renamed from)
+	opMkdir                      // the directory path was made
+	opRmdir                      // the directory path was removed
+)
+
+// dirSync is a directory fsync: it covers the changes to dir's entries numbered up to
+// upTo (those made before it began).
+type dirSync struct {
+	dir  string
+	upTo uint64
 }
 
 // Fly runs fn and returns the fsyncs it issued (Sync, SyncDir, SyncEntry), in flight:
@@ -117,9 +133,16 @@ func (m *MemFS) cutFlightsLocked(n *memNode, size int) {
 	}
 }
 
+// noteLocked records a change to the entries of p's directory.
+func (m *MemFS) noteLocked(kind entryKind, p string, n *memNode) {
+	m.seq++
+	d := path.Dir(p)
+	m.pend[d] = append(m.pend[d], entryOp{seq: m.seq, kind: kind, path: p, node: n})
+}
+
 // syncDirLocked fsyncs directory d: durable at once, or at Land inside Fly.
 func (m *MemFS) syncDirLocked(d string) {
-	s := m.snapDirLocked(d)
+	s := dirSync{dir: d, upTo: m.seq}
 	if m.capture != nil {
 		m.capture.dirs = append(m.capture.dirs, s)
 		return
@@ -127,65 +150,54 @@ func (m *MemFS) syncDirLocked(d string) {
 	m.applyDirLocked(s)
 }
 
-func (m *MemFS) snapDirLocked(d string) dirSnap {
-	m.seq++
-	s := dirSnap{dir: d, seq: m.seq, files: map[string]*memNode{}}
-	for p, n := range m.files {
-		if path.Dir(p) == d {
-			s.files[p] = n
+// applyDirLocked makes the changes a directory fsync covered durable, in order. Changes
+// a newer fsync already made durable are gone from pend, so a late landing never undoes
+// anything. A directory whose removal becomes durable takes its durable entries with it,
+// and the changes to them that were still pending.
+func (m *MemFS) applyDirLocked(s dirSync) {
+	ops := m.pend[s.dir]
+	i := 0
+	for ; i < len(ops) && ops[i].seq <= s.upTo; i++ {
+		op := ops[i]
+		switch op.kind {
+		case opSet:
+			m.durFiles[op.path] = op.node
+		case opDel:
+			delete(m.durFiles, op.path)
+		case opMkdir:
+			m.durDirs[op.path] = true
+		case opRmdir:
+			delete(m.durDirs, op.path)
+			m.purgeLocked(op.path, op.seq)
 		}
 	}
-	for p := range m.dirs {
-		if p != d && path.Dir(p) == d {
-			s.dirs = append(s.dirs, p)
-		}
+	if i == len(ops) {
+		delete(m.pend, s.dir)
+	} else if i > 0 {
+		m.pend[s.dir] = ops[i:]
 	}
-	return s
 }
 
-// applyDirLocked makes a snapshot of d's entries the durable ones, unless a newer one
-// already is. A subdirectory whose removal becomes durable takes its durable entries
-// with it.
-func (m *MemFS) applyDirLocked(s dirSnap) {
-	if s.seq <= m.dirSeq[s.dir] {
-		return
-	}
-	m.dirSeq[s.dir] = s.seq
+// purgeLocked forgets what lay under the removed directory d: its durable entries, and
+// the changes to its entries made before its removal (numbered below seq).
+func (m *MemFS) purgeLocked(d string, seq uint64) {
+	prefix := d + "/"
 	for p := range m.durFiles {
-		if path.Dir(p) == s.dir {
-			delete(m.durFiles, p)
-		}
-	}
-	var gone []string
-	for p := range m.durDirs {
-		if p != s.dir && path.Dir(p) == s.dir && !slices.Contains(s.dirs, p) {
-			gone = append(gone, p+"/")
-		}
-	}
-	for p, n := range s.files {
-		m.durFiles[p] = n
-	}
-	for _, p := range s.dirs {
-		m.durDirs[p] = true
-	}
-	if len(gone) == 0 {
-		return
-	}
-	under := func(p string) bool {
-		return slices.ContainsFunc(gone, func(g string) bool {
-			return p+"/" == g || strings.HasPrefix(p, g)
-		})
-	}
-	for p := range m.durFiles {
-		if under(p) {
+		if strings.HasPrefix(p, prefix) {
 			delete(m.durFiles, p)
 		}
 	}
 	for p := range m.durDirs {
-		if under(p) {
+		if strings.HasPrefix(p, prefix) {
 			delete(m.durDirs, p)
-			// Older snapshots of it, still in flight, must not bring its entries back.
-			m.dirSeq[p] = s.seq
+		}
+	}
+	for q, ops := range m.pend {
+		if q == d || strings.HasPrefix(q, prefix) {
+			m.pend[q] = slices.DeleteFunc(ops, func(op entryOp) bool { return op.seq < seq })
+			if len(m.pend[q]) == 0 {
+				delete(m.pend, q)
+			}
 		}
 	}
 }
