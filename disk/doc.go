@@ -2,12 +2,14 @@
 //
 // It has five parts, each usable on its own:
 //
-//   - A filesystem seam (FS, File). OSFS is the real one; it fsyncs a directory after
-//     creating, removing or renaming an entry in it, so that a file that a caller has
-//     synced is also findable after a power loss. MemFS is an in-memory, crashable
-//     filesystem for tests and the deterministic simulator: Crash drops every byte that
-//     was not synced, except that the last unsynced writes of a file may survive as a
-//     torn (and possibly garbled) prefix. SetFault injects I/O errors.
+//   - A filesystem seam (FS, File) with the POSIX durability contract: written bytes
+//     are durable after a File.Sync, created, removed and renamed entries after an
+//     fsync of their directory (SyncDir). OSFS is the real one. MemFS is an in-memory,
+//     crashable filesystem for tests and the deterministic simulator: Crash drops every
+//     byte and every directory entry that was not synced, except that the last unsynced
+//     writes of a file may survive as a torn (and possibly garbled) prefix; Fly keeps
+//     fsyncs in flight, FreezeAfter lands a crash between two operations, SetFault
+//     injects I/O errors.
 //   - FileCache, an FS over another that bounds the descriptors its files hold: least
 //     recently used handles are fsynced if dirty, closed, and reopened on use.
 //   - A StateStore for node-local key/value state (log start offsets, snapshots of

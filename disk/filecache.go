@@ -76,11 +76,6 @@ func (c *FileCache) Stats() FileCacheStats {
 // Create implements FS: the file is created, opened and counted.
 func (c *FileCache) Create(path string) (File, error) { return c.counted(path, c.fs.Create) }
 
-// CreateUnsynced implements FS: as Create.
-func (c *FileCache) CreateUnsynced(path string) (File, error) {
-	return c.counted(path, c.fs.CreateUnsynced)
-}
-
 // OpenFile implements FS: the file is opened and counted.
 func (c *FileCache) OpenFile(path string) (File, error) { return c.counted(path, c.fs.OpenFile) }
 
@@ -113,6 +108,9 @@ func (c *FileCache) Mkdir(path string) error { return c.fs.Mkdir(path) }
 
 // SyncEntry implements FS.
 func (c *FileCache) SyncEntry(dir string) error { return c.fs.SyncEntry(dir) }
+
+// SyncDir implements FS.
+func (c *FileCache) SyncDir(dir string) error { return c.fs.SyncDir(dir) }
 
 // ReadDir implements FS.
 func (c *FileCache) ReadDir(path string) ([]string, error) { return c.fs.ReadDir(path) }

@@ -68,6 +68,7 @@ func TestFileCacheEvictionKeepsWrittenBytesDurable(t *testing.T) {
 	_, err = b.Write([]byte("unsynced"))
 	require.NoError(t, err)
 	m.SetFault(nil)
+	require.NoError(t, m.SyncDir("d")) // the entries are durable
 	m.Crash(rand.New(rand.NewSource(1)))
 	got, err := m.ReadFile("d/a")
 	require.NoError(t, err)
@@ -89,6 +90,7 @@ func TestFileCacheSyncAfterReopenCoversWritesSinceEviction(t *testing.T) {
 	_, err = a.Write([]byte("later")) // reopens a, evicts b
 	require.NoError(t, err)
 	require.NoError(t, a.Sync())
+	require.NoError(t, m.SyncDir("d")) // the entries are durable
 	m.Crash(rand.New(rand.NewSource(1)))
 	got, err := m.ReadFile("d/a")
 	require.NoError(t, err)

@@ -5,36 +5,39 @@ import "fmt"
 // FS is the small filesystem surface the storage layer needs. Paths are slash
 // separated. Implementations: OSFS (real files) and MemFS (in memory, crashable).
 //
-// Durability contract, which every implementation keeps: bytes written to a File are
-// durable once File.Sync returns nil; creating, removing and renaming a file are durable
-// when the call returns (OSFS fsyncs the parent directory, MemFS models directory
-// operations as immediately durable), except Mkdir and CreateUnsynced, durable only
-// after SyncEntry. FileCache, which closes and reopens files behind
-// the caller's back, keeps it by fsyncing a changed file before closing it.
+// Durability contract, which every implementation keeps, and which is the POSIX one:
+// bytes written to a File are durable once a File.Sync that began after the write
+// returns nil. Creating, removing and renaming a file, and Mkdir, are durable only once
+// an fsync of the directory holding the entry (SyncDir, SyncEntry) that began after
+// them returns nil; a crash may undo any of them that were not (a created file vanishes,
+// a removed or renamed one comes back under its old name with its durable content).
+// MkdirAll is the exception: durable on return. FileCache, which closes and reopens
+// files behind the caller's back, keeps it by fsyncing a changed file before closing it.
 type FS interface {
 	// Create creates the file, or truncates it if it exists, and opens it for reading and
-	// appending.
+	// appending. The new entry is durable after SyncDir of its directory.
 	Create(path string) (File, error)
 	// OpenFile opens an existing file for reading and appending.
 	OpenFile(path string) (File, error)
 	// Open opens an existing file read-only; Write, Truncate and Sync fail on it.
 	Open(path string) (File, error)
-	// Remove deletes a file or an empty directory.
+	// Remove deletes a file or an empty directory; durable after SyncDir of the parent.
 	Remove(path string) error
-	// Rename atomically replaces newpath with oldpath.
+	// Rename atomically replaces newpath with oldpath; durable after SyncDir of both
+	// directories.
 	Rename(oldpath, newpath string) error
 	// MkdirAll creates a directory and any missing parents; durable on return, also when
-	// the directory existed already.
+	// the directory existed already (its ancestors are synced; its own entries are not).
 	MkdirAll(path string) error
-	// Mkdir creates one directory whose parent exists (fs.ErrExist if path exists). It is
-	// the one directory operation not durable on return: a crash before SyncEntry(path)
-	// returned nil may lose the directory and everything created in it.
+	// Mkdir creates one directory whose parent exists (fs.ErrExist if path exists). A
+	// crash before its parent is synced (SyncEntry(path)) may lose the directory and
+	// everything created in it.
 	Mkdir(path string) error
-	// CreateUnsynced is Create in a directory made by Mkdir whose entry is not durable
-	// yet: the new file's entry becomes durable with the directory, at SyncEntry.
-	CreateUnsynced(path string) (File, error)
-	// SyncEntry makes the directory made by Mkdir durable: its entries and its own
-	// entry in its parent (OSFS fsyncs the directory, then its parent).
+	// SyncDir fsyncs a directory: the creations, removals and renames of its entries
+	// made before it began become durable.
+	SyncDir(dir string) error
+	// SyncEntry fsyncs a directory, then its parent: its entries and its own entry in
+	// its parent become durable (a directory made by Mkdir).
 	SyncEntry(dir string) error
 	// ReadDir lists the names (not paths) of a directory's entries, sorted.
 	ReadDir(path string) ([]string, error)

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
 	"sort"
-	"strings"
 	"sync"
 	"syscall"
 )
@@ -25,31 +25,52 @@ var errStale = errors.New("memfs: file handle predates a crash")
 // maxGarbleBytes bounds how many trailing bytes of a torn write Crash may garble.
 const maxGarbleBytes = 8
 
-// MemFS is an in-memory filesystem that can crash. Each file has a durable content (what
-// the last successful Sync saw) and a current content. Crash rebuilds every file from
-// its durable content plus a random-length prefix of the bytes appended since (a torn
-// write), whose last few bytes may be garbled. A truncation that was not followed by a
-// Sync is undone by a crash. Directory operations (create, remove, rename, MkdirAll) are
-// durable as soon as they return, as OSFS makes them by fsyncing the directory; a
-// directory made by Mkdir is not until SyncEntry: a crash before removes it with
-// everything under it (the worst a real crash may do).
+// MemFS is an in-memory filesystem that can crash, as hostile as a real disk about when
+// things become durable. Each file has a durable content (what the last successful Sync
+// covered) and a current content. Crash rebuilds every file from its durable content
+// plus a random-length prefix of the bytes appended since (a torn write), whose last few
+// bytes may be garbled. A truncation that was not followed by a Sync is undone by a
+// crash.
+//
+// The namespace has a durable copy too. Creating, removing and renaming a file, and
+// Mkdir, change only the current one; an fsync of the directory (SyncDir, SyncEntry,
+// and MkdirAll for each ancestor, as OSFS does) makes that directory's entries durable
+// as they are. Crash rebuilds the namespace from the durable copy: an unsynced creation
+// is lost, an unsynced removal or rename undone (the file comes back with its durable
+// content), and a directory whose own entry is not durable is lost with everything in
+// it.
+//
+// Fly leaves the fsyncs a function issues in flight: each covers only what was written
+// (or entered in the directory) before it began, and becomes durable when the Flight
+// lands. FreezeAfter arms a crash inside a multi-step I/O sequence: after the k-th
+// mutating operation the disk freezes and every later one fails with no effect.
 //
 // A Sync failed by the fault function behaves as Linux does after a writeback error
 // ("fsyncgate"): the dirty bytes stay readable, but the kernel has marked them clean, so
 // no later Sync writes them; a crash turns them into zeros, even if a later Sync
 // succeeded and covered bytes after them. Only truncating them away ends the hazard.
 //
-// MemFS is safe for concurrent use and deterministic: nothing observable depends on map
-// order, and its only randomness is the CrashRand passed to Crash.
+// MemFS is safe for concurrent use (Fly and FreezeAfter are for single-threaded
+// drivers) and deterministic: nothing observable depends on map order, and its only
+// randomness is the CrashRand passed to Crash.
 type MemFS struct {
 	mu    sync.Mutex
 	dirs  map[string]bool
 	files map[string]*memNode
-	// pending are the directories made by Mkdir whose entry SyncEntry has not made
-	// durable yet.
-	pending map[string]bool
-	gen     uint64 // bumped by Crash; handles from older generations are stale
-	fault   func(op Op, path string) error
+	// durDirs and durFiles are the durable namespace: what a crash leaves.
+	durDirs  map[string]bool
+	durFiles map[string]*memNode
+	// pend are, per directory, the changes to its entries no directory fsync has made
+	// durable yet, in order; seq numbers them.
+	pend  map[string][]entryOp
+	seq   uint64
+	gen   uint64 // bumped by Crash; handles from older generations are stale
+	fault func(op Op, path string) error
+
+	capture *Flight   // the flight Fly is filling, if any
+	flights []*Flight // flights begun and not landed
+	trip    int       // mutating operations until the disk freezes; 0: not armed
+	frozen  bool
 }
 
 type memNode struct {
@@ -109,7 +130,8 @@ var _ FS = (*MemFS)(nil)
 // NewMemFS returns an empty filesystem whose root ("/" and ".") exists.
 func NewMemFS() *MemFS {
 	return &MemFS{dirs: map[string]bool{}, files: map[string]*memNode{},
-		pending: map[string]bool{}}
+		durDirs: map[string]bool{}, durFiles: map[string]*memNode{},
+		pend: map[string][]entryOp{}}
 }
 
 // SetFault installs a function consulted before every operation; a non-nil error fails
@@ -125,6 +147,11 @@ func (m *MemFS) SetFault(f func(op Op, path string) error) {
 
 func (m *MemFS) check(op Op, p string) error {
 	m.mu.Lock()
+	if m.frozen {
+		m.mu.Unlock()
+		return ErrFrozen
+	}
+	m.tickLocked(op)
 	f := m.fault
 	m.mu.Unlock()
 	if f == nil {
@@ -155,22 +182,8 @@ func (m *MemFS) Create(p string) (File, error) {
 	}
 	n := &memNode{}
 	m.files[p] = n
+	m.noteLocked(opSet, p, n)
 	return &memFile{fs: m, node: n, path: p, gen: m.gen}, nil
-}
-
-// CreateUnsynced implements FS. It fails unless the parent directory is one made by
-// Mkdir and not yet synced: anywhere else its entry would need a durability MemFS does
-// not model.
-func (m *MemFS) CreateUnsynced(p string) (File, error) {
-	p = path.Clean(p)
-	m.mu.Lock()
-	pending := m.pending[path.Dir(p)]
-	m.mu.Unlock()
-	if !pending {
-		return nil, pathErr("create", p, errors.New("memfs: CreateUnsynced outside a "+
-			"directory made by Mkdir and not synced"))
-	}
-	return m.Create(p)
 }
 
 // OpenFile implements FS.
@@ -203,6 +216,7 @@ func (m *MemFS) Remove(p string) error {
 	defer m.mu.Unlock()
 	if _, ok := m.files[p]; ok {
 		delete(m.files, p)
+		m.noteLocked(opDel, p, nil)
 		return nil
 	}
 	if !m.dirs[p] {
@@ -212,7 +226,7 @@ func (m *MemFS) Remove(p string) error {
 		return pathErr("remove", p, syscall.ENOTEMPTY)
 	}
 	delete(m.dirs, p)
-	delete(m.pending, p)
+	m.noteLocked(opRmdir, p, nil)
 	return nil
 }
 
@@ -236,6 +250,8 @@ func (m *MemFS) Rename(oldpath, newpath string) error {
 	}
 	delete(m.files, oldpath)
 	m.files[newpath] = n
+	m.noteLocked(opDel, oldpath, nil)
+	m.noteLocked(opSet, newpath, n)
 	return nil
 }
 
@@ -252,14 +268,15 @@ func (m *MemFS) MkdirAll(p string) error {
 			return pathErr("mkdir", q, syscall.ENOTDIR)
 		}
 		m.dirs[q] = true
+		m.noteLocked(opMkdir, q, nil)
 	}
 	for q := p; q != "." && q != "/"; q = path.Dir(q) {
-		delete(m.pending, q) // OSFS fsyncs every ancestor, existing or not
+		m.syncDirLocked(path.Dir(q)) // OSFS fsyncs every ancestor, existing or not
 	}
 	return nil
 }
 
-// Mkdir implements FS: the directory is lost by a crash until SyncEntry.
+// Mkdir implements FS: the directory is lost by a crash until its parent is synced.
 func (m *MemFS) Mkdir(p string) error {
 	p = path.Clean(p)
 	if err := m.check(OpMkdir, p); err != nil {
@@ -274,11 +291,12 @@ func (m *MemFS) Mkdir(p string) error {
 		return pathErr("mkdir", p, fs.ErrNotExist)
 	}
 	m.dirs[p] = true
-	m.pending[p] = true
+	m.noteLocked(opMkdir, p, nil)
 	return nil
 }
 
-// SyncEntry implements FS. A fault on it is an OpSync of the entry's path.
+// SyncEntry implements FS: the directory's entries, then its own entry in its parent. A
+// fault on it is an OpSync of the entry's path.
 func (m *MemFS) SyncEntry(p string) error {
 	p = path.Clean(p)
 	if err := m.check(OpSync, p); err != nil {
@@ -290,27 +308,29 @@ func (m *MemFS) SyncEntry(p string) error {
 		if _, ok := m.files[p]; !ok {
 			return pathErr("sync", p, fs.ErrNotExist)
 		}
+	} else {
+		m.syncDirLocked(p)
 	}
-	delete(m.pending, p)
+	if p != "." && p != "/" {
+		m.syncDirLocked(path.Dir(p))
+	}
 	return nil
 }
 
-// crashPendingLocked removes every directory whose entry was never made durable, with
-// everything under it.
-func (m *MemFS) crashPendingLocked() {
-	for d := range m.pending {
-		for p := range m.files {
-			if strings.HasPrefix(p, d+"/") {
-				delete(m.files, p)
-			}
-		}
-		for p := range m.dirs {
-			if p == d || strings.HasPrefix(p, d+"/") {
-				delete(m.dirs, p)
-			}
-		}
+// SyncDir implements FS: the creations, removals and renames of the directory's entries
+// made so far become durable. A fault on it is an OpSync of the directory.
+func (m *MemFS) SyncDir(p string) error {
+	p = path.Clean(p)
+	if err := m.check(OpSync, p); err != nil {
+		return pathErr("sync", p, err)
 	}
-	clear(m.pending)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.dirExists(p) {
+		return pathErr("sync", p, fs.ErrNotExist)
+	}
+	m.syncDirLocked(p)
+	return nil
 }
 
 // ReadDir implements FS.
@@ -374,8 +394,8 @@ func (m *MemFS) ReadFile(p string) ([]byte, error) {
 	return append([]byte(nil), n.data...), nil
 }
 
-// WriteFile creates or replaces a file with durable content (tests and tools); the
-// parent directory must exist.
+// WriteFile creates or replaces a file with durable content and syncs its directory
+// (tests and tools); the parent directory must exist.
 func (m *MemFS) WriteFile(p string, data []byte) error {
 	p = path.Clean(p)
 	m.mu.Lock()
@@ -383,29 +403,60 @@ func (m *MemFS) WriteFile(p string, data []byte) error {
 	if !m.dirExists(path.Dir(p)) {
 		return pathErr("write", p, fs.ErrNotExist)
 	}
-	m.files[p] = &memNode{data: append([]byte(nil), data...), durLen: len(data)}
+	n := &memNode{data: append([]byte(nil), data...), durLen: len(data)}
+	m.files[p] = n
+	m.noteLocked(opSet, p, n)
+	m.applyDirLocked(dirSync{dir: path.Dir(p), upTo: m.seq})
 	return nil
 }
 
-// Crash simulates a power loss: every file falls back to its durable content plus a
-// random prefix of what was appended after the last sync, whose last bytes may be
-// garbled; a truncation not yet synced is undone. Handles opened before the crash fail
-// from then on. Files are visited in path order so the outcome depends only on r.
+// Crash simulates a power loss: the namespace falls back to its durable copy, every
+// file in it to its durable content plus a random prefix of what was appended after the
+// last sync, whose last bytes may be garbled; a truncation not yet synced is undone.
+// Flights not landed are lost, a freeze ends. Handles opened before the crash fail from
+// then on. Files are visited in path order so the outcome depends only on r.
 func (m *MemFS) Crash(r CrashRand) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	paths := make([]string, 0, len(m.files))
-	for p := range m.files {
-		paths = append(paths, p)
+	dirs := map[string]bool{}
+	for d := range m.durDirs {
+		if m.durableReachLocked(d) {
+			dirs[d] = true
+		}
+	}
+	paths := make([]string, 0, len(m.durFiles))
+	for p := range m.durFiles {
+		if d := path.Dir(p); d == "." || d == "/" || dirs[d] {
+			paths = append(paths, p)
+		}
 	}
 	sort.Strings(paths)
+	files := make(map[string]*memNode, len(paths))
+	crashed := map[*memNode]*memNode{} // a node under two durable names crashes once
 	for _, p := range paths {
-		m.files[p] = m.files[p].crash(r)
+		n := m.durFiles[p]
+		c, ok := crashed[n]
+		if !ok {
+			c = n.crash(r)
+			crashed[n] = c
+		}
+		files[p] = c
 	}
-	// After the files, so that the draws from r do not depend on which directories were
-	// pending.
-	m.crashPendingLocked()
+	m.files, m.dirs = files, dirs
+	m.durFiles, m.durDirs = maps.Clone(files), maps.Clone(dirs)
+	m.capture, m.flights, m.trip, m.frozen = nil, nil, 0, false
+	clear(m.pend)
 	m.gen++
+}
+
+// durableReachLocked reports whether d and every ancestor have durable entries.
+func (m *MemFS) durableReachLocked(d string) bool {
+	for ; d != "." && d != "/"; d = path.Dir(d) {
+		if !m.durDirs[d] {
+			return false
+		}
+	}
+	return true
 }
 
 func (n *memNode) crash(r CrashRand) *memNode {
@@ -479,6 +530,9 @@ func (f *memFile) Write(p []byte) (int, error) {
 	if err := f.usableLocked(true); err != nil {
 		return 0, pathErr("write", f.path, err)
 	}
+	if errors.Is(ferr, ErrFrozen) {
+		return 0, pathErr("write", f.path, ferr)
+	}
 	if ferr != nil {
 		half := p[:len(p)/2]
 		f.node.appendBytes(half)
@@ -507,6 +561,9 @@ func (f *memFile) Sync() error {
 		return pathErr("sync", f.path, err)
 	}
 	n := f.node
+	if errors.Is(ferr, ErrFrozen) {
+		return pathErr("sync", f.path, ferr)
+	}
 	if ferr != nil {
 		// Writeback failed and the pages were marked clean anyway: every byte written
 		// since the last successful sync.
@@ -517,8 +574,24 @@ func (f *memFile) Sync() error {
 		n.lost = addSpan(n.lost, from, len(n.data))
 		return pathErr("sync", f.path, ferr)
 	}
-	n.durLen, n.diverged, n.durCopy, n.durLost = len(n.data), false, nil, nil
+	if c := f.fs.capture; c != nil {
+		c.files = append(c.files, flightFile{node: n, size: len(n.data)})
+		return nil
+	}
+	n.syncTo(len(n.data))
 	return nil
+}
+
+// syncTo makes the first size bytes durable: an fsync that covered them landed. It
+// also covers a truncation made before it (size is never below one made after it began,
+// see MemFS.Truncate), so the durable copy a truncation kept is no longer needed.
+func (n *memNode) syncTo(size int) {
+	size = min(size, len(n.data))
+	if n.diverged {
+		n.durLen, n.diverged, n.durCopy, n.durLost = size, false, nil, nil
+		return
+	}
+	n.durLen = max(n.durLen, size)
 }
 
 func (f *memFile) Truncate(size int64) error {
@@ -549,6 +622,7 @@ func (f *memFile) Truncate(size int64) error {
 		n.truncLow = min(n.truncLow, int(size))
 	}
 	n.lost = clipSpans(n.lost, int(size))
+	f.fs.cutFlightsLocked(n, int(size))
 	// Cut capacity too, so later appends never write into bytes a reader still holds.
 	n.data = n.data[:size:size]
 	return nil

@@ -25,6 +25,7 @@ func TestMemFSCrashKeepsSyncedAndTearsTheRest(t *testing.T) {
 		_, err = f.Write(tail)
 		require.NoError(t, err)
 
+		require.NoError(t, m.SyncDir("d")) // the entry is durable
 		m.Crash(rand.New(rand.NewSource(seed)))
 		got, err := m.ReadFile("d/f")
 		require.NoError(t, err)
@@ -48,6 +49,7 @@ func TestMemFSCrashIsDeterministic(t *testing.T) {
 		f, err := m.Create("f")
 		require.NoError(t, err)
 		_, _ = f.Write(make([]byte, 1000))
+		require.NoError(t, m.SyncDir(".")) // the entry is durable
 		m.Crash(rand.New(rand.NewSource(42)))
 		b, _ := m.ReadFile("f")
 		return b
@@ -65,6 +67,7 @@ func TestMemFSUnsyncedTruncationIsUndoneByCrash(t *testing.T) {
 	_, _ = f.Write([]byte("ab"))
 	got, _ := m.ReadFile("f")
 	require.Equal(t, "0123ab", string(got))
+	require.NoError(t, m.SyncDir(".")) // the entry is durable
 	m.Crash(rand.New(rand.NewSource(1)))
 	got, _ = m.ReadFile("f")
 	require.Equal(t, "0123456789", string(got))
@@ -96,7 +99,8 @@ func TestMemFSDirectoryOperations(t *testing.T) {
 	require.NoError(t, m.Rename("a/b/a", "a/b/y"))
 	require.ErrorIs(t, m.Remove("a/b"), syscall.ENOTEMPTY)
 	require.NoError(t, m.Remove("a/b/z"))
-	// Directory operations survive a crash without any sync.
+	// Directory operations survive a crash once the directory is synced.
+	require.NoError(t, m.SyncDir("a/b"))
 	m.Crash(rand.New(rand.NewSource(3)))
 	names, err = m.ReadDir("a/b")
 	require.NoError(t, err)
@@ -121,6 +125,7 @@ func TestMemFSFaults(t *testing.T) {
 	require.Equal(t, 2, n, "a failed write is a short write")
 	require.ErrorIs(t, f.Sync(), eio)
 	m.SetFault(nil)
+	require.NoError(t, m.SyncDir(".")) // the entry is durable
 	m.Crash(rand.New(rand.NewSource(0)))
 	got, _ := m.ReadFile("f")
 	require.LessOrEqual(t, len(got), 2, "a failed sync makes nothing durable")
@@ -168,6 +173,7 @@ func TestMemFSFailedSyncLosesItsBytesForGood(t *testing.T) {
 	_, err = f.Write([]byte("later"))
 	require.NoError(t, err)
 	require.NoError(t, f.Sync(), "a retried fsync reports success")
+	require.NoError(t, m.SyncDir(".")) // the entry is durable
 	m.Crash(rand.New(rand.NewSource(1)))
 	got, err = m.ReadFile("f")
 	require.NoError(t, err)
@@ -189,6 +195,7 @@ func TestMemFSTruncateDropsLostBytes(t *testing.T) {
 	_, err = f.Write([]byte("fresh"))
 	require.NoError(t, err)
 	require.NoError(t, f.Sync())
+	require.NoError(t, m.SyncDir(".")) // the entry is durable
 	m.Crash(rand.New(rand.NewSource(1)))
 	got, err := m.ReadFile("f")
 	require.NoError(t, err)
@@ -216,6 +223,7 @@ func TestMemFSFailedSyncAfterTruncationLosesTheRewrittenBytes(t *testing.T) {
 	require.Error(t, f.Sync())
 	m.SetFault(nil)
 	require.NoError(t, f.Sync())
+	require.NoError(t, m.SyncDir(".")) // the entry is durable
 	m.Crash(rand.New(rand.NewSource(1)))
 	got, err := m.ReadFile("f")
 	require.NoError(t, err)

@@ -26,7 +26,7 @@ func recordOps(m *MemFS, fail func(op Op, path string) error) *opLog {
 }
 
 // A new partition's log opens without any fsync: its directory (Mkdir) and first
-// segment (CreateUnsynced) are not durable until the first Sync, which makes the
+// segment (Create) are not durable until the first Sync, which makes the
 // directory's entry durable before any segment (a Sync with no bytes to make durable,
 // as a replica's at open, leaves it for later: an empty log lost is made again). A
 // crash before that Sync loses the directory, and with it only bytes no Sync covered:

@@ -7,23 +7,20 @@ import (
 	"sort"
 )
 
-// OSFS is the real filesystem. It fsyncs the parent directory after every operation
-// that adds, removes or renames a directory entry, so those are durable on return.
+// OSFS is the real filesystem. Like the system calls under it, it does not fsync a
+// directory after adding, removing or renaming an entry: the caller does, with SyncDir,
+// once per batch of changes (FS's durability contract).
 type OSFS struct{}
 
 var _ FS = OSFS{}
 
 // Create implements FS.
-func (o OSFS) Create(path string) (File, error) {
-	f, err := o.CreateUnsynced(path)
+func (OSFS) Create(path string) (File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	return f, nil
+	return &osFile{f: f}, nil
 }
 
 // OpenFile implements FS.
@@ -54,26 +51,10 @@ func openOS(path string, flag int) (File, error) {
 }
 
 // Remove implements FS.
-func (OSFS) Remove(path string) error {
-	if err := os.Remove(path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
+func (OSFS) Remove(path string) error { return os.Remove(path) }
 
 // Rename implements FS.
-func (OSFS) Rename(oldpath, newpath string) error {
-	if err := os.Rename(oldpath, newpath); err != nil {
-		return err
-	}
-	if err := syncDir(filepath.Dir(newpath)); err != nil {
-		return err
-	}
-	if filepath.Dir(oldpath) != filepath.Dir(newpath) {
-		return syncDir(filepath.Dir(oldpath))
-	}
-	return nil
-}
+func (OSFS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
 
 // MkdirAll implements FS. It fsyncs every ancestor of the directory, even when the
 // directory already existed: a run killed between creating it and syncing its parent
@@ -98,14 +79,8 @@ func (OSFS) MkdirAll(path string) error {
 // Mkdir implements FS: one mkdir(2), no fsync.
 func (OSFS) Mkdir(path string) error { return os.Mkdir(path, 0o755) }
 
-// CreateUnsynced implements FS: Create without the fsync of the directory.
-func (OSFS) CreateUnsynced(path string) (File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	return &osFile{f: f}, nil
-}
+// SyncDir implements FS: one fsync of the directory.
+func (OSFS) SyncDir(dir string) error { return syncDir(dir) }
 
 // SyncEntry implements FS: it fsyncs the directory, then its parent.
 func (OSFS) SyncEntry(dir string) error {

@@ -56,6 +56,12 @@ type PartitionLog struct {
 	// in the parent directory is not durable yet; the next Sync makes it durable before
 	// it fsyncs any segment (docs/storage.md, "Opening a new partition").
 	entryPending bool
+	// dirChanges counts changes to the directory's entries (a segment created at a roll,
+	// an existing directory opened: its entries' state is unknown); dirSynced is the
+	// count the last successful directory fsync covered. A Sync with bytes to make
+	// durable fsyncs the directory first while they differ: a segment whose entry a crash
+	// may undo holds nothing acknowledged.
+	dirChanges, dirSynced uint64
 }
 
 var _ replica.Log = (*PartitionLog)(nil)
@@ -97,7 +103,8 @@ func OpenPartitionLog(fs FS, dir string, state StateStore, stateKeyPrefix string
 // makeDir creates the log's directory. A new one is made without any fsync: nothing
 // acknowledged is in it until the log's first Sync, which makes its entry durable
 // first. An existing one goes through MkdirAll, which makes it and its ancestors durable
-// (a run killed before its first Sync left the entry unsynced).
+// (a run killed before its first Sync left the entry unsynced); its own entries may not
+// be (the same run's segment files), so recovery fsyncs it before it returns.
 func (l *PartitionLog) makeDir() error {
 	err := l.fs.Mkdir(l.dir)
 	if err == nil {
@@ -107,6 +114,7 @@ func (l *PartitionLog) makeDir() error {
 	if !errors.Is(err, fs.ErrExist) && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	l.dirChanges++
 	return l.fs.MkdirAll(l.dir)
 }
 
@@ -230,9 +238,9 @@ func (l *PartitionLog) shouldRoll(act *segment, nowMs int64, h *batch.Header, n 
 		h.LastOffset()-act.base > maxRelOffset
 }
 
-// roll seals the active segment and starts a new one at the end offset. Creating the
-// file is durable (the directory is synced); its index files are written by the Sync
-// that makes the sealed segment durable.
+// roll seals the active segment and starts a new one at the end offset. The new file's
+// entry is made durable by the next Sync (dirChanges), off the event loop; its index
+// files are written by the Sync that makes the sealed segment durable.
 func (l *PartitionLog) roll(nowMs int64) (*segment, error) {
 	old := l.active()
 	f, err := l.fs.Create(segmentFile(l.dir, old.next, logSuffix))
@@ -240,6 +248,7 @@ func (l *PartitionLog) roll(nowMs int64) (*segment, error) {
 		return nil, fmt.Errorf("roll %s at offset %d: %w", l.dir, old.next, err)
 	}
 	old.sealed = true
+	l.dirChanges++
 	seg := &segment{base: old.next, f: f, next: old.next, createdMs: nowMs, idx: newSegIndex()}
 	l.segs = append(l.segs, seg)
 	return seg, nil

@@ -2,6 +2,7 @@ package disk
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -413,8 +414,8 @@ func TestPartitionLogFailedSyncKeepsWhatEarlierFsyncsMadeDurable(t *testing.T) {
 	}
 	durable := l.Segments()[0].EndOffset // the first segment's fsync succeeds
 	fsyncs := 0
-	m.SetFault(func(op Op, _ string) error {
-		if op == OpSync {
+	m.SetFault(func(op Op, p string) error {
+		if op == OpSync && strings.HasSuffix(p, logSuffix) {
 			if fsyncs++; fsyncs == 2 {
 				return syscall.EIO // the second segment's fsync fails
 			}

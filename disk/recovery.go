@@ -81,7 +81,26 @@ func (l *PartitionLog) recover(nowMs int64) error {
 			return err
 		}
 	}
+	if err := l.syncDirIfChanged(); err != nil {
+		return err
+	}
 	return l.loadCreatedTimes(nowMs)
+}
+
+// syncDirIfChanged fsyncs the directory if its entries may have changed since it was
+// last synced: recovery's removals and creations, and whatever a run killed before its
+// first Sync left. What recovery keeps is then durable as a whole, and nothing it removed
+// comes back after a crash under a segment created later at the same base. A new
+// directory (entryPending) holds nothing to protect yet: its first Sync syncs it.
+func (l *PartitionLog) syncDirIfChanged() error {
+	if l.entryPending || l.dirChanges == l.dirSynced {
+		return nil
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("fsync directory %s: %w", l.dir, err)
+	}
+	l.dirSynced = l.dirChanges
+	return nil
 }
 
 func (l *PartitionLog) loadStart() (int64, error) {
@@ -96,6 +115,7 @@ func (l *PartitionLog) loadStart() (int64, error) {
 }
 
 func (l *PartitionLog) dropSegmentFiles(base int64) error {
+	l.dirChanges++
 	if err := removeSegmentFiles(l.fs, l.dir, base); err != nil {
 		return err
 	}
@@ -112,6 +132,7 @@ func (l *PartitionLog) removeOrphans(names []string) error {
 	for _, name := range names {
 		base, suffix, ok := parseSegmentName(name)
 		if ok && suffix != logSuffix && !kept[base] {
+			l.dirChanges++
 			if err := l.fs.Remove(l.dir + "/" + name); err != nil && !isNotExist(err) {
 				return err
 			}
@@ -136,15 +157,15 @@ func (l *PartitionLog) resetAt(offset int64, nowMs int64) error {
 }
 
 func (l *PartitionLog) newEmptySegment(base, nowMs int64) error {
-	create := l.fs.Create
-	if l.entryPending {
-		// The directory was just made: it holds no file to remove, and the new file's
-		// entry is made durable with the directory's, at the first Sync.
-		create = l.fs.CreateUnsynced
-	} else if err := removeSegmentFiles(l.fs, l.dir, base); err != nil {
-		return err
+	// A directory just made holds no file to remove, and the new file's entry is made
+	// durable with the directory's, at the first Sync.
+	if !l.entryPending {
+		l.dirChanges++
+		if err := removeSegmentFiles(l.fs, l.dir, base); err != nil {
+			return err
+		}
 	}
-	f, err := create(segmentFile(l.dir, base, logSuffix))
+	f, err := l.fs.Create(segmentFile(l.dir, base, logSuffix))
 	if err != nil {
 		return err
 	}
@@ -182,9 +203,12 @@ func (l *PartitionLog) recoverSegment(base int64) (*segment, bool, error) {
 	trusted := int64(0)
 	if h, idx, ok := l.loadIndexes(seg, size); ok {
 		seg.idx, seg.next, trusted, seg.indexedSize = idx, h.next, h.size, h.size
-	} else if err := removeIndexFiles(l.fs, l.dir, base); err != nil {
-		_ = f.Close()
-		return nil, false, err
+	} else {
+		l.dirChanges++
+		if err := removeIndexFiles(l.fs, l.dir, base); err != nil {
+			_ = f.Close()
+			return nil, false, err
+		}
 	}
 	clean, err := l.validateTail(seg, trusted, size)
 	if err != nil {

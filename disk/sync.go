@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
+	"slices"
 
 	"go.uber.org/zap"
 )
@@ -17,6 +19,22 @@ type syncJob struct {
 	sealed   bool
 }
 
+// syncPlan is what one Sync will do, listed under mu.
+type syncPlan struct {
+	jobs  []syncJob
+	entry bool   // fsync the new directory's entry in its parent (SyncEntry)
+	dir   bool   // fsync the directory (SyncDir)
+	dirAt uint64 // the dirChanges the directory fsync covers
+}
+
+// syncResult is what the fsyncs of a plan returned.
+type syncResult struct {
+	dirErr  error // the directory (or entry) fsync failed
+	failed  int   // index of the job whose fsync failed, if err != nil
+	err     error
+	planErr error // the log was not usable
+}
+
 // Sync implements replica.Log. It may run on another goroutine while Append and Read
 // proceed: it holds mu only to list dirty segments and to record the result. Segments
 // are fsynced oldest first, so a byte reported durable in one segment implies every earlier
@@ -26,53 +44,127 @@ type syncJob struct {
 func (l *PartitionLog) Sync() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
-	l.mu.Lock()
-	if err := l.usable(); err != nil {
-		l.mu.Unlock()
-		return err
+	p, res := l.planSync()
+	if res.planErr == nil {
+		res = l.runSync(p)
 	}
-	pending := l.entryPending
-	var jobs []syncJob
+	return l.finishSync(p, res)
+}
+
+// StartSync is Sync in two halves, for a driver that models the time an fsync takes
+// (the simulator, on a MemFS whose Fly leaves fsyncs in flight): it lists the work and
+// issues the fsyncs now, and returns the function that finishes the Sync once they
+// completed — records what they made durable, writes index files, returns Sync's
+// result. The caller runs no other Sync of this log in between.
+func (l *PartitionLog) StartSync() (finish func() error) {
+	l.syncMu.Lock()
+	p, res := l.planSync()
+	if res.planErr == nil {
+		res = l.runSync(p)
+	}
+	l.syncMu.Unlock()
+	return func() error {
+		l.syncMu.Lock()
+		defer l.syncMu.Unlock()
+		return l.finishSync(p, res)
+	}
+}
+
+func (l *PartitionLog) planSync() (syncPlan, syncResult) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usable(); err != nil {
+		return syncPlan{}, syncResult{planErr: err}
+	}
+	var p syncPlan
 	for _, s := range l.segs {
 		if s.synced < s.size || (s.sealed && s.indexedSize < s.size && !s.indexFailed) {
-			jobs = append(jobs, syncJob{seg: s, size: s.size, needSync: s.synced < s.size, sealed: s.sealed})
+			p.jobs = append(p.jobs, syncJob{seg: s, size: s.size, needSync: s.synced < s.size,
+				sealed: s.sealed})
 		}
 	}
-	l.mu.Unlock()
-	if pending && hasSync(jobs) {
-		// Only once there are bytes to make durable: an empty new log lost by a crash is
-		// made again, empty, by the next open (a replica's first Sync, at open, stays
-		// free).
-		if err := l.syncEntry(); err != nil {
-			return err
+	// Only once there are bytes to make durable: an empty new log lost by a crash is made
+	// again, empty, by the next open (a replica's first Sync, at open, stays free).
+	if hasSync(p.jobs) {
+		p.entry = l.entryPending
+		p.dir = !p.entry && l.dirChanges != l.dirSynced && !mutantOn("roll-no-dir-sync")
+		p.dirAt = l.dirChanges
+	}
+	return p, syncResult{}
+}
+
+// runSync issues the plan's fsyncs: the directory's first, then segments oldest first.
+func (l *PartitionLog) runSync(p syncPlan) syncResult {
+	switch {
+	case p.entry:
+		if err := l.fs.SyncEntry(l.dir); err != nil {
+			return syncResult{dirErr: fmt.Errorf("fsync the directory entry of %s: %w",
+				l.dir, err)}
+		}
+	case p.dir:
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return syncResult{dirErr: fmt.Errorf("fsync directory %s: %w", l.dir, err)}
 		}
 	}
-	for i, j := range jobs {
+	for i, j := range p.jobs {
 		if !j.needSync {
 			continue
 		}
 		if err := j.seg.f.Sync(); err != nil {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			// The segments fsynced before this one are durable: dropUnsynced must keep
-			// what they made durable, not cut them back to the last Sync's sizes.
-			for _, done := range jobs[:i] {
-				done.seg.synced = max(done.seg.synced, done.size)
-			}
-			failed := l.goOffline(fmt.Errorf("fsync segment %d: %w", j.seg.base, err))
+			return syncResult{failed: i, err: err}
+		}
+	}
+	return syncResult{}
+}
+
+// finishSync records what the fsyncs made durable, or takes the log offline after a
+// failed one, then writes the index files of the sealed segments made durable. A
+// directory fsync that fails is handled as a failed segment fsync: nothing written
+// since can be claimed durable, so the log goes offline and drops it.
+func (l *PartitionLog) finishSync(p syncPlan, res syncResult) error {
+	if res.planErr != nil {
+		return res.planErr
+	}
+	l.mu.Lock()
+	if res.dirErr != nil || res.err != nil {
+		defer l.mu.Unlock()
+		if l.closed {
+			// Closed while the fsyncs were in flight (StartSync): dropping is no longer
+			// possible, so the next recovery rewrites the log.
+			l.markTainted(errors.Join(res.dirErr, res.err))
+			return errors.Join(res.dirErr, res.err)
+		}
+		if res.dirErr != nil {
+			failed := l.goOffline(res.dirErr)
 			l.dropUnsynced()
 			return failed
 		}
+		// The segments fsynced before this one are durable: dropUnsynced must keep
+		// what they made durable, not cut them back to the last Sync's sizes.
+		for _, done := range p.jobs[:res.failed] {
+			done.seg.synced = max(done.seg.synced, done.size)
+		}
+		j := p.jobs[res.failed]
+		failed := l.goOffline(fmt.Errorf("fsync segment %d: %w", j.seg.base, res.err))
+		l.dropUnsynced()
+		return failed
 	}
-	l.mu.Lock()
-	for _, j := range jobs {
+	if p.entry {
+		l.entryPending = false
+	}
+	if p.entry || p.dir {
+		l.dirSynced = max(l.dirSynced, p.dirAt)
+	}
+	var certify []syncJob
+	for _, j := range p.jobs {
 		j.seg.synced = max(j.seg.synced, j.size)
+		if j.sealed && !l.closed && slices.Contains(l.segs, j.seg) {
+			certify = append(certify, j)
+		}
 	}
 	l.mu.Unlock()
-	for _, j := range jobs {
-		if j.sealed {
-			l.writeIndexes(j.seg, j.size)
-		}
+	for _, j := range certify {
+		l.writeIndexes(j.seg, j.size)
 	}
 	return nil
 }
@@ -84,23 +176,6 @@ func hasSync(jobs []syncJob) bool {
 		}
 	}
 	return false
-}
-
-// syncEntry makes a new log's directory durable: the entries in it (segment files made
-// by CreateUnsynced) and its own entry in its parent. A failure is handled as a failed
-// segment fsync: nothing written since the open can be claimed durable, so the log goes
-// offline and drops it.
-func (l *PartitionLog) syncEntry() error {
-	err := l.fs.SyncEntry(l.dir)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err != nil {
-		failed := l.goOffline(fmt.Errorf("fsync the directory entry of %s: %w", l.dir, err))
-		l.dropUnsynced()
-		return failed
-	}
-	l.entryPending = false
-	return nil
 }
 
 // dropUnsynced truncates every segment back to the bytes known durable, after a failed
@@ -212,8 +287,10 @@ func (l *PartitionLog) closeFiles() error {
 }
 
 // DeleteSegmentsBelow implements replica.Log. Files are removed oldest first, indexes
-// before the log, so a crash part way leaves a contiguous suffix of segments; each
-// removal is durable on return.
+// before the log, then the directory is fsynced once, so the removals are durable on
+// return (a crash before may undo some or all of them; the start offset then goes back,
+// no record is lost). If that fsync fails the log goes offline, as after a failed
+// Sync: what is durable is unknown until recovery.
 func (l *PartitionLog) DeleteSegmentsBelow(offset int64) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
@@ -233,6 +310,16 @@ func (l *PartitionLog) DeleteSegmentsBelow(offset int64) error {
 		}
 	}
 	l.dropFirst(n)
+	if n == 0 {
+		return nil
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		failed := l.goOffline(fmt.Errorf("fsync directory %s after deleting segments: %w",
+			l.dir, err))
+		l.dropUnsynced()
+		return failed
+	}
+	l.dirSynced = l.dirChanges
 	return nil
 }
 
@@ -248,6 +335,7 @@ func (l *PartitionLog) dropFirst(n int) {
 // removeSegment deletes a segment's files and state; the handle is closed last so a
 // failed removal leaves the segment usable.
 func (l *PartitionLog) removeSegment(s *segment) error {
+	l.dirChanges++
 	if err := removeSegmentFiles(l.fs, l.dir, s.base); err != nil {
 		return err
 	}
@@ -302,7 +390,9 @@ func claimLog(fsys FS, dir string, state StateStore, prefix string, id [16]byte,
 // RemovePartitionLog deletes a partition's directory and every state key under prefix,
 // for a deleted topic. The log must be closed. The removing mark goes first and last,
 // the files in between, so a removal that stops part way is finished by the next
-// removal or open.
+// removal or open. The directory and its parent are fsynced before any state key goes:
+// a crash that undid the removal after the mark was gone would bring the deleted
+// topic's data back as the log of a topic created later under the same name.
 func RemovePartitionLog(fsys FS, dir string, state StateStore, prefix string) error {
 	if err := state.Set(removingKey(prefix), []byte{1}); err != nil {
 		return fmt.Errorf("remove partition log %s: %w", dir, err)
@@ -328,9 +418,17 @@ func RemovePartitionLog(fsys FS, dir string, state StateStore, prefix string) er
 		}
 	}
 	if err == nil {
+		if err := fsys.SyncDir(dir); err != nil {
+			return fmt.Errorf("remove partition log %s: %w", dir, err)
+		}
 		if err := fsys.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove partition log %s: %w", dir, err)
 		}
+	}
+	// Also when the directory was gone already: an earlier removal may have stopped
+	// before this fsync.
+	if err := fsys.SyncDir(path.Dir(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove partition log %s: %w", dir, err)
 	}
 	var keys [][]byte
 	if err := state.Scan([]byte(prefix), func(k, _ []byte) error {

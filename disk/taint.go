@@ -47,6 +47,12 @@ func (l *PartitionLog) cureTaint() error {
 			return fmt.Errorf("rewrite segment %d after a failed fsync: %w", s.base, err)
 		}
 	}
+	// The renames must be durable before the mark goes: a crash undoing one would bring
+	// back a segment holding bytes no fsync wrote.
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("fsync directory %s after rewriting it: %w", l.dir, err)
+	}
+	l.dirSynced = l.dirChanges
 	l.lg.Warn("rewrote the log after a failed fsync", zap.Int("segments", len(l.segs)))
 	return l.state.Delete(l.taintKey())
 }
@@ -68,6 +74,7 @@ func (l *PartitionLog) rewriteSegment(s *segment) error {
 		return err
 	}
 	name := segmentFile(l.dir, s.base, logSuffix)
+	l.dirChanges++
 	err = l.fs.Rename(tmp, name)
 	// The handle is reopened under the new name: one a FileCache may close reopens by
 	// the name it was opened with.

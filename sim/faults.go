@@ -60,13 +60,12 @@ func (w *World) injectFault(k faultKind) {
 		if !n.up {
 			return
 		}
+		if n.tripR.Chance(0.5) {
+			n.armCrash() // crashstep.go
+			break
+		}
 		n.crash()
-		gen := n.gen
-		w.after(w.duration(k), KindRestart, n.id, gen, 0, func() {
-			if n.gen == gen {
-				n.restart()
-			}
-		})
+		w.scheduleRestart(n)
 	case fSlowDisk:
 		n.slowUntil = max(n.slowUntil, w.now+w.duration(k))
 	case fDiskErrors:
@@ -102,6 +101,16 @@ func (w *World) injectFault(k faultKind) {
 	w.stats.Faults[faultNames[k]]++
 }
 
+// scheduleRestart restarts a crashed node after a drawn downtime.
+func (w *World) scheduleRestart(n *node) {
+	gen := n.gen
+	w.after(w.duration(fCrash), KindRestart, n.id, gen, 0, func() {
+		if n.gen == gen {
+			n.restart()
+		}
+	})
+}
+
 // partition cuts one client off the node for d: both directions, or only one.
 func (w *World) partition(d int64) {
 	cl := w.clients[w.faultR.Intn(len(w.clients))].base()
@@ -129,6 +138,7 @@ func (w *World) heal() {
 	for _, n := range w.nodes {
 		n.slowUntil, n.errUntil, n.clogUntil = w.now, w.now, w.now
 		n.metaErrUntil, n.readErrUntil = w.now, w.now
+		n.disarm()
 		switch {
 		case !n.up:
 			n.restart()

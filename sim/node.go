@@ -50,14 +50,19 @@ type node struct {
 	clockR *Rand
 	readR  *Rand // injected read errors (own stream: seeds without them keep their trace)
 	stateR *Rand // state store errors and what a restart keeps of writes in doubt
+	tripR  *Rand // crashes inside a step: whether, and after which disk operation
 
 	slowUntil, errUntil, clogUntil int64
 	metaErrUntil                   int64 // MetaErrors spell: proposals may fail
 	readErrUntil                   int64 // ReadErrors spell: reads may fail
 	hadDiskErr                     bool
 	applied                        map[string]int // TopicDeleted records applied, by topic
-	syncTail                       map[core.TopicPartition]int64
+	syncs                          map[replica.Log]*syncQueue
 	conns                          map[uint64]*conn
+	// armed: a crash waits for the disk to freeze (MemFS.FreezeAfter); held buffers
+	// the effects of the step running meanwhile, dropped if the step froze the disk.
+	armed bool
+	held  []func()
 }
 
 func newNode(w *World, id int32) *node {
@@ -65,7 +70,8 @@ func newNode(w *World, id int32) *node {
 	n := &node{w: w, id: id, fs: disk.NewMemFS(), state: disk.NewMemState(),
 		rnd: newStream(w.cfg.Seed, name+"/broker"), crashR: newStream(w.cfg.Seed, name+"/crash"),
 		diskR: newStream(w.cfg.Seed, name+"/disk"), clockR: newStream(w.cfg.Seed, name+"/clock"),
-		readR: newStream(w.cfg.Seed, name+"/readerr"), conns: map[uint64]*conn{}}
+		readR: newStream(w.cfg.Seed, name+"/readerr"), tripR: newStream(w.cfg.Seed, name+"/trip"),
+		conns: map[uint64]*conn{}}
 	n.lg = newLogger(w, w.logOut, w.logLevel, name)
 	n.fs.SetFault(n.diskFault)
 	n.initState()
@@ -84,7 +90,7 @@ func (n *node) boot() {
 	// A process's open files die with it: each incarnation has its own handle cache,
 	// small enough that segment files are evicted (fsynced first) and reopened often.
 	n.files = disk.NewFileCache(n.fs, simLogFiles)
-	n.syncTail = map[core.TopicPartition]int64{}
+	n.syncs = map[replica.Log]*syncQueue{}
 	n.reopenState()
 	if s := n.w.cfg.Faults.ClockSkewMs; s > 0 {
 		n.skewNs = n.clockR.Between(-s, s) * ms
@@ -123,6 +129,10 @@ func (n *node) input(in broker.Input) {
 }
 
 func (n *node) step(in broker.Input) {
+	if n.armed {
+		n.stepArmed(in)
+		return
+	}
 	n.b.Step(n.brokerNow(), in)
 	n.noteDeletions(in)
 }
@@ -183,6 +193,7 @@ func (n *node) stop(why string) {
 	n.lg.Info("node stopping", zap.String("why", why))
 	n.up, n.paused, n.pending, n.b = false, false, nil, nil
 	n.hadDiskErr = false
+	n.disarm()
 	n.w.meta.nodeStopped(n)
 	ids := make([]uint64, 0, len(n.conns))
 	for id := range n.conns {
@@ -303,7 +314,19 @@ var _ broker.Env = nodeEnv{}
 
 func (e nodeEnv) live() bool { return e.n.up && e.n.gen == e.gen }
 
+// hold defers an effect to the end of the step while a crash is armed (crashstep.go).
+func (e nodeEnv) hold(f func()) bool {
+	if e.n.held == nil {
+		return false
+	}
+	e.n.held = append(e.n.held, f)
+	return true
+}
+
 func (e nodeEnv) Reply(r broker.Reply) {
+	if e.hold(func() { e.Reply(r) }) {
+		return
+	}
 	if e.live() {
 		if e.n.w.cov != nil {
 			e.n.w.cov.noteReply(r.Msg)
@@ -313,6 +336,9 @@ func (e nodeEnv) Reply(r broker.Reply) {
 }
 
 func (e nodeEnv) SetTimer(at core.Time, id uint64) {
+	if e.hold(func() { e.SetTimer(at, id) }) {
+		return
+	}
 	if !e.live() {
 		return
 	}
@@ -326,20 +352,13 @@ func (e nodeEnv) SetTimer(at core.Time, id uint64) {
 }
 
 func (e nodeEnv) SyncLog(tp core.TopicPartition, inc, token uint64, log replica.Log) {
+	if e.hold(func() { e.SyncLog(tp, inc, token, log) }) {
+		return
+	}
 	if !e.live() {
 		return
 	}
-	n := e.n
-	// One file's fsyncs complete in order; different partitions' may overtake.
-	t := max(n.w.now+n.fsyncDelay(), n.syncTail[tp])
-	n.syncTail[tp] = t
-	n.w.at(t, KindSyncDone, n.id, token, inc, func() {
-		if !e.live() {
-			return // the machine crashed: the fsync never happened
-		}
-		err := log.Sync()
-		n.input(broker.SyncDone{TP: tp, Incarnation: inc, Token: token, Err: err})
-	})
+	e.n.syncLog(e, broker.SyncDone{TP: tp, Incarnation: inc, Token: token}, log)
 }
 
 func (e nodeEnv) OpenLog(tp core.TopicPartition, cfg replica.SegmentConfig) (replica.Log, error) {
@@ -361,6 +380,9 @@ func (e nodeEnv) RemoveLog(tp core.TopicPartition) error {
 }
 
 func (e nodeEnv) ProposeMeta(rec meta.Record, token uint64) {
+	if e.hold(func() { e.ProposeMeta(rec, token) }) {
+		return
+	}
 	if e.live() {
 		e.n.w.meta.propose(e.n, rec, token)
 	}

@@ -22,11 +22,12 @@ const (
 	KindResume          // a paused node resumes
 	KindRestart         // a crashed node restarts
 	KindPhase           // a run phase begins (heal, final check, end)
+	KindSyncStart       // a simulated fsync begins
 	kindCount
 )
 
 var kindNames = [...]string{"none", "to-node", "to-client", "timer", "sync-done",
-	"meta-commit", "client-wake", "fault", "resume", "restart", "phase"}
+	"meta-commit", "client-wake", "fault", "resume", "restart", "phase", "sync-start"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
