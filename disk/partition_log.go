@@ -56,6 +56,9 @@ type PartitionLog struct {
 	// in the parent directory is not durable yet; the next Sync makes it durable before
 	// it fsyncs any segment (docs/storage.md, "Opening a new partition").
 	entryPending bool
+	// rotStart is where recovery found the log must start after corrupt batches it
+	// skipped (rot.go); 0 when none.
+	rotStart int64
 }
 
 var _ replica.Log = (*PartitionLog)(nil)
@@ -268,7 +271,14 @@ func (l *PartitionLog) Read(offset int64, maxBytes int, upTo int64) ([]byte, err
 		return nil, fmt.Errorf("read %s at %d: %w [%d, %d)", l.dir, offset, ErrOutOfRange,
 			l.start, l.active().next)
 	}
-	b, err := l.findSegment(offset).read(offset, maxBytes, upTo, l.cfg.IndexInterval)
+	seg := l.findSegment(offset)
+	b, err := seg.read(offset, maxBytes, upTo, l.cfg.IndexInterval)
+	if err == nil {
+		err = verifyServed(b, offset, seg.next)
+		if err != nil {
+			err = l.rotFound(fmt.Errorf("read %s: %w", l.dir, err))
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s at %d: %w", l.dir, offset, err)
 	}
