@@ -275,9 +275,9 @@ func (l *PartitionLog) Read(offset int64, maxBytes int, upTo int64) ([]byte, err
 	b, err := seg.read(offset, maxBytes, upTo, l.cfg.IndexInterval)
 	if err == nil {
 		err = verifyServed(b, offset, seg.next)
-		if err != nil {
-			err = l.rotFound(fmt.Errorf("read %s: %w", l.dir, err))
-		}
+	}
+	if isCorrupt(err) {
+		err = l.rotFound(fmt.Errorf("read %s: %w: %w", l.dir, ErrCorrupt, err))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s at %d: %w", l.dir, offset, err)

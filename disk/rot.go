@@ -31,9 +31,9 @@ func (l *PartitionLog) rotKey() []byte { return []byte(l.prefix + "rot") }
 
 // verifyServed checks the batches a Read is about to return: each batch's CRC, record
 // count and codec (batch.Check), the first holding offset and each following its
-// predecessor. Base offsets and lengths are outside the CRC in the v2 format; a flipped
-// length shows up as a bad CRC or a broken chain, a flipped base offset as a broken
-// chain.
+// predecessor, none ending past the segment's end. Base offsets and lengths are outside
+// the CRC in the v2 format; a flipped length shows up as a bad CRC or a broken chain, a
+// flipped base offset as a broken chain (or checkUnserved).
 func verifyServed(b []byte, offset, end int64) error {
 	next := int64(-1)
 	for pos := 0; pos < len(b); {
@@ -56,12 +56,18 @@ func verifyServed(b []byte, offset, end int64) error {
 				h.NextOffset(), end)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: byte %d of the read at offset %d: %w", ErrCorrupt, pos, offset, err)
+			return &corruptError{int64(pos), fmt.Errorf("read at offset %d: %w", offset, err)}
 		}
 		next = h.NextOffset()
 		pos += h.Size()
 	}
 	return nil
+}
+
+// isCorrupt reports whether a read failed on bad bytes rather than on I/O.
+func isCorrupt(err error) bool {
+	var cerr *corruptError
+	return err != nil && errors.As(err, &cerr)
 }
 
 // rotFound records a corrupt read: the rot mark makes the next recovery validate every
@@ -138,4 +144,21 @@ func (l *PartitionLog) afterRot(persisted int64) (int64, error) {
 		return persisted, err
 	}
 	return persisted, nil
+}
+
+// checkUnserved checks the batch h at file position pos that a read found and did not
+// serve because it ends past the read's limit: a header whose offsets are rotten could
+// otherwise stall a reader on an empty answer forever, silently. It must hold offset
+// and pass batch.Check.
+func (r *readBuf) checkUnserved(h *batch.Header, pos, offset int64) error {
+	if h.BaseOffset > offset {
+		return &corruptError{pos, fmt.Errorf("batch at %d found for offset %d", h.BaseOffset, offset)}
+	}
+	if err := r.ensure(pos + int64(h.Size())); err != nil {
+		return err
+	}
+	if _, err := batch.Check(r.buf[pos-r.base : pos-r.base+int64(h.Size())]); err != nil {
+		return &corruptError{pos, err}
+	}
+	return nil
 }

@@ -49,6 +49,12 @@ type node struct {
 	diskR  *Rand // fsync latencies and injected disk errors
 	clockR *Rand
 	readR  *Rand // injected read errors (own stream: seeds without them keep their trace)
+	rotR   *Rand // bit rot and stale writes (rot.go), likewise
+
+	rotted     map[core.TopicPartition]bool // partitions a rot was injected in
+	rots       int                          // rots injected on this disk
+	stales     int                          // files that showed stale blocks at a crash
+	rotRestart uint64                       // incarnation whose corrupt read asked a restart
 
 	slowUntil, errUntil, clogUntil int64
 	metaErrUntil                   int64 // MetaErrors spell: proposals may fail
@@ -64,7 +70,8 @@ func newNode(w *World, id int32) *node {
 	n := &node{w: w, id: id, fs: disk.NewMemFS(), state: disk.NewMemState(),
 		rnd: newStream(w.cfg.Seed, name+"/broker"), crashR: newStream(w.cfg.Seed, name+"/crash"),
 		diskR: newStream(w.cfg.Seed, name+"/disk"), clockR: newStream(w.cfg.Seed, name+"/clock"),
-		readR: newStream(w.cfg.Seed, name+"/readerr"), conns: map[uint64]*conn{}}
+		readR: newStream(w.cfg.Seed, name+"/readerr"), conns: map[uint64]*conn{},
+		rotR: newStream(w.cfg.Seed, name+"/rot"), rotted: map[core.TopicPartition]bool{}}
 	n.lg = newLogger(w, w.logOut, w.logLevel, name)
 	n.fs.SetFault(n.diskFault)
 	return n
@@ -163,6 +170,7 @@ func (n *node) noteDeletions(in broker.Input) {
 // and every pending effect vanish, connections break.
 func (n *node) crash() {
 	n.stop("crash")
+	n.staleWrites()
 	n.fs.Crash(n.crashR)
 	n.w.hist.Crashes = append(n.w.hist.Crashes,
 		linearizabilityCrash(n.id, n.w.now))

@@ -65,6 +65,16 @@ type Faults struct {
 	// node restarting meanwhile. Nodes that saw one restart their process at the heal.
 	ReadErrors      Spell
 	ReadErrorChance float64
+	// Rot: a synced byte of a partition's segment flips at rest (bit rot), ~EveryMs
+	// apart (ForMs unused). The broker must detect it (CRC) and never serve it; the
+	// partition goes offline until a restart, whose recovery starts the log after the
+	// rotten batch (rot.go). StaleWrites: at each crash, each file with unsynced bytes
+	// shows, with StaleWriteChance, stale blocks (a copy of its beginning: well-framed,
+	// CRC-valid batches of other offsets) in their place before the tear (only On is
+	// used).
+	Rot              Spell
+	StaleWrites      Spell
+	StaleWriteChance float64
 	// ClockSkewMs: each node incarnation's wall clock is offset by up to ±ClockSkewMs
 	// (0: off). Virtual monotonic time never goes back within one incarnation.
 	ClockSkewMs int64
@@ -239,6 +249,10 @@ func Draw(seed uint64) Config {
 	// A creation opens its logs a chunk per step (core/broker/open_queue.go); chunks of
 	// one or two make the few partitions of a run take that path, across crashes too.
 	c.Broker["sluice.open.logs.per.step"] = strconv.Itoa(Pick(r, 1, 2, 64))
+	// Corruption at rest (rot.go), drawn after every older choice.
+	c.Faults.Rot = drawSpell(r, 0.2, 1000, 5000, 0, 0)
+	c.Faults.StaleWrites = Spell{On: r.Chance(0.3)}
+	c.Faults.StaleWriteChance = Pick(r, 0.2, 0.5, 1.0)
 	return c
 }
 
@@ -383,7 +397,8 @@ func (c *Config) faultSpells() map[string]*Spell {
 	return map[string]*Spell{"crash": &f.Crash, "slowdisk": &f.SlowDisk,
 		"diskerrors": &f.DiskErrors, "clog": &f.Clog, "reset": &f.Reset,
 		"partition": &f.Partition, "pause": &f.Pause, "restart": &f.Restart,
-		"metaerrors": &f.MetaErrors, "readerrors": &f.ReadErrors}
+		"metaerrors": &f.MetaErrors, "readerrors": &f.ReadErrors, "rot": &f.Rot,
+		"stalewrites": &f.StaleWrites}
 }
 
 // SettingHelp lists the simulator's own --set names (broker and topic settings are
@@ -391,7 +406,8 @@ func (c *Config) faultSpells() map[string]*Spell {
 var SettingHelp = []string{
 	"faults=off                     no faults at all",
 	"faults.<kind>=on|off           kind: crash restart slowdisk diskerrors clog reset",
-	"                                     partition pause metaerrors readerrors",
+	"                                     partition pause metaerrors readerrors rot",
+	"                                     stalewrites",
 	"faults.<kind>.every.ms=N       mean interval between faults of a kind",
 	"faults.<kind>.for.ms=N         mean duration of one fault (downtime, spell)",
 	"faults.skew.ms=N               wall-clock skew bound per node (0 = off)",
@@ -630,6 +646,8 @@ func (c Config) Summary() []string {
 			f.Reset, f.Partition, f.OneWayChance, f.Pause, f.ClockSkewMs, f.Restart),
 		fmt.Sprintf("faults: metaerrors=%s(p=%.2f) readerrors=%s(p=%.2f)", f.MetaErrors,
 			f.MetaErrorChance, f.ReadErrors, f.ReadErrorChance),
+		fmt.Sprintf("faults: rot=%s stalewrites=%s(p=%.2f)", f.Rot, f.StaleWrites,
+			f.StaleWriteChance),
 		fmt.Sprintf("timing: net=%d+~%dus fsync=%d+~%dus meta=%d+~%dus",
 			c.Timing.NetFloorUs, c.Timing.NetMeanUs, c.Timing.FsyncFloorUs,
 			c.Timing.FsyncMeanUs, c.Timing.MetaFloorUs, c.Timing.MetaMeanUs),
