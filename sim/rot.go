@@ -102,7 +102,7 @@ func (n *node) rot() bool {
 	n.rotted[c.tp] = true
 	n.rots++
 	n.w.hist.Trims = append(n.w.hist.Trims, linearizability.Trim{Topic: c.tp.Topic,
-		Partition: c.tp.Partition, At: n.w.now, Offset: c.next})
+		Partition: c.tp.Partition, At: n.w.now, Offset: c.next, Rot: true})
 	n.lg.Info("rot injected", zap.String("file", c.path), zap.Int64("byte", c.pos+off),
 		zap.Int64("batch_end_offset", c.next))
 	n.w.tr.note("rot", c.pos+off, c.next)
