@@ -86,6 +86,9 @@ type Timing struct {
 	FsyncFloorUs, FsyncMeanUs int64
 	MetaFloorUs, MetaMeanUs   int64
 	RestartDelayMs            int64 // time a restarting process takes before Start
+	// IOFloorUs per file operation plus ~IOMeanUs per step: the event loop's I/O
+	// (iolat.go); IOMeanUs 0 turns it off.
+	IOFloorUs, IOMeanUs int64
 }
 
 // TopicSpec is one topic the admin client creates at the start.
@@ -253,6 +256,10 @@ func Draw(seed uint64) Config {
 	c.Faults.Rot = drawSpell(r, 0.2, 1000, 5000, 0, 0)
 	c.Faults.StaleWrites = Spell{On: r.Chance(0.3)}
 	c.Faults.StaleWriteChance = Pick(r, 0.2, 0.5, 1.0)
+	// Read and write latency of the event loop (iolat.go), on most seeds.
+	if r.Chance(0.7) {
+		c.Timing.IOFloorUs, c.Timing.IOMeanUs = r.Between(1, 20), Pick[int64](r, 10, 100, 1000)
+	}
 	return c
 }
 
@@ -426,6 +433,8 @@ var SettingHelp = []string{
 	"audit=on|off                   the auditor: every other API, stale and hostile forms",
 	"codec=on|off                   pass messages through the wire codec",
 	"heal.ms=N                      liveness budget after faults stop",
+	"io.mean.us=N io.floor.us=N     event-loop I/O latency per step / per operation",
+	"                                     (io.mean.us=0: none)",
 }
 
 // Set overrides one setting by name: a simulator setting (SettingHelp) or a broker or
@@ -540,6 +549,10 @@ func (c *Config) setSim(name, value string) (bool, error) {
 		return true, err
 	case name == "heal.ms":
 		return true, setInt64(&c.HealMs, value)
+	case name == "io.mean.us":
+		return true, setInt64(&c.Timing.IOMeanUs, value)
+	case name == "io.floor.us":
+		return true, setInt64(&c.Timing.IOFloorUs, value)
 	}
 	return false, nil
 }
@@ -648,9 +661,10 @@ func (c Config) Summary() []string {
 			f.MetaErrorChance, f.ReadErrors, f.ReadErrorChance),
 		fmt.Sprintf("faults: rot=%s stalewrites=%s(p=%.2f)", f.Rot, f.StaleWrites,
 			f.StaleWriteChance),
-		fmt.Sprintf("timing: net=%d+~%dus fsync=%d+~%dus meta=%d+~%dus",
+		fmt.Sprintf("timing: net=%d+~%dus fsync=%d+~%dus meta=%d+~%dus io=%d/op+~%dus",
 			c.Timing.NetFloorUs, c.Timing.NetMeanUs, c.Timing.FsyncFloorUs,
-			c.Timing.FsyncMeanUs, c.Timing.MetaFloorUs, c.Timing.MetaMeanUs),
+			c.Timing.FsyncMeanUs, c.Timing.MetaFloorUs, c.Timing.MetaMeanUs,
+			c.Timing.IOFloorUs, c.Timing.IOMeanUs),
 		"broker: " + sortedKV(c.Broker),
 	}
 	for _, t := range c.Topics {
