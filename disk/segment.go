@@ -246,7 +246,7 @@ func (s *segment) read(offset int64, maxBytes int, upTo int64, interval int) ([]
 		}
 	}
 	if total == 0 {
-		return nil, r.checkUnserved(&h, start, offset)
+		return nil, r.checkUnserved(h, start, offset)
 	}
 	return r.buf[start-r.base : pos-r.base], nil
 }
