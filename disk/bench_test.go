@@ -76,3 +76,20 @@ func BenchmarkReadOSFS(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkVerifyServed is the check every Read runs on what it returns (rot.go): four
+// 16 KiB batches, as in BenchmarkReadOSFS.
+func BenchmarkVerifyServed(b *testing.B) {
+	_, bs := benchBatches(4)
+	var buf []byte
+	for _, one := range bs {
+		buf = append(buf, one...)
+	}
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := verifyServed(buf, 0, 64); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

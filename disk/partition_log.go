@@ -62,6 +62,9 @@ type PartitionLog struct {
 	// durable fsyncs the directory first while they differ: a segment whose entry a crash
 	// may undo holds nothing acknowledged.
 	dirChanges, dirSynced uint64
+	// rotStart is where recovery found the log must start after corrupt batches it
+	// skipped (rot.go); 0 when none.
+	rotStart int64
 }
 
 var _ replica.Log = (*PartitionLog)(nil)
@@ -280,7 +283,14 @@ func (l *PartitionLog) Read(offset int64, maxBytes int, upTo int64) ([]byte, err
 		return nil, fmt.Errorf("read %s at %d: %w [%d, %d)", l.dir, offset, ErrOutOfRange,
 			l.start, l.active().next)
 	}
-	b, err := l.findSegment(offset).read(offset, maxBytes, upTo, l.cfg.IndexInterval)
+	seg := l.findSegment(offset)
+	b, err := seg.read(offset, maxBytes, upTo, l.cfg.IndexInterval)
+	if err == nil {
+		err = verifyServed(b, offset, seg.next)
+	}
+	if isCorrupt(err) {
+		err = l.rotFound(fmt.Errorf("read %s: %w: %w", l.dir, ErrCorrupt, err))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s at %d: %w", l.dir, offset, err)
 	}

@@ -36,6 +36,10 @@ func (l *PartitionLog) recover(nowMs int64) error {
 	if err != nil {
 		return err
 	}
+	rot, err := l.rotMarked()
+	if err != nil {
+		return err
+	}
 	dropping := false
 	for _, name := range names {
 		base, suffix, ok := parseSegmentName(name)
@@ -53,7 +57,7 @@ func (l *PartitionLog) recover(nowMs int64) error {
 			}
 			continue
 		}
-		seg, clean, err := l.recoverSegment(base)
+		seg, clean, err := l.recoverSegment(base, rot)
 		if err != nil {
 			return err
 		}
@@ -62,6 +66,11 @@ func (l *PartitionLog) recover(nowMs int64) error {
 	}
 	if err := l.removeOrphans(names); err != nil {
 		return err
+	}
+	if rot || l.rotStart > 0 {
+		if persisted, err = l.afterRot(persisted); err != nil {
+			return err
+		}
 	}
 	if len(l.segs) == 0 {
 		if err := l.newEmptySegment(max(persisted, 0), nowMs); err != nil {
@@ -191,9 +200,9 @@ func (l *PartitionLog) loadCreatedTimes(nowMs int64) error {
 	return nil
 }
 
-// recoverSegment opens one segment, trusts what its index files certify and validates
-// the rest. clean is false when it had to truncate.
-func (l *PartitionLog) recoverSegment(base int64) (*segment, bool, error) {
+// recoverSegment opens one segment, trusts what its index files certify (unless a read
+// found corruption: rot) and validates the rest. clean is false when it had to truncate.
+func (l *PartitionLog) recoverSegment(base int64, rot bool) (*segment, bool, error) {
 	f, err := l.fs.OpenFile(segmentFile(l.dir, base, logSuffix))
 	if err != nil {
 		return nil, false, err
@@ -201,7 +210,7 @@ func (l *PartitionLog) recoverSegment(base int64) (*segment, bool, error) {
 	seg := &segment{base: base, f: f, next: base, idx: newSegIndex()}
 	size := f.Size()
 	trusted := int64(0)
-	if h, idx, ok := l.loadIndexes(seg, size); ok {
+	if h, idx, ok := l.loadIndexes(seg, size); ok && !rot {
 		seg.idx, seg.next, trusted, seg.indexedSize = idx, h.next, h.size, h.size
 	} else {
 		l.dirChanges++
@@ -257,6 +266,17 @@ func (l *PartitionLog) validateTail(seg *segment, from, size int64) (bool, error
 			bad = &corruptError{pos, err}
 		} else if h.BaseOffset != seg.next && !mutantOn("recovery-offsets-unchecked") {
 			bad = &corruptError{pos, fmt.Errorf("base offset %d, expected %d", h.BaseOffset, seg.next)}
+		}
+		if bad != nil {
+			// Followed by a valid batch of higher offsets, it is not a torn tail.
+			resume, err := l.rotSkip(seg, sc.pos, size)
+			if err != nil {
+				return false, err
+			}
+			if resume >= 0 {
+				l.skipRotten(seg, pos, sc.pos, resume, bad)
+				bad = nil
+			}
 		} else if h.LastOffset()-seg.base > maxRelOffset {
 			bad = &corruptError{pos, fmt.Errorf("offset %d too far from segment base", h.LastOffset())}
 		} else {

@@ -213,7 +213,8 @@ func (s *segment) read(offset int64, maxBytes int, upTo int64, interval int) ([]
 	var h batch.Header
 	for {
 		if pos >= s.size {
-			return nil, fmt.Errorf("segment %d: offset %d not found below %d", s.base, offset, s.next)
+			return nil, &corruptError{pos, fmt.Errorf("segment %d: offset %d not found below %d",
+				s.base, offset, s.next)}
 		}
 		var err error
 		if h, err = r.header(pos); err != nil {
@@ -245,7 +246,7 @@ func (s *segment) read(offset int64, maxBytes int, upTo int64, interval int) ([]
 		}
 	}
 	if total == 0 {
-		return nil, nil
+		return nil, r.checkUnserved(h, start, offset)
 	}
 	return r.buf[start-r.base : pos-r.base], nil
 }

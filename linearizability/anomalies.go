@@ -190,6 +190,7 @@ func (v *view) checkValues() {
 		switch {
 		case possible == 0:
 			v.flag(RejectedVisible, off, "value %q of write %s, every attempt refused", val, wid)
+		case copies > 1 && w.attempts[0].Idempotent && v.rotExplains(v.occ[val]):
 		case w.attempts[0].Idempotent && copies > 1:
 			v.flag(Duplicate, off, "idempotent write %s value %q at offsets %v", wid, val,
 				v.occ[val])
@@ -198,6 +199,24 @@ func (v *view) checkValues() {
 				val, copies, v.occ[val], possible)
 		}
 	}
+}
+
+// rotExplains reports whether rot explains an idempotent write's several copies: a
+// copy in a batch that rotted is lost with the producer state it carried, so the
+// producer's retry is a new write to the broker. At most one copy may lie above the
+// partition's highest rot point, and at most one below per rot.
+func (v *view) rotExplains(offs []int64) bool {
+	to, n := v.h.rotted(v.tp)
+	if n == 0 {
+		return false
+	}
+	below := 0
+	for _, o := range offs {
+		if o < to {
+			below++
+		}
+	}
+	return len(offs)-below <= 1 && below <= n
 }
 
 // checkAcked checks every acknowledged append against the observations: lost writes

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/sluicemq/sluice/core"
 )
 
 // Retention and the log start offset (docs/simulation.md, "What is checked").
@@ -38,6 +40,31 @@ type Trim struct {
 	Acked        bool
 	Return       int64
 	LowWatermark int64
+	// Rot: not a DeleteRecords call but bit rot the world injected at At in the batch
+	// ending at Offset; the broker may start the log there once it detects it (the
+	// simulator's sim/rot.go).
+	Rot bool
+}
+
+// rotted returns the highest offset a rot in tp may have made the log start at, and how
+// many rots tp had.
+func (h *History) rotted(tp core.TopicPartition) (to int64, n int) {
+	for _, tr := range h.Trims {
+		if tr.Rot && tr.Topic == baseTopic(tp.Topic) && tr.Partition == tp.Partition {
+			to, n = max(to, tr.Offset), n+1
+		}
+	}
+	return to, n
+}
+
+// rotBy reports whether rot was injected in tp by time t.
+func (h *History) rotBy(tp core.TopicPartition, t int64) bool {
+	for _, tr := range h.Trims {
+		if tr.Rot && tr.Topic == baseTopic(tp.Topic) && tr.Partition == tp.Partition && tr.At <= t {
+			return true
+		}
+	}
+	return false
 }
 
 // baseTopic strips the incarnation suffix incarnations.go adds.

@@ -91,6 +91,11 @@ func refusalDisproved(h *History, op *Op, session map[int]*Op, first int,
 		if h.deletedWithin(op.TP.Topic, op.Call, op.SeqErrAt) {
 			return ""
 		}
+		if op.SeqErrSent > 1 && h.rotBy(op.TP, op.SeqErrAt) {
+			// An earlier attempt may have landed in a batch that rotted; the broker
+			// forgot it with the records the rot took and knows later sequences.
+			return ""
+		}
 		return "it was the session's first write on the partition"
 	}
 	pred := session[op.Seq-1]

@@ -18,19 +18,20 @@ const (
 	fRestart
 	fMetaErrors
 	fReadErrors
+	fRot
 )
 
 var faultNames = [...]string{"crash", "slowdisk", "diskerrors", "clog", "reset",
-	"partition", "pause", "restart", "metaerrors", "readerrors"}
+	"partition", "pause", "restart", "metaerrors", "readerrors", "rot"}
 
 func (w *World) spell(k faultKind) Spell {
 	f := w.cfg.Faults
 	return [...]Spell{f.Crash, f.SlowDisk, f.DiskErrors, f.Clog, f.Reset, f.Partition,
-		f.Pause, f.Restart, f.MetaErrors, f.ReadErrors}[k]
+		f.Pause, f.Restart, f.MetaErrors, f.ReadErrors, f.Rot}[k]
 }
 
 func (w *World) startFaults() {
-	for k := fCrash; k <= fReadErrors; k++ {
+	for k := fCrash; k <= fRot; k++ {
 		if s := w.spell(k); s.On && s.EveryMs > 0 {
 			w.scheduleFault(k)
 		}
@@ -86,6 +87,10 @@ func (w *World) injectFault(k faultKind) {
 		n.metaErrUntil = max(n.metaErrUntil, w.now+w.duration(k))
 	case fReadErrors:
 		n.readErrUntil = max(n.readErrUntil, w.now+w.duration(k))
+	case fRot:
+		if !n.rot() {
+			return
+		}
 	case fRestart:
 		if !n.up {
 			return

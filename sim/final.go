@@ -227,8 +227,7 @@ func (f *finalReader) fetched(p *fPart, call int64, resp *kmsg.FetchResponse) {
 	}
 	recs, err := f.w.decodeBatches(p.tp, rp.RecordBatches)
 	if err != nil {
-		f.w.fail("anomaly", "undecodable-batch final read of %s at %d: bad batch: %v", p.tp,
-			p.pos, err)
+		f.w.failDecode(fmt.Sprintf("final read of %s at %d: bad batch", p.tp, p.pos), err)
 		f.retry()
 		return
 	}

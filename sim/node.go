@@ -51,6 +51,18 @@ type node struct {
 	readR  *Rand // injected read errors (own stream: seeds without them keep their trace)
 	stateR *Rand // state store errors and what a restart keeps of writes in doubt
 	tripR  *Rand // crashes inside a step: whether, and after which disk operation
+	rotR   *Rand // bit rot and stale writes (rot.go), likewise
+	ioR    *Rand // read and write latency (iolat.go), likewise
+
+	stepping          bool           // inside Broker.Step
+	stepIO, stepSyncs int            // file operations (and fsyncs) of the current step
+	busyUntil         int64          // the node's I/O keeps it busy until then
+	heldReplies       []broker.Reply // replies of the current step, sent once its I/O is done
+
+	rotted     map[core.TopicPartition]bool // partitions a rot was injected in
+	rots       int                          // rots injected on this disk
+	stales     int                          // files that showed stale blocks at a crash
+	rotRestart uint64                       // incarnation whose corrupt read asked a restart
 
 	slowUntil, errUntil, clogUntil int64
 	metaErrUntil                   int64 // MetaErrors spell: proposals may fail
@@ -71,7 +83,9 @@ func newNode(w *World, id int32) *node {
 		rnd: newStream(w.cfg.Seed, name+"/broker"), crashR: newStream(w.cfg.Seed, name+"/crash"),
 		diskR: newStream(w.cfg.Seed, name+"/disk"), clockR: newStream(w.cfg.Seed, name+"/clock"),
 		readR: newStream(w.cfg.Seed, name+"/readerr"), tripR: newStream(w.cfg.Seed, name+"/trip"),
-		conns: map[uint64]*conn{}}
+		conns: map[uint64]*conn{},
+		rotR:  newStream(w.cfg.Seed, name+"/rot"), rotted: map[core.TopicPartition]bool{},
+		ioR: newStream(w.cfg.Seed, name+"/io")}
 	n.lg = newLogger(w, w.logOut, w.logLevel, name)
 	n.fs.SetFault(n.diskFault)
 	n.initState()
@@ -87,6 +101,7 @@ func (n *node) brokerNow() core.Time { return core.Time(epochNs + n.w.now + n.sk
 func (n *node) boot() {
 	n.gen++
 	n.up = true
+	n.busyUntil, n.heldReplies = 0, nil
 	// A process's open files die with it: each incarnation has its own handle cache,
 	// small enough that segment files are evicted (fsynced first) and reopened often.
 	n.files = disk.NewFileCache(n.fs, simLogFiles)
@@ -116,7 +131,7 @@ func (n *node) input(in broker.Input) {
 	if !n.up {
 		return
 	}
-	if n.paused {
+	if n.paused || n.busy() {
 		if len(n.pending) >= maxPausedInputs {
 			n.w.fail("world", "node %d queued %d inputs while paused", n.id, len(n.pending))
 			n.w.stopped = true
@@ -129,12 +144,17 @@ func (n *node) input(in broker.Input) {
 }
 
 func (n *node) step(in broker.Input) {
+	n.stepping, n.stepIO, n.stepSyncs = n.ioLatency(), 0, 0
 	if n.armed {
-		n.stepArmed(in)
-		return
+		n.stepArmed(in) // crashstep.go: the step's effects wait for its disk operations
+	} else {
+		n.b.Step(n.brokerNow(), in)
+		n.noteDeletions(in)
 	}
-	n.b.Step(n.brokerNow(), in)
-	n.noteDeletions(in)
+	n.stepping = false
+	if n.ioLatency() && n.up {
+		n.endStep()
+	}
 }
 
 // noteDeletions records the instant this broker applied a topic deletion: requests it
@@ -176,6 +196,7 @@ func (n *node) noteDeletions(in broker.Input) {
 // and every pending effect vanish, connections break.
 func (n *node) crash() {
 	n.stop("crash")
+	n.staleWrites()
 	n.fs.Crash(n.crashR)
 	n.w.hist.Crashes = append(n.w.hist.Crashes,
 		linearizabilityCrash(n.id, n.w.now))
@@ -237,20 +258,13 @@ func (n *node) resume() {
 		return
 	}
 	n.paused = false
-	queued := n.pending
-	n.pending = nil
-	for i, in := range queued {
-		if !n.up || n.paused {
-			n.pending = append(n.pending, queued[i:]...)
-			return
-		}
-		n.step(in)
-	}
+	n.drain()
 }
 
 // diskFault is the MemFS fault hook: during a disk-error spell, writes and fsyncs fail
 // with the configured chance; during a read-error spell, reads do.
 func (n *node) diskFault(op disk.Op, path string) error {
+	n.countIO(op)
 	if op == disk.OpRead || op == disk.OpReadDir {
 		return n.readFault(op)
 	}
@@ -331,7 +345,9 @@ func (e nodeEnv) Reply(r broker.Reply) {
 		if e.n.w.cov != nil {
 			e.n.w.cov.noteReply(r.Msg)
 		}
-		e.n.w.reply(e.n, r)
+		if !e.n.holdReply(r) {
+			e.n.w.reply(e.n, r)
+		}
 	}
 }
 

@@ -65,6 +65,16 @@ type Faults struct {
 	// node restarting meanwhile. Nodes that saw one restart their process at the heal.
 	ReadErrors      Spell
 	ReadErrorChance float64
+	// Rot: a synced byte of a partition's segment flips at rest (bit rot), ~EveryMs
+	// apart (ForMs unused). The broker must detect it (CRC) and never serve it; the
+	// partition goes offline until a restart, whose recovery starts the log after the
+	// rotten batch (rot.go). StaleWrites: at each crash, each file with unsynced bytes
+	// shows, with StaleWriteChance, stale blocks (a copy of its beginning: well-framed,
+	// CRC-valid batches of other offsets) in their place before the tear (only On is
+	// used).
+	Rot              Spell
+	StaleWrites      Spell
+	StaleWriteChance float64
 	// ClockSkewMs: each node incarnation's wall clock is offset by up to ±ClockSkewMs
 	// (0: off). Virtual monotonic time never goes back within one incarnation.
 	ClockSkewMs int64
@@ -76,6 +86,9 @@ type Timing struct {
 	FsyncFloorUs, FsyncMeanUs int64
 	MetaFloorUs, MetaMeanUs   int64
 	RestartDelayMs            int64 // time a restarting process takes before Start
+	// IOFloorUs per file operation plus ~IOMeanUs per step: the event loop's I/O
+	// (iolat.go); IOMeanUs 0 turns it off.
+	IOFloorUs, IOMeanUs int64
 }
 
 // TopicSpec is one topic the admin client creates at the start.
@@ -247,6 +260,16 @@ func Draw(seed uint64) Config {
 	// seed writes), so restarts recover from a snapshot followed by more batches.
 	c.Broker["sluice.producer.snapshot.interval.batches"] = strconv.Itoa(int(r.Between(5, 50)))
 	drawWider(r, &c) // widen.go: issue 7's wider workload
+	// Corruption at rest (rot.go), drawn after every older choice.
+	c.Faults.Rot = drawSpell(r, 0.2, 1000, 5000, 0, 0)
+	c.Faults.StaleWrites = Spell{On: r.Chance(0.3)}
+	c.Faults.StaleWriteChance = Pick(r, 0.2, 0.5, 1.0)
+	// Read and write latency of the event loop (iolat.go): drawn, but off by default
+	// (ioLatencyByDefault) until the acknowledged-write loss it finds with disk errors,
+	// restarts and crashes is fixed (docs/simulation.md, "I/O latency").
+	if r.Chance(0.7) && ioLatencyByDefault {
+		c.Timing.IOFloorUs, c.Timing.IOMeanUs = r.Between(1, 20), Pick[int64](r, 10, 100, 1000)
+	}
 	return c
 }
 
@@ -391,7 +414,8 @@ func (c *Config) faultSpells() map[string]*Spell {
 	return map[string]*Spell{"crash": &f.Crash, "slowdisk": &f.SlowDisk,
 		"diskerrors": &f.DiskErrors, "clog": &f.Clog, "reset": &f.Reset,
 		"partition": &f.Partition, "pause": &f.Pause, "restart": &f.Restart,
-		"metaerrors": &f.MetaErrors, "readerrors": &f.ReadErrors}
+		"metaerrors": &f.MetaErrors, "readerrors": &f.ReadErrors, "rot": &f.Rot,
+		"stalewrites": &f.StaleWrites}
 }
 
 // SettingHelp lists the simulator's own --set names (broker and topic settings are
@@ -399,7 +423,8 @@ func (c *Config) faultSpells() map[string]*Spell {
 var SettingHelp = []string{
 	"faults=off                     no faults at all",
 	"faults.<kind>=on|off           kind: crash restart slowdisk diskerrors clog reset",
-	"                                     partition pause metaerrors readerrors",
+	"                                     partition pause metaerrors readerrors rot",
+	"                                     stalewrites",
 	"faults.<kind>.every.ms=N       mean interval between faults of a kind",
 	"faults.<kind>.for.ms=N         mean duration of one fault (downtime, spell)",
 	"faults.skew.ms=N               wall-clock skew bound per node (0 = off)",
@@ -418,6 +443,8 @@ var SettingHelp = []string{
 	"audit=on|off                   the auditor: every other API, stale and hostile forms",
 	"codec=on|off                   pass messages through the wire codec",
 	"heal.ms=N                      liveness budget after faults stop",
+	"io.mean.us=N io.floor.us=N     event-loop I/O latency per step / per operation",
+	"                                     (io.mean.us=0: none)",
 }
 
 // Set overrides one setting by name: a simulator setting (SettingHelp) or a broker or
@@ -532,6 +559,10 @@ func (c *Config) setSim(name, value string) (bool, error) {
 		return true, err
 	case name == "heal.ms":
 		return true, setInt64(&c.HealMs, value)
+	case name == "io.mean.us":
+		return true, setInt64(&c.Timing.IOMeanUs, value)
+	case name == "io.floor.us":
+		return true, setInt64(&c.Timing.IOFloorUs, value)
 	}
 	return c.setWide(name, value)
 }
@@ -638,9 +669,12 @@ func (c Config) Summary() []string {
 			f.Reset, f.Partition, f.OneWayChance, f.Pause, f.ClockSkewMs, f.Restart),
 		fmt.Sprintf("faults: metaerrors=%s(p=%.2f) readerrors=%s(p=%.2f)", f.MetaErrors,
 			f.MetaErrorChance, f.ReadErrors, f.ReadErrorChance),
-		fmt.Sprintf("timing: net=%d+~%dus fsync=%d+~%dus meta=%d+~%dus",
+		fmt.Sprintf("faults: rot=%s stalewrites=%s(p=%.2f)", f.Rot, f.StaleWrites,
+			f.StaleWriteChance),
+		fmt.Sprintf("timing: net=%d+~%dus fsync=%d+~%dus meta=%d+~%dus io=%d/op+~%dus",
 			c.Timing.NetFloorUs, c.Timing.NetMeanUs, c.Timing.FsyncFloorUs,
-			c.Timing.FsyncMeanUs, c.Timing.MetaFloorUs, c.Timing.MetaMeanUs),
+			c.Timing.FsyncMeanUs, c.Timing.MetaFloorUs, c.Timing.MetaMeanUs,
+			c.Timing.IOFloorUs, c.Timing.IOMeanUs),
 		"broker: " + sortedKV(c.Broker),
 	}
 	for _, t := range c.Topics {

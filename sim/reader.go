@@ -187,8 +187,8 @@ func (r *reader) fetchedPartition(call int64, p *rPart, rp *kmsg.FetchResponseTo
 	}
 	recs, err := r.w.decodeBatches(p.tp, rp.RecordBatches)
 	if err != nil {
-		r.w.fail("anomaly", "undecodable-batch %s: fetch of %s at %d returned a bad batch: %v",
-			r.name, p.tp, p.pos, err)
+		r.w.failDecode(fmt.Sprintf("%s: fetch of %s at %d returned a bad batch", r.name, p.tp,
+			p.pos), err)
 		return false
 	}
 	r.w.record(linearizability.Op{Kind: linearizability.OpRead, Client: int(r.actor),
@@ -220,6 +220,9 @@ func (w *World) decodeBatches(tp core.TopicPartition, raw []byte) ([]linearizabi
 		}
 		if h.Size() > len(raw) {
 			break
+		}
+		if err := checkServedCRC(raw[:h.Size()]); err != nil {
+			return out, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
 		}
 		if _, err := batch.Check(raw[:h.Size()]); err != nil {
 			return out, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)

@@ -108,7 +108,9 @@ func TestSameSeedGivesSameTrace(t *testing.T) {
 		{{"faults.readerrors", "on"}, {"faults.readerrors.every.ms", "200"},
 			{"faults.restart", "on"}, {"committers", "2"}},
 		{{"deletes", "on"}, {"deletes.every.ms", "300"}, {"members", "0"},
-			{"committers", "0"}, {"faults.crash", "on"}, {"faults.readerrors", "on"}}}
+			{"committers", "0"}, {"faults.crash", "on"}, {"faults.readerrors", "on"}},
+		{{"faults.rot", "on"}, {"faults.rot.every.ms", "300"}, {"faults.stalewrites", "on"},
+			{"faults.crash", "on"}, {"faults.slowdisk", "on"}, {"io.mean.us", "1000"}}}
 	for _, sets := range variants {
 		for _, seed := range []uint64{2, 11} {
 			a := RunOne(seed, sets, 0, Options{})

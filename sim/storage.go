@@ -17,7 +17,7 @@ func openLog(n *node, tp core.TopicPartition, cfg replica.SegmentConfig) (replic
 	if err != nil {
 		return nil, err
 	}
-	return l, nil
+	return simLog{PartitionLog: l, n: n, gen: n.gen}, nil
 }
 
 func removeLog(n *node, tp core.TopicPartition) error {
