@@ -70,6 +70,12 @@ func (n *node) beginSync(e nodeEnv, q *syncQueue, log replica.Log) {
 		if n.tripped() {
 			return
 		}
+		if err != nil {
+			// The log drops what this Sync did not make durable, acks=1 writes made
+			// while it was in flight included: for the checker that is a crash now,
+			// not only when the fault hit the fsync as it began (diskFault).
+			n.w.hist.Crashes = append(n.w.hist.Crashes, linearizabilityCrash(n.id, n.w.now))
+		}
 		for _, w := range waiters {
 			w.Err = err
 			n.input(w)
