@@ -94,9 +94,17 @@ func newAuditor(w *World, actor int32) *auditor {
 	return a
 }
 
-func (a *auditor) start()         { a.wakeIn(a.rnd.Between(100, 500) * ms) }
-func (a *auditor) heal()          { a.draining = true }
-func (a *auditor) busy() string   { return "" }
+func (a *auditor) start() { a.wakeIn(a.rnd.Between(100, 500) * ms) }
+func (a *auditor) heal()  { a.draining = true }
+
+// busy holds the final read back while a request is in flight: the auditor writes
+// (acks=1 fresh trims, zombie batches) and may see them acknowledged after the heal.
+func (a *auditor) busy() string {
+	if a.busyReq {
+		return a.name + " has a request in flight"
+	}
+	return ""
+}
 func (a *auditor) timeout() int64 { return 2000 }
 
 // sendAt sends req at version v (clamped to what the client may speak).

@@ -32,9 +32,16 @@ func newVandal(w *World, actor int32, num int, spec VandalSpec) *vandal {
 	return v
 }
 
-func (v *vandal) start()       { v.wakeIn(v.rnd.Between(0, 200) * ms) }
-func (v *vandal) heal()        { v.draining = true }
-func (v *vandal) busy() string { return "" }
+func (v *vandal) start() { v.wakeIn(v.rnd.Between(0, 200) * ms) }
+func (v *vandal) heal()  { v.draining = true }
+
+// busy holds the final read back while a batch is in flight (one may be accepted).
+func (v *vandal) busy() string {
+	if v.busyReq {
+		return v.name + " has a batch in flight"
+	}
+	return ""
+}
 
 func (v *vandal) pump() {
 	if v.draining || v.backingOff() || v.busyReq {

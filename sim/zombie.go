@@ -86,9 +86,17 @@ func newZombie(w *World, actor int32, spec ZombieSpec) *zombie {
 	return z
 }
 
-func (z *zombie) start()       { z.wakeIn(z.rnd.Between(0, 200) * ms) }
-func (z *zombie) heal()        { z.draining = true }
-func (z *zombie) busy() string { return "" }
+func (z *zombie) start() { z.wakeIn(z.rnd.Between(0, 200) * ms) }
+func (z *zombie) heal()  { z.draining = true }
+
+// busy holds the final read back while a request is in flight: a write acknowledged
+// after the final read began would be missing from it (seed 535).
+func (z *zombie) busy() string {
+	if z.busyReq || z.metaBusy {
+		return z.name + " has a request in flight"
+	}
+	return ""
+}
 
 func (z *zombie) pump() {
 	if z.draining || z.backingOff() || z.busyReq || z.metaBusy {
