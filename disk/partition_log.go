@@ -56,6 +56,9 @@ type PartitionLog struct {
 	// in the parent directory is not durable yet; the next Sync makes it durable before
 	// it fsyncs any segment (docs/storage.md, "Opening a new partition").
 	entryPending bool
+	// bindPending: the log's topic id binding is not stored yet; the first Sync with
+	// bytes to make durable stores it (claimLog).
+	bindPending bool
 	// dirChanges counts changes to the directory's entries (a segment created at a roll,
 	// an existing directory opened: its entries' state is unknown); dirSynced is the
 	// count the last successful directory fsync covered. A Sync with bytes to make
@@ -90,9 +93,11 @@ func OpenPartitionLog(fs FS, dir string, state StateStore, stateKeyPrefix string
 			return nil, fmt.Errorf("open partition log %s: finish removing: %w", dir, err)
 		}
 	}
-	if err := claimLog(fs, dir, state, stateKeyPrefix, cfg.TopicID, lg); err != nil {
+	bind, err := claimLog(fs, dir, state, stateKeyPrefix, cfg.TopicID, lg)
+	if err != nil {
 		return nil, fmt.Errorf("open partition log %s: %w", dir, err)
 	}
+	l.bindPending = bind
 	if err := l.makeDir(); err != nil {
 		return nil, fmt.Errorf("open partition log %s: %w", dir, err)
 	}

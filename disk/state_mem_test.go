@@ -148,3 +148,24 @@ func TestPartitionLogOfEarlierTopicIsRemoved(t *testing.T) {
 	defer l.Close()
 	require.EqualValues(t, 1, l.EndOffset())
 }
+
+// Opening a new log writes nothing to the state store (a synced write per partition
+// made a 5,000-partition create take a minute); the first Sync with data stores the
+// topic id binding, before the data it covers is claimed durable.
+func TestNewLogBindsItsTopicAtTheFirstDataSync(t *testing.T) {
+	fsys, st := NewMemFS(), NewMemState()
+	cfg := replica.SegmentConfig{TopicID: [16]byte{7}}
+	l := openTestLog(t, fsys, st, cfg)
+	_, ok, err := st.Get(topicIDKey("log/t-0/"))
+	require.NoError(t, err)
+	require.False(t, ok, "the binding was written at open")
+	require.NoError(t, l.Sync()) // nothing to make durable: still nothing written
+	_, ok, _ = st.Get(topicIDKey("log/t-0/"))
+	require.False(t, ok)
+	appendBatch(t, l, 1000, 2, 10, 1000)
+	require.NoError(t, l.Sync())
+	v, ok, _ := st.Get(topicIDKey("log/t-0/"))
+	require.True(t, ok, "the first data sync did not bind the log")
+	require.Equal(t, cfg.TopicID[:], v)
+	require.NoError(t, l.Close())
+}
