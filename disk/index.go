@@ -58,6 +58,13 @@ func (x *segIndex) add(h *batch.Header, base, pos int64, interval int) {
 // lookupOffset returns the position of a batch at or before the one containing the
 // offset base+rel: the newest entry whose batch starts at or before it.
 func (x *segIndex) lookupOffset(rel uint32) int64 {
+	pos, _ := x.lookupOffsetEntry(rel)
+	return pos
+}
+
+// lookupOffsetEntry is lookupOffset that also returns the relative base offset of the
+// batch at the position, so that a scan from there can check the offsets chain.
+func (x *segIndex) lookupOffsetEntry(rel uint32) (pos int64, at uint32) {
 	lo, hi := 0, len(x.offs) // invariant: entries before lo qualify, from hi on do not
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
@@ -68,18 +75,18 @@ func (x *segIndex) lookupOffset(rel uint32) int64 {
 		}
 	}
 	if mutantOn("offset-index-next") && lo < len(x.offs) {
-		return int64(x.offs[lo].pos)
+		return int64(x.offs[lo].pos), x.offs[lo].rel
 	}
 	if lo == 0 {
-		return 0
+		return 0, 0
 	}
-	return int64(x.offs[lo-1].pos)
+	return int64(x.offs[lo-1].pos), x.offs[lo-1].rel
 }
 
 // lookupTime returns a position from which scanning forward finds the first batch whose
 // max timestamp is >= ts: the newest entry below ts proves every batch up to it is
-// earlier.
-func (x *segIndex) lookupTime(ts int64) int64 {
+// earlier. at is the relative base offset of the batch at that position.
+func (x *segIndex) lookupTime(ts int64) (pos int64, at uint32) {
 	lo, hi := 0, len(x.times)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
@@ -90,12 +97,12 @@ func (x *segIndex) lookupTime(ts int64) int64 {
 		}
 	}
 	if mutantOn("time-index-next") && lo < len(x.times) {
-		return int64(x.times[lo].pos)
+		return int64(x.times[lo].pos), x.times[lo].rel
 	}
 	if lo == 0 {
-		return 0
+		return 0, 0
 	}
-	return int64(x.times[lo-1].pos)
+	return int64(x.times[lo-1].pos), x.times[lo-1].rel
 }
 
 // Index files. Both share one header; the CRC-32C at the end covers everything before

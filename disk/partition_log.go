@@ -303,7 +303,9 @@ func (l *PartitionLog) Read(offset int64, maxBytes int, upTo int64) ([]byte, err
 }
 
 // OffsetForTimestamp implements replica.Log. Batches wholly below the start offset are
-// skipped; a hit in the batch straddling it answers the start offset.
+// skipped; a hit in the batch straddling it answers the start offset. The scan checks
+// the offsets chain of the headers it walks (a rotten base offset would otherwise be
+// answered) and takes the log offline on a mismatch, as Read does.
 func (l *PartitionLog) OffsetForTimestamp(ts int64) (int64, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -314,21 +316,44 @@ func (l *PartitionLog) OffsetForTimestamp(ts int64) (int64, bool, error) {
 		if seg.next <= l.start || seg.idx.maxTs < ts {
 			continue
 		}
-		sc := newScanner(seg.f, seg.idx.lookupTime(ts), seg.size)
-		for {
-			h, _, err := sc.next(false)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return 0, false, fmt.Errorf("timestamp lookup in %s: %w", l.dir, err)
-			}
-			if h.MaxTimestamp >= ts && h.NextOffset() > l.start {
-				return max(h.BaseOffset, l.start), true, nil
-			}
+		off, found, err := l.timeInSegment(seg, ts)
+		if isCorrupt(err) {
+			err = l.rotFound(fmt.Errorf("%w: %w", ErrCorrupt, err))
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("timestamp lookup in %s: %w", l.dir, err)
+		}
+		if found {
+			return off, true, nil
 		}
 	}
 	return 0, false, nil
+}
+
+// timeInSegment scans seg for the first batch reaching ts that ends above the start
+// offset. The scan begins at the time index's position or, when the start offset lies
+// in seg, at the offset index's position for it if that is later: batches before it
+// are below the start (and may include a rotten one recovery skipped).
+func (l *PartitionLog) timeInSegment(seg *segment, ts int64) (int64, bool, error) {
+	pos, rel := seg.idx.lookupTime(ts)
+	if l.start > seg.base {
+		if p, r := seg.idx.lookupOffsetEntry(uint32(l.start - seg.base)); p > pos {
+			pos, rel = p, r
+		}
+	}
+	sc := newChainScanner(seg.f, pos, seg.size, seg.base+int64(rel), seg.next)
+	for {
+		h, _, err := sc.next(false)
+		if err == io.EOF {
+			return 0, false, nil
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		if h.MaxTimestamp >= ts && h.NextOffset() > l.start {
+			return max(h.BaseOffset, l.start), true, nil
+		}
+	}
 }
 
 // MaxTimestamp implements replica.Log.
@@ -414,12 +439,16 @@ func (l *PartitionLog) headerChunk(cur int64) ([]batch.Header, bool, error) {
 		return nil, true, nil
 	}
 	seg := l.findSegment(cur)
-	sc := newScanner(seg.f, seg.idx.lookupOffset(uint32(cur-seg.base)), seg.size)
+	pos, rel := seg.idx.lookupOffsetEntry(uint32(cur - seg.base))
+	sc := newChainScanner(seg.f, pos, seg.size, seg.base+int64(rel), seg.next)
 	var hs []batch.Header
 	for len(hs) < scanHeadersChunk {
 		h, _, err := sc.next(false)
 		if err == io.EOF {
 			break
+		}
+		if isCorrupt(err) {
+			err = l.rotFound(fmt.Errorf("%w: %w", ErrCorrupt, err))
 		}
 		if err != nil {
 			return nil, true, fmt.Errorf("scan headers of %s: %w", l.dir, err)

@@ -93,10 +93,39 @@ type scanner struct {
 	limit  int64
 	buf    []byte
 	bufPos int64 // file position of buf[0]
+	// want and end, when chained: the base offset the next batch must have and the
+	// segment's end offset no batch may pass.
+	chained   bool
+	want, end int64
 }
 
 func newScanner(f File, pos, limit int64) *scanner {
 	return &scanner{f: f, pos: pos, limit: limit}
+}
+
+// newChainScanner is a scanner that also checks the offsets chain: the batch at pos
+// must start at first, each following batch where its predecessor ended, none past
+// end. Base offsets are outside the CRC, so a header scan that answers offsets (a
+// lookup by time, ScanHeaders) must not trust a rotten one: a mismatch is a
+// *corruptError, as in verifyServed.
+func newChainScanner(f File, pos, limit, first, end int64) *scanner {
+	return &scanner{f: f, pos: pos, limit: limit, chained: true, want: first, end: end}
+}
+
+// checkChain checks the header h found at the scan position against the chain.
+func (s *scanner) checkChain(h *batch.Header) error {
+	switch {
+	case !s.chained:
+		return nil
+	case h.BaseOffset != s.want:
+		return &corruptError{s.pos, fmt.Errorf("batch at %d where offset %d was due",
+			h.BaseOffset, s.want)}
+	case h.NextOffset() > s.end:
+		return &corruptError{s.pos, fmt.Errorf("batch [%d, %d) ends past the segment end %d",
+			h.BaseOffset, h.NextOffset(), s.end)}
+	}
+	s.want = h.NextOffset()
+	return nil
 }
 
 // window returns n bytes at file position p; the slice is valid until the next call.
@@ -139,6 +168,9 @@ func (s *scanner) next(body bool) (batch.Header, []byte, error) {
 	}
 	if h, err = batch.ParseHeader(hb); err != nil {
 		return h, nil, &corruptError{s.pos, err}
+	}
+	if err := s.checkChain(&h); err != nil {
+		return h, nil, err
 	}
 	size := int64(h.Size())
 	if s.pos+size > s.limit {

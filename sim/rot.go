@@ -190,8 +190,26 @@ type simLog struct {
 
 func (l simLog) Read(offset int64, maxBytes int, upTo int64) ([]byte, error) {
 	b, err := l.PartitionLog.Read(offset, maxBytes, upTo)
+	l.checkCorrupt(err)
+	return b, err
+}
+
+// OffsetForTimestamp and ScanHeaders walk batch headers, whose base offsets the CRC
+// does not cover: they find a rotten one too.
+func (l simLog) OffsetForTimestamp(ts int64) (int64, bool, error) {
+	off, ok, err := l.PartitionLog.OffsetForTimestamp(ts)
+	l.checkCorrupt(err)
+	return off, ok, err
+}
+
+func (l simLog) ScanHeaders(from int64, fn func(h batch.Header) error) error {
+	err := l.PartitionLog.ScanHeaders(from, fn)
+	l.checkCorrupt(err)
+	return err
+}
+
+func (l simLog) checkCorrupt(err error) {
 	if err != nil && errors.Is(err, disk.ErrCorrupt) {
 		l.n.corruptRead(l.gen, err)
 	}
-	return b, err
 }
