@@ -180,14 +180,7 @@ func (a *admin) deleteRecords(topic string) {
 	if !a.rnd.Chance(0.15) {
 		offset = a.low[tp] + a.rnd.Between(0, 300)
 	}
-	req := kmsg.NewPtrDeleteRecordsRequest()
-	req.TimeoutMillis = int32(a.timeout())
-	rt := kmsg.NewDeleteRecordsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
-	rp.Partition, rp.Offset = tp.Partition, offset
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := deleteRecordsRequest(topic, tp.Partition, offset, a.timeout())
 	a.w.hist.Trims = append(a.w.hist.Trims, linearizability.Trim{Topic: topic,
 		Partition: tp.Partition, At: a.w.now, Offset: offset})
 	trim := len(a.w.hist.Trims) - 1

@@ -474,14 +474,7 @@ func (a *auditor) deleteRecords() {
 	if beyond {
 		offset = 1 << 40
 	}
-	req := kmsg.NewPtrDeleteRecordsRequest()
-	req.TimeoutMillis = int32(a.timeout())
-	rt := kmsg.NewDeleteRecordsRequestTopic()
-	rt.Topic = tp.Topic
-	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
-	rp.Partition, rp.Offset = tp.Partition, offset
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := deleteRecordsRequest(tp.Topic, tp.Partition, offset, a.timeout())
 	a.w.stats.Faults["delete-records"]++
 	a.deletes = append(a.deletes, DeleteRecordsCall{TP: tp, Offset: offset, Sent: a.w.now})
 	trim := -1

@@ -99,14 +99,7 @@ func (a *auditor) createTrimTopic() {
 // acknowledged; an accepted call is followed by a fetch that must not report a log
 // start above the high-water mark.
 func (a *auditor) trimTo(tp core.TopicPartition, offset int64) {
-	req := kmsg.NewPtrDeleteRecordsRequest()
-	req.TimeoutMillis = int32(a.timeout())
-	rt := kmsg.NewDeleteRecordsRequestTopic()
-	rt.Topic = tp.Topic
-	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
-	rp.Partition, rp.Offset = tp.Partition, offset
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := deleteRecordsRequest(tp.Topic, tp.Partition, offset, a.timeout())
 	a.send(req, a.timeout(), func(r kmsg.Response, err error) {
 		if err != nil {
 			a.next(err)
@@ -158,4 +151,18 @@ func (a *auditor) trimmedFetch(tp core.TopicPartition, offset int64) {
 		}
 		a.next(err)
 	})
+}
+
+// deleteRecordsRequest asks one partition to start at offset.
+func deleteRecordsRequest(topic string, partition int32, offset,
+	timeoutMs int64) *kmsg.DeleteRecordsRequest {
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	req.TimeoutMillis = int32(timeoutMs)
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	rp.Partition, rp.Offset = partition, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
 }
