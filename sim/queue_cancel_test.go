@@ -19,7 +19,7 @@ func TestEventQueueRemoveKeepsOrder(t *testing.T) {
 			seq uint64
 		}
 		live := map[uint64]ev{} // by a: the event's id
-		var keys [][2]uint64 // (a, key) in push order, so the draws replay
+		var keys [][2]uint64    // (a, key) in push order, so the draws replay
 		n := rapid.IntRange(1, 100).Draw(rt, "n")
 		for i := range n {
 			at := rapid.Int64Range(0, 20).Draw(rt, "at")
