@@ -26,6 +26,7 @@ type env struct {
 
 func (e *env) Reply(r broker.Reply)            { e.replies[r.ID]++ }
 func (e *env) SetTimer(_ core.Time, id uint64) { e.timers = append(e.timers, id) }
+func (e *env) CancelTimer(uint64)              {}
 func (e *env) SyncLog(tp core.TopicPartition, inc, tok uint64, l replica.Log) {
 	e.syncs = append(e.syncs, broker.SyncDone{TP: tp, Incarnation: inc, Token: tok, Err: l.Sync()})
 }

@@ -61,3 +61,15 @@ func TestDefaultRetryBudgetIsLonger(t *testing.T) {
 	o.budgets()
 	require.Equal(t, 20*time.Second, o.Timeout)
 }
+
+// The retry budget grows with the load per CPU, within [1, maxStretch]: a busy machine
+// does not fail a search a quiet one finishes, and an intractable one still fails.
+func TestRetryBudgetStretchesWithLoad(t *testing.T) {
+	require.Equal(t, 1.0, stretchFor("0.50 0.40 0.30 1/100 42", 2))
+	require.Equal(t, 1.0, stretchFor("2.00 1.00 1.00 1/100 42", 2))
+	require.Equal(t, 5.0, stretchFor("10.00 9.00 8.00 3/300 42", 2))
+	require.Equal(t, float64(maxStretch), stretchFor("100.0 90.0 80.0 3/300 42", 2))
+	require.Equal(t, 1.0, stretchFor("garbage", 2))
+	require.Equal(t, 1.0, stretchFor("", 2))
+	require.GreaterOrEqual(t, loadStretch(), 1.0)
+}

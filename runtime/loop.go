@@ -133,6 +133,9 @@ func (e env) Reply(r broker.Reply) { e.n.replier.Reply(r) }
 // SetTimer arms a timer; the loop delivers TimerFired at or after at (E4).
 func (e env) SetTimer(at core.Time, id uint64) { e.n.timers.add(e.n.now(), at, id) }
 
+// CancelTimer drops a pending timer (E4).
+func (e env) CancelTimer(id uint64) { e.n.timers.cancel(id) }
+
 // SyncLog queues log.Sync on the sync pool; SyncDone follows once it returned (E2).
 func (e env) SyncLog(tp core.TopicPartition, incarnation, token uint64, log replica.Log) {
 	e.n.syncer.submit(tp, incarnation, token, log)

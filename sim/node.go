@@ -70,6 +70,7 @@ type node struct {
 	hadDiskErr                     bool
 	applied                        map[string]int // TopicDeleted records applied, by topic
 	syncs                          map[replica.Log]*syncQueue
+	timerEv                        map[uint64]uint64 // pending broker timers' event keys
 	conns                          map[uint64]*conn
 	// armed: a crash waits for the disk to freeze (MemFS.FreezeAfter); held buffers
 	// the effects of the step running meanwhile, dropped if the step froze the disk.
@@ -106,6 +107,7 @@ func (n *node) boot() {
 	// small enough that segment files are evicted (fsynced first) and reopened often.
 	n.files = disk.NewFileCache(n.fs, simLogFiles)
 	n.syncs = map[replica.Log]*syncQueue{}
+	n.timerEv = map[uint64]uint64{}
 	n.reopenState()
 	if s := n.w.cfg.Faults.ClockSkewMs; s > 0 {
 		n.skewNs = n.clockR.Between(-s, s) * ms
@@ -225,6 +227,12 @@ func (n *node) stop(why string) {
 		n.w.resetConn(n.conns[id])
 	}
 	n.conns = map[uint64]*conn{}
+	// A dead process's timers never fire: take them out of the queue (the order in
+	// which they are removed does not change the order of the events left).
+	for _, key := range n.timerEv {
+		n.w.q.remove(key)
+	}
+	n.timerEv = nil
 	n.gen++ // effects scheduled by the old incarnation are now stale
 }
 
@@ -360,11 +368,28 @@ func (e nodeEnv) SetTimer(at core.Time, id uint64) {
 	}
 	n := e.n
 	t := int64(at) - epochNs - n.skewNs
-	n.w.at(t, KindTimer, n.id, id, 0, func() {
+	key := n.w.q.cancelKey()
+	n.timerEv[id] = key
+	n.w.atCancellable(t, KindTimer, n.id, id, key, func() {
 		if e.live() {
+			delete(n.timerEv, id)
 			n.input(broker.TimerFired{ID: id})
 		}
 	})
+}
+
+// CancelTimer takes a pending timer's event out of the queue (E4).
+func (e nodeEnv) CancelTimer(id uint64) {
+	if e.hold(func() { e.CancelTimer(id) }) {
+		return
+	}
+	if !e.live() {
+		return
+	}
+	if key, ok := e.n.timerEv[id]; ok {
+		delete(e.n.timerEv, id)
+		e.n.w.q.remove(key)
+	}
 }
 
 func (e nodeEnv) SyncLog(tp core.TopicPartition, inc, token uint64, log replica.Log) {

@@ -45,6 +45,7 @@ type event struct {
 	actor int32
 	a, b  uint64
 	fn    func()
+	ckey  uint64 // non-zero: the event can be cancelled by this key (eventQueue.remove)
 }
 
 // eventQueue orders events by (time, sequence number). The sequence number is assigned
@@ -54,6 +55,9 @@ type eventQueue struct {
 	items   []event
 	nextSeq uint64
 	limit   int
+	// pos is where each cancellable event sits in items, kept by Swap, Push and Pop.
+	pos      map[uint64]int
+	nextCKey uint64
 }
 
 func (q *eventQueue) Len() int { return len(q.items) }
@@ -63,14 +67,50 @@ func (q *eventQueue) Less(i, j int) bool {
 	}
 	return q.items[i].seq < q.items[j].seq
 }
-func (q *eventQueue) Swap(i, j int) { q.items[i], q.items[j] = q.items[j], q.items[i] }
-func (q *eventQueue) Push(x any)    { q.items = append(q.items, x.(event)) }
+func (q *eventQueue) Swap(i, j int) {
+	q.items[i], q.items[j] = q.items[j], q.items[i]
+	if k := q.items[i].ckey; k != 0 {
+		q.pos[k] = i
+	}
+	if k := q.items[j].ckey; k != 0 {
+		q.pos[k] = j
+	}
+}
+
+func (q *eventQueue) Push(x any) {
+	e := x.(event)
+	if e.ckey != 0 {
+		q.pos[e.ckey] = len(q.items)
+	}
+	q.items = append(q.items, e)
+}
+
 func (q *eventQueue) Pop() any {
 	n := len(q.items) - 1
 	e := q.items[n]
 	q.items[n] = event{}
 	q.items = q.items[:n]
+	if e.ckey != 0 {
+		delete(q.pos, e.ckey)
+	}
 	return e
+}
+
+// cancelKey returns a fresh key for a cancellable event.
+func (q *eventQueue) cancelKey() uint64 {
+	if q.pos == nil {
+		q.pos = map[uint64]int{}
+	}
+	q.nextCKey++
+	return q.nextCKey
+}
+
+// remove drops the cancellable event with key k if it has not run yet. The pop order
+// of the others does not change: it is fixed by (time, sequence), not by heap layout.
+func (q *eventQueue) remove(k uint64) {
+	if i, ok := q.pos[k]; ok {
+		heap.Remove(q, i)
+	}
 }
 
 // errQueueFull reports a run whose event queue outgrew its bound: some actor is

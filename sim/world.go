@@ -161,6 +161,18 @@ func (w *World) at(t int64, kind Kind, actor int32, a, b uint64, fn func()) {
 	}
 }
 
+// atCancellable is at for an event that eventQueue.remove(key) may cancel.
+func (w *World) atCancellable(t int64, kind Kind, actor int32, a uint64, key uint64,
+	fn func()) {
+	if t < w.now {
+		t = w.now
+	}
+	if !w.q.push(event{at: t, kind: kind, actor: actor, a: a, fn: fn, ckey: key}) {
+		w.fail("world", "%v (%d events queued)", errQueueFull, w.q.Len())
+		w.stopped = true
+	}
+}
+
 // after schedules fn d nanoseconds from now.
 func (w *World) after(d int64, kind Kind, actor int32, a, b uint64, fn func()) {
 	w.at(w.now+d, kind, actor, a, b, fn)

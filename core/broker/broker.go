@@ -252,7 +252,14 @@ func (b *Broker) timerFired(id uint64) {
 	fn()
 }
 
-func (b *Broker) cancelTimer(id uint64) { delete(b.timers, id) }
+// cancelTimer forgets a timer and asks the driver to drop it (E4).
+func (b *Broker) cancelTimer(id uint64) {
+	if _, ok := b.timers[id]; !ok {
+		return
+	}
+	delete(b.timers, id)
+	b.env.CancelTimer(id)
+}
 
 // propose sends rec to the metadata log; done runs once it committed (err == nil) or
 // failed. The record is applied to the image before done runs.

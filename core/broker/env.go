@@ -20,8 +20,9 @@ import (
 //     carries its error. A sync may cover more than was asked; never less.
 //   - E3: MetaCommitted for a ProposeMeta call is delivered only once the record is
 //     durable in the metadata log, and records commit in proposal order.
-//   - E4: A timer never fires before its time; it may fire late. Timers are not
-//     cancelled: the broker ignores stale ones.
+//   - E4: A timer never fires before its time; it may fire late. A cancelled timer
+//     should not fire, but one already due when CancelTimer runs may still be
+//     delivered: the broker ignores ids it no longer knows.
 //   - E5: Inputs are delivered one at a time; the broker never runs concurrently with
 //     itself.
 type Env interface {
@@ -31,6 +32,10 @@ type Env interface {
 	Reply(r Reply)
 	// SetTimer asks for TimerFired{ID: id} at time at or later.
 	SetTimer(at core.Time, id uint64)
+	// CancelTimer drops a timer set with SetTimer that has not fired, so a wait that
+	// ended early (an acks=all produce, a long poll) leaves nothing queued. Unknown or
+	// fired ids are ignored.
+	CancelTimer(id uint64)
 	// SyncLog asks for log.Sync() to run, then SyncDone{TP, Incarnation, Token, Err}.
 	SyncLog(tp core.TopicPartition, incarnation uint64, token uint64, log replica.Log)
 	// OpenLog opens (recovering if it exists) or creates the log of one partition. It

@@ -69,6 +69,7 @@ type fakeEnv struct {
 	replyOrder []uint64
 
 	timers    []fakeTimer // sorted by (at, seq)
+	cancelled int         // timers dropped by CancelTimer before firing
 	timerSeq  uint64
 	proposals []proposal
 	syncs     []syncReq
@@ -114,6 +115,17 @@ func (e *fakeEnv) SetTimer(at core.Time, id uint64) {
 		}
 		return e.timers[i].seq < e.timers[j].seq
 	})
+}
+
+// CancelTimer drops a pending timer, as both drivers do (E4).
+func (e *fakeEnv) CancelTimer(id uint64) {
+	for i, t := range e.timers {
+		if t.id == id {
+			e.timers = append(e.timers[:i], e.timers[i+1:]...)
+			e.cancelled++
+			return
+		}
+	}
 }
 
 func (e *fakeEnv) SyncLog(tp core.TopicPartition, incarnation, token uint64, log replica.Log) {
@@ -306,6 +318,9 @@ func (h *harness) settle() {
 func (h *harness) advance(d time.Duration) {
 	h.t.Helper()
 	target := h.now + core.Time(d)
+	// Work left pending by a request answered early (a write's fsync) completes first,
+	// as it would within milliseconds, before any later timer fires.
+	h.settle()
 	for range maxSettleRounds {
 		if len(h.env.timers) == 0 || h.env.timers[0].at > target {
 			h.now = target
