@@ -9,9 +9,11 @@ import (
 )
 
 // gateFS holds the first file fsync issued after arm until release, as a slow disk
-// holds a sync worker's group commit.
+// holds a sync worker's group commit: before it reaches the disk, or with after set,
+// once it made the file durable but before it returns.
 type gateFS struct {
 	FS
+	after   bool
 	mu      sync.Mutex
 	armed   bool
 	entered chan struct{}
@@ -42,11 +44,19 @@ func (f *gateFile) Sync() error {
 	hold := f.g.armed
 	f.g.armed = false
 	f.g.mu.Unlock()
-	if hold {
-		close(f.g.entered)
-		<-f.g.release
+	if !hold {
+		return f.File.Sync()
 	}
-	return f.File.Sync()
+	var err error
+	if f.g.after {
+		err = f.File.Sync()
+	}
+	close(f.g.entered)
+	<-f.g.release
+	if !f.g.after {
+		err = f.File.Sync()
+	}
+	return err
 }
 
 // waitBound is how long an operation that must not wait for an fsync may take before

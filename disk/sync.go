@@ -99,6 +99,7 @@ func (l *PartitionLog) planSync() (syncPlan, syncResult) {
 		if s.synced < s.size || (s.sealed && s.indexedSize < s.size && !s.indexFailed) {
 			p.jobs = append(p.jobs, syncJob{seg: s, size: s.size, needSync: s.synced < s.size,
 				sealed: s.sealed})
+			s.truncFloor = s.size
 		}
 	}
 	// Only once there are bytes to make durable: an empty new log lost by a crash is made
@@ -179,7 +180,7 @@ func (l *PartitionLog) finishSync(p syncPlan, res syncResult) error {
 		// The segments fsynced before this one are durable: dropUnsynced must keep
 		// what they made durable, not cut them back to the last Sync's sizes.
 		for _, done := range p.jobs[:res.failed] {
-			done.seg.synced = max(done.seg.synced, done.size)
+			done.seg.synced = max(done.seg.synced, min(done.size, done.seg.truncFloor))
 		}
 		j := p.jobs[res.failed]
 		failed := l.goOffline(fmt.Errorf("fsync segment %d: %w", j.seg.base, res.err))
@@ -199,6 +200,11 @@ func (l *PartitionLog) finishSync(p syncPlan, res syncResult) error {
 	for _, j := range p.jobs {
 		if j.gone {
 			continue
+		}
+		if j.seg.truncFloor < j.size {
+			// Cut by TruncateTo while the fsyncs ran: what was appended since in place
+			// of the cut bytes waits for the next Sync, and is no longer sealed.
+			j.size, j.sealed = j.seg.truncFloor, false
 		}
 		j.seg.synced = max(j.seg.synced, j.size)
 		if j.sealed && !l.closed && slices.Contains(l.segs, j.seg) {
