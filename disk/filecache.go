@@ -266,7 +266,8 @@ func (h *cachedFile) waitIdleLocked() {
 	}
 }
 
-// release unpins the handle; update runs under the cache's mutex.
+// release unpins the handle; update runs under the cache's mutex. The last call of a
+// handle closed meanwhile closes its descriptor.
 func (h *cachedFile) release(update func()) {
 	c := h.c
 	c.mu.Lock()
@@ -274,8 +275,16 @@ func (h *cachedFile) release(update func()) {
 	if update != nil {
 		update()
 	}
+	var last File
+	if h.closed && h.pins == 0 && h.f != nil {
+		last, h.f = h.f, nil
+		c.open--
+	}
 	victims := c.victimsLocked()
 	c.mu.Unlock()
+	if last != nil {
+		_ = last.Close()
+	}
 	c.evict(victims)
 }
 
@@ -348,7 +357,10 @@ func (h *cachedFile) Sync() error {
 }
 
 // Close closes the descriptor, if open, without fsyncing, and forgets the handle; it
-// returns a kept eviction failure. No other call of the handle may be in progress.
+// returns a kept eviction failure. A call still in progress on another goroutine (a
+// Sync on a sync worker while the loop removes the segment) keeps the descriptor until
+// it returns: the last release closes it, so no FS needs a close that is safe during an
+// fsync, and later calls of the handle fail with fs.ErrClosed.
 func (h *cachedFile) Close() error {
 	c := h.c
 	c.mu.Lock()
@@ -358,13 +370,18 @@ func (h *cachedFile) Close() error {
 		return &fs.PathError{Op: "close", Path: h.path, Err: fs.ErrClosed}
 	}
 	h.closed = true
+	kept := h.err
 	f := h.f
 	if f != nil {
 		c.lru.Remove(h.elem)
-		h.f, h.elem = nil, nil
+		h.elem = nil
+		if h.pins > 0 {
+			c.mu.Unlock()
+			return kept
+		}
+		h.f = nil
 		c.open--
 	}
-	kept := h.err
 	c.mu.Unlock()
 	if f != nil {
 		if err := f.Close(); err != nil && kept == nil {

@@ -296,6 +296,52 @@ func (m *logMachine) DeleteSegmentsBelow(t *rapid.T) {
 	m.start = max(m.start, before[n].BaseOffset)
 }
 
+// TruncateTo cuts the log at a batch boundary at or below the drawn offset; the cut and
+// everything below it are durable (a later Crash must neither bring the cut batches
+// back nor lose one below the cut).
+func (m *logMachine) TruncateTo(t *rapid.T) {
+	off := rapid.Int64Range(max(m.start-2, 0), m.end()+2).Draw(t, "truncateTo")
+	got, err := m.l.TruncateTo(off)
+	if m.offline {
+		m.expectOffline(t, err)
+		return
+	}
+	if off >= m.end() {
+		require.NoError(t, err)
+		require.Equal(t, m.end(), got)
+		return
+	}
+	k := 0
+	for k < len(m.batches) && m.batches[k].h.NextOffset() <= off {
+		k++
+	}
+	newEnd := m.reset
+	switch {
+	case k < len(m.batches):
+		newEnd = m.batches[k].h.BaseOffset
+	case k > 0:
+		newEnd = m.batches[k-1].h.NextOffset()
+	}
+	if off < m.start || newEnd < m.start {
+		require.ErrorIs(t, err, ErrOutOfRange)
+		return
+	}
+	require.NoError(t, err)
+	require.Equal(t, newEnd, got)
+	if k == 0 {
+		m.reset = newEnd
+	}
+	m.batches = m.batches[:k]
+	m.syncedEnd = newEnd // the log up to the cut is durable on return
+	kept := m.snaps[:0]
+	for _, s := range m.snaps {
+		if s <= newEnd {
+			kept = append(kept, s)
+		}
+	}
+	m.snaps = kept
+}
+
 func (m *logMachine) SetStartOffset(t *rapid.T) {
 	off := rapid.Int64Range(m.start-3, m.end()+3).Draw(t, "start")
 	err := m.l.SetStartOffset(off)

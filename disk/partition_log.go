@@ -35,9 +35,11 @@ var errClosed = errors.New("partition log closed")
 // package documentation and docs/storage.md for the format and the durability rules.
 //
 // Locking: mu guards all state. Sync takes mu only to snapshot what to fsync and to
-// record the result, never across the fsync itself, so appends continue during a group
-// commit. syncMu serialises Sync with Close and DeleteSegmentsBelow, which close files a
-// running Sync might still be fsyncing. Lock order: syncMu before mu.
+// record the result, never across the fsync itself, so appends, reads, removals and
+// Close continue during a group commit. fileMu serialises the writers of index files
+// (a Sync's finish, Close) with the removal of segments, so no index file outlives its
+// segment; none of them flushes, so nothing waits on an fsync. Lock order: fileMu
+// before mu.
 type PartitionLog struct {
 	fs     FS
 	dir    string
@@ -45,13 +47,14 @@ type PartitionLog struct {
 	prefix string
 	lg     *zap.Logger
 
-	syncMu sync.Mutex
-	mu     sync.Mutex
-	cfg    replica.SegmentConfig
-	segs   []*segment // oldest first; never empty while open
-	start  int64
-	failed error // non-nil once offline; wraps replica.ErrLogOffline
-	closed bool
+	fileMu  sync.Mutex
+	mu      sync.Mutex
+	cfg     replica.SegmentConfig
+	segs    []*segment // oldest first; never empty while open
+	start   int64
+	failed  error // non-nil once offline; wraps replica.ErrLogOffline
+	closed  bool
+	syncing bool // a Sync is between beginSync and endSync (D1: one at a time)
 	// entryPending: the log's directory was made by this open (FS.Mkdir) and its entry
 	// in the parent directory is not durable yet; the next Sync makes it durable before
 	// it fsyncs any segment (docs/storage.md, "Opening a new partition").

@@ -35,6 +35,10 @@ type segment struct {
 	synced      int64 // bytes known durable
 	indexedSize int64 // bytes certified by the index files on disk (0: none)
 	indexFailed bool  // writing the index files failed once; recovery will rebuild them
+	// truncFloor is the smallest size TruncateTo cut the segment to since the running
+	// Sync listed it: that Sync's fsync covers the bytes below it, not what was appended
+	// in place of the cut ones.
+	truncFloor int64
 }
 
 func segmentFile(dir string, base int64, suffix string) string {

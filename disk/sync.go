@@ -9,6 +9,8 @@ import (
 	"slices"
 
 	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core"
 )
 
 // syncJob is one segment a Sync must fsync, and the size the fsync will cover.
@@ -17,6 +19,7 @@ type syncJob struct {
 	size     int64
 	needSync bool // false: durable already, only its index files are due
 	sealed   bool
+	gone     bool // the segment left the log while the fsyncs ran: nothing to record
 }
 
 // syncPlan is what one Sync will do, listed under mu.
@@ -36,20 +39,21 @@ type syncResult struct {
 	planErr error // the log was not usable
 }
 
-// Sync implements replica.Log. It may run on another goroutine while Append and Read
-// proceed: it holds mu only to list dirty segments and to record the result. Segments
-// are fsynced oldest first, so a byte reported durable in one segment implies every earlier
-// segment is durable — recovery relies on it. After a failed fsync the kernel may have
-// dropped the dirty pages, so nothing can be claimed durable again: the log goes offline.
-// Once a sealed segment is durable, Sync writes its index files, which certify it.
+// Sync implements replica.Log. It may run on another goroutine while Append, Read,
+// DeleteSegmentsBelow and Close proceed: it holds mu only to list dirty segments and to
+// record the result, and no lock at all across the fsyncs, so no step of the event
+// loop ever waits for a flush (docs/actors.md). Segments are fsynced oldest first, so a
+// byte reported durable in one segment implies every earlier segment is durable —
+// recovery relies on it. After a failed fsync the kernel may have dropped the dirty
+// pages, so nothing can be claimed durable again: the log goes offline. Once a sealed
+// segment is durable, Sync writes its index files, which certify it. The driver runs
+// at most one Sync of a log at a time (E2, checked as D1).
 func (l *PartitionLog) Sync() error {
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	p, res := l.planSync()
+	p, res := l.beginSync()
 	if res.planErr == nil {
 		res = l.runSync(p)
 	}
-	return l.finishSync(p, res)
+	return l.endSync(p, res)
 }
 
 // StartSync is Sync in two halves, for a driver that models the time an fsync takes
@@ -58,17 +62,30 @@ func (l *PartitionLog) Sync() error {
 // completed — records what they made durable, writes index files, returns Sync's
 // result. The caller runs no other Sync of this log in between.
 func (l *PartitionLog) StartSync() (finish func() error) {
-	l.syncMu.Lock()
-	p, res := l.planSync()
+	p, res := l.beginSync()
 	if res.planErr == nil {
 		res = l.runSync(p)
 	}
-	l.syncMu.Unlock()
-	return func() error {
-		l.syncMu.Lock()
-		defer l.syncMu.Unlock()
-		return l.finishSync(p, res)
-	}
+	return func() error { return l.endSync(p, res) }
+}
+
+func (l *PartitionLog) beginSync() (syncPlan, syncResult) {
+	l.mu.Lock()
+	core.Invariant(!l.syncing, "D1", "two Syncs of %s at once", l.dir)
+	l.syncing = true
+	l.mu.Unlock()
+	return l.planSync()
+}
+
+// endSync finishes a Sync: fileMu keeps its index writes apart from a segment removal.
+func (l *PartitionLog) endSync(p syncPlan, res syncResult) error {
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
+	err := l.finishSync(p, res)
+	l.mu.Lock()
+	l.syncing = false
+	l.mu.Unlock()
+	return err
 }
 
 func (l *PartitionLog) planSync() (syncPlan, syncResult) {
@@ -82,6 +99,7 @@ func (l *PartitionLog) planSync() (syncPlan, syncResult) {
 		if s.synced < s.size || (s.sealed && s.indexedSize < s.size && !s.indexFailed) {
 			p.jobs = append(p.jobs, syncJob{seg: s, size: s.size, needSync: s.synced < s.size,
 				sealed: s.sealed})
+			s.truncFloor = s.size
 		}
 	}
 	// Only once there are bytes to make durable: an empty new log lost by a crash is made
@@ -118,10 +136,23 @@ func (l *PartitionLog) runSync(p syncPlan) syncResult {
 			continue
 		}
 		if err := j.seg.f.Sync(); err != nil {
+			if errors.Is(err, fs.ErrClosed) && l.gone(j.seg) {
+				// Removed (DeleteSegmentsBelow) or closed (Close) while this Sync ran:
+				// its fsync never ran, and nothing of it is claimed durable.
+				p.jobs[i].needSync, p.jobs[i].gone = false, true
+				continue
+			}
 			return syncResult{failed: i, err: err}
 		}
 	}
 	return syncResult{}
+}
+
+// gone says whether seg left the log (a removal or Close) since a Sync listed it.
+func (l *PartitionLog) gone(seg *segment) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed || !slices.Contains(l.segs, seg)
 }
 
 // finishSync records what the fsyncs made durable, or takes the log offline after a
@@ -149,7 +180,7 @@ func (l *PartitionLog) finishSync(p syncPlan, res syncResult) error {
 		// The segments fsynced before this one are durable: dropUnsynced must keep
 		// what they made durable, not cut them back to the last Sync's sizes.
 		for _, done := range p.jobs[:res.failed] {
-			done.seg.synced = max(done.seg.synced, done.size)
+			done.seg.synced = max(done.seg.synced, min(done.size, done.seg.truncFloor))
 		}
 		j := p.jobs[res.failed]
 		failed := l.goOffline(fmt.Errorf("fsync segment %d: %w", j.seg.base, res.err))
@@ -167,6 +198,14 @@ func (l *PartitionLog) finishSync(p syncPlan, res syncResult) error {
 	}
 	var certify []syncJob
 	for _, j := range p.jobs {
+		if j.gone {
+			continue
+		}
+		if j.seg.truncFloor < j.size {
+			// Cut by TruncateTo while the fsyncs ran: what was appended since in place
+			// of the cut bytes waits for the next Sync, and is no longer sealed.
+			j.size, j.sealed = j.seg.truncFloor, false
+		}
 		j.seg.synced = max(j.seg.synced, j.size)
 		if j.sealed && !l.closed && slices.Contains(l.segs, j.seg) {
 			certify = append(certify, j)
@@ -252,10 +291,12 @@ func (l *PartitionLog) writeFile(path string, data []byte) error {
 }
 
 // Close implements replica.Log. It does not sync; it does write the index files of every
-// segment that is wholly durable, so the next open need not scan them.
+// segment that is wholly durable, so the next open need not scan them. It does not wait
+// for a Sync in flight: that Sync's fsyncs of closed handles are dropped, and its
+// finish records nothing (an fsync that failed marks the log tainted, see finishSync).
 func (l *PartitionLog) Close() error {
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -300,10 +341,11 @@ func (l *PartitionLog) closeFiles() error {
 // before the log, then the directory is fsynced once, so the removals are durable on
 // return (a crash before may undo some or all of them; the start offset then goes back,
 // no record is lost). If that fsync fails the log goes offline, as after a failed
-// Sync: what is durable is unknown until recovery.
+// Sync: what is durable is unknown until recovery. It does not wait for a Sync in
+// flight: that Sync's fsync of a removed segment is dropped (runSync).
 func (l *PartitionLog) DeleteSegmentsBelow(offset int64) error {
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usable(); err != nil {

@@ -53,6 +53,13 @@ type Log interface {
 	// segment if that is higher. The change is durable when it returns.
 	DeleteSegmentsBelow(offset int64) error
 
+	// TruncateTo removes every batch holding an offset at or after offset and returns
+	// the new end offset: offset at a batch boundary, else the base of the batch holding
+	// it. A follower truncates a tail that diverged from its leader's log. offset must
+	// not be below StartOffset nor cut the batch holding it (an error otherwise). Nothing
+	// appended after the truncation is durable before the next Sync.
+	TruncateTo(offset int64) (int64, error)
+
 	// SetStartOffset raises the log start offset (DeleteRecords) durably. It may only
 	// move forward and never past EndOffset.
 	SetStartOffset(offset int64) error

@@ -261,6 +261,54 @@ func (l *MemLog) DeleteSegmentsBelow(offset int64) error {
 	return nil
 }
 
+// TruncateTo implements replica.Log. Unlike a real log, a crash never brings the cut
+// batches back: the durable end simply drops to the new end.
+func (l *MemLog) TruncateTo(offset int64) (int64, error) {
+	if l.Closed {
+		return 0, ErrClosed
+	}
+	if offset >= l.EndOffset() {
+		return l.EndOffset(), nil
+	}
+	if offset < l.start {
+		return 0, fmt.Errorf("memlog: truncate to %d below start offset %d", offset, l.start)
+	}
+	i := len(l.segments) - 1
+	for i > 0 && l.segments[i].base > offset {
+		i--
+	}
+	seg := l.segments[i]
+	k := 0
+	for k < len(seg.batches) && seg.batches[k].h.NextOffset() <= offset {
+		k++
+	}
+	newEnd := seg.base
+	if k < len(seg.batches) {
+		newEnd = seg.batches[k].h.BaseOffset
+	} else if k > 0 {
+		newEnd = seg.batches[k-1].h.NextOffset()
+	}
+	if newEnd < l.start {
+		return 0, fmt.Errorf("memlog: truncate to %d cuts the batch at %d below start %d",
+			offset, newEnd, l.start)
+	}
+	seg.batches = seg.batches[:k]
+	seg.size = 0
+	for _, b := range seg.batches {
+		seg.size += int64(len(b.data))
+	}
+	l.segments = l.segments[:i+1]
+	l.synced = min(l.synced, newEnd)
+	kept := l.snapshots[:0]
+	for _, sn := range l.snapshots {
+		if sn.offset <= newEnd {
+			kept = append(kept, sn)
+		}
+	}
+	l.snapshots = kept
+	return newEnd, nil
+}
+
 func (l *MemLog) segmentEnd(s *segment) int64 {
 	if n := len(s.batches); n > 0 {
 		return s.batches[n-1].h.NextOffset()

@@ -128,3 +128,36 @@ func TestMemLogSnapshotsAndClose(t *testing.T) {
 	_, err = l.Read(0, 10, 10)
 	require.NoError(t, err)
 }
+
+// TruncateTo follows the contract disk.PartitionLog keeps: whole batches go, the new
+// end is the base of the batch holding the offset, segments past it go, snapshots past
+// it go, and nothing below the start offset may be cut.
+func TestMemLogTruncateTo(t *testing.T) {
+	l := NewMemLog(replica.SegmentConfig{SegmentBytes: 1 << 20})
+	l.BatchesPerSegment = 2
+	for i := 0; i < 5; i++ {
+		appendN(t, l, 2, int64(10*i)) // batches [0,2) [2,4) | [4,6) [6,8) | [8,10)
+	}
+	require.NoError(t, l.Sync())
+	require.NoError(t, l.SaveSnapshot(8, []byte("s")))
+	end, err := l.TruncateTo(5)
+	require.NoError(t, err)
+	require.EqualValues(t, 4, end)
+	require.EqualValues(t, 4, l.EndOffset())
+	require.Len(t, l.Segments(), 2, "the cut segment stays, empty, as the active one")
+	_, _, found, err := l.LoadSnapshot()
+	require.NoError(t, err)
+	require.False(t, found)
+	ts, _ := l.MaxTimestamp()
+	require.EqualValues(t, 10, ts)
+	appendN(t, l, 1, 99)
+	require.EqualValues(t, 5, l.EndOffset())
+	l.Crash()
+	require.EqualValues(t, 4, l.EndOffset(), "the new batch was never synced")
+
+	require.NoError(t, l.SetStartOffset(3))
+	_, err = l.TruncateTo(2)
+	require.Error(t, err, "below the start offset")
+	_, err = l.TruncateTo(3)
+	require.Error(t, err, "cuts the batch holding the start offset")
+}
