@@ -187,6 +187,15 @@ func (l *PartitionLog) finishSync(p syncPlan, res syncResult) error {
 		l.dropUnsynced()
 		return failed
 	}
+	if l.failed != nil {
+		// The log went offline while the fsyncs were in flight: a write that found an
+		// eviction's fsync failed (or a failed Sync) dropped every byte not durable
+		// before, which cuts what these fsyncs cover, so they made nothing new durable
+		// whatever they returned. Reporting success would let the replica acknowledge
+		// the dropped batches (seed 1686: an OffsetCommit answered, then lost).
+		l.mu.Unlock()
+		return l.failed
+	}
 	if p.entry {
 		l.entryPending = false
 	}

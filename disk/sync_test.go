@@ -1,12 +1,14 @@
 package disk
 
 import (
+	"errors"
 	"math/rand"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core/replica"
 )
@@ -56,4 +58,53 @@ func TestPartitionLogConcurrentSyncCoversWhatPrecededIt(t *testing.T) {
 		}
 		require.NoError(t, l.Close())
 	}
+}
+
+// Seed 1686: a Sync in flight (StartSync, as the simulator runs it) when a write finds
+// that an eviction's fsync of the same segment failed. The write takes the log offline
+// and drops every byte not durable before, the ones the in-flight fsync covers
+// included, so that Sync must not report success when it finishes: the replica would
+// acknowledge the dropped batches (an OffsetCommit answered, then gone after a crash).
+func TestSyncInFlightWhenTheLogDropsUnsyncedBytesFails(t *testing.T) {
+	m := NewMemFS()
+	st := NewMemState()
+	c := NewFileCache(m, 1)
+	open := func(fsys FS, name string) *PartitionLog {
+		l, err := OpenPartitionLog(fsys, "data/"+name, st, "log/"+name+"/",
+			replica.SegmentConfig{}, 1000, zap.NewNop())
+		require.NoError(t, err)
+		return l
+	}
+	a := open(c, "a-0")
+	synced := appendBatch(t, a, 1000, 2, 30, 1)
+	require.NoError(t, a.Sync())
+	appendBatch(t, a, 1000, 1, 30, 2) // the batch the in-flight Sync covers
+	var finish func() error
+	fl := m.Fly(func() { finish = a.StartSync() })
+	appendBatch(t, a, 1000, 1, 30, 3) // dirty again: the eviction fsyncs
+	boom := errors.New("ENOSPC")
+	m.SetFault(func(op Op, p string) error {
+		if op == OpSync && p == "data/a-0/00000000000000000000.log" {
+			return boom
+		}
+		return nil
+	})
+	b := open(c, "b-0") // evicts a's segment; its fsync fails
+	m.SetFault(nil)
+	h, batch4 := testBatch(a.EndOffset(), 1, 10, 4)
+	require.ErrorIs(t, a.Append(1000, h, batch4), replica.ErrLogOffline)
+	fl.Land()
+	err := finish()
+	require.ErrorIs(t, err, replica.ErrLogOffline,
+		"the Sync covered bytes the log dropped while it was in flight")
+
+	require.NoError(t, b.Close())
+	require.Error(t, a.Close())
+	m.Crash(rand.New(rand.NewSource(5)))
+	a = open(NewFileCache(m, 1), "a-0")
+	defer a.Close()
+	require.EqualValues(t, 2, a.EndOffset(), "only the batch synced before survives")
+	got, err := a.Read(0, 1<<20, a.EndOffset())
+	require.NoError(t, err)
+	require.Equal(t, synced, got)
 }

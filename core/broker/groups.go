@@ -371,6 +371,11 @@ func (b *Broker) writeOffsets(groupID string, kvs []batch.KV, done func(code int
 		return
 	}
 	res := rep.Append(b.now.Millis(), batch.Build(kvs, batch.NoProducer, b.now.Millis()))
+	if res.Err != 0 && rep.Offline() {
+		// As a produce does: the write took the log offline, so the writes waiting for
+		// a sync will never be durable (the log dropped them); answer them now.
+		b.partitionFailed(tp, kerr.KafkaStorageError.Code)
+	}
 	if res.Err != 0 {
 		b.hit(pOffsetWriteFailed)
 		done(offsetWriteError(res.Err))

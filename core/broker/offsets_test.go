@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,6 +12,7 @@ import (
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/batch"
 	"github.com/sluicemq/sluice/core/group"
+	"github.com/sluicemq/sluice/core/replica"
 )
 
 func TestOffsetFetchUnknownGroupIsMinusOne(t *testing.T) {
@@ -319,4 +321,39 @@ func TestOffsetsTopicCreationFailureIsRetriable(t *testing.T) {
 	requireCode(t, nil, commitCodes(h.do(commitReq("g", -1, "", "t", int32(0), int64(2))))[0])
 	off, _ := h.fetchOffset(8, "g", "t", 0)
 	require.Equal(t, int64(2), off)
+}
+
+// Seed 1686: a commit waits for the fsync of its batch when another commit's write to
+// the same offsets partition fails unrecoverably (an eviction's fsync of the segment
+// had failed). The log goes offline and drops every byte not durable before, the
+// waiting batch included; the sync already in flight may still return success. The
+// waiting commit must not be answered as stored, nor served, nor survive a restart.
+func TestOffsetCommitWaitingWhenAWriteTakesTheLogOfflineIsNotAcknowledged(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Groups.OffsetsPartitions = 1 })
+	h.mustCreate("t", 1)
+	requireCode(t, nil, commitCodes(h.do(commitReq("g", -1, "", "t", int32(0), int64(82))))[0])
+	otp := core.TopicPartition{Topic: group.OffsetsTopic, Partition: 0}
+	h.holdSyncs = true
+	waiting := h.send(commitReq("g", -1, "", "t", int32(0), int64(84)))
+	log := h.env.logs[otp]
+	log.AppendErr = fmt.Errorf("fsync before closing an evicted file failed: %w",
+		replica.ErrLogOffline)
+	requireCode(t, kerr.NotCoordinator,
+		commitCodes(h.do(commitReq("other", -1, "", "t", int32(0), int64(7))))[0])
+	resp, answered := h.reply(waiting)
+	require.True(t, answered, "the waiting commit is answered with the failure at once")
+	requireCode(t, kerr.NotCoordinator, commitCodes(resp)[0])
+
+	log.Crash() // the log drops its unsynced bytes: the waiting commit's batch
+	h.holdSyncs = false
+	h.settle() // the sync in flight returns success all the same
+	require.Equal(t, int64(1), h.b.replicas[otp].HighWatermark(),
+		"the high-water mark stays at the last durable batch")
+	_, code := h.fetchOffset(8, "g", "t", 0)
+	requireCode(t, kerr.CoordinatorNotAvailable, code)
+
+	log.AppendErr = nil
+	h.restart()
+	off, _ := h.fetchOffset(8, "g", "t", 0)
+	require.Equal(t, int64(82), off)
 }

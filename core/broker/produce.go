@@ -306,7 +306,9 @@ func (b *Broker) syncDone(in SyncDone) {
 		return // the partition was deleted (and maybe recreated) meanwhile
 	}
 	moved := rep.SyncCompleted(in.Err)
-	if in.Err != nil {
+	if in.Err != nil || rep.Offline() {
+		// Offline: a write failed while the sync ran and the log may have dropped what
+		// it covered; nothing waiting on tp will be durable in this incarnation.
 		b.partitionFailed(in.TP, kerr.KafkaStorageError.Code)
 		return
 	}

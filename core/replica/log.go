@@ -68,7 +68,8 @@ type Log interface {
 	// to the end, oldest first (recovery of producer state).
 	ScanHeaders(from int64, fn func(h batch.Header) error) error
 
-	// Sync makes every byte appended so far durable.
+	// Sync makes every byte appended so far durable. It fails if the log went offline
+	// before it returned (its fsyncs may cover bytes the log dropped meanwhile).
 	Sync() error
 
 	// SaveSnapshot durably stores an opaque snapshot of replica state taken at offset;

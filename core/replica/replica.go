@@ -357,6 +357,12 @@ func (r *Replica) SyncCompleted(err error) bool {
 		r.goOffline()
 		return false
 	}
+	if r.offline {
+		// A write failed unrecoverably while the sync ran: the log may have dropped the
+		// bytes it covered (a failed fsync at a file's eviction, seed 1686), so its
+		// success proves nothing, and an offline log acknowledges nothing more.
+		return false
+	}
 	core.Invariant(r.syncTarget >= r.durable, "R4", "%s: durable went back", r.tp)
 	r.durable = r.syncTarget
 	if mutantOn("durable-at-completion") {

@@ -2,6 +2,7 @@ package replica_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"testing"
 
@@ -92,6 +93,25 @@ func TestReplicaFailedSyncTakesPartitionOffline(t *testing.T) {
 	require.Equal(t, int64(0), r.HighWatermark(), "nothing may be acknowledged after a failed fsync")
 	require.Equal(t, kerr.KafkaStorageError.Code, r.Append(2, plain("b")).Err)
 	require.Equal(t, kerr.KafkaStorageError.Code, r.Read(0, 100).Err)
+}
+
+// Seed 1686: a write that fails unrecoverably while a sync is in flight takes the log
+// offline, and the log drops every byte not durable before (replicatest's Crash stands
+// for that drop), the ones the sync covers included. The sync's later success must not
+// move the high-water mark over them.
+func TestReplicaSyncSucceedingAfterTheLogWentOfflineAcknowledgesNothing(t *testing.T) {
+	log := replicatest.NewMemLog(cfg(true).Segment)
+	r := newReplica(t, log, cfg(true))
+	require.Zero(t, r.Append(1, plain("a")).Err)
+	require.True(t, sync(t, r))
+	require.Zero(t, r.Append(2, plain("b")).Err)
+	r.BeginSync() // covers "b"
+	log.AppendErr = fmt.Errorf("eviction fsync failed: %w", replica.ErrLogOffline)
+	require.Equal(t, kerr.KafkaStorageError.Code, r.Append(3, plain("c")).Err)
+	require.True(t, r.Offline())
+	log.Crash() // the drop of the unsynced bytes
+	require.False(t, r.SyncCompleted(log.Sync()), "the high-water mark must not move")
+	require.Equal(t, int64(1), r.HighWatermark(), "only the batch synced before the failure")
 }
 
 func TestReplicaRejectsBadInput(t *testing.T) {
