@@ -72,3 +72,35 @@ func (l *PartitionLog) LoadSnapshot() (int64, []byte, bool, error) {
 	}
 	return best, data, true, nil
 }
+
+// epochsKey holds the log's leader-epoch cache.
+func (l *PartitionLog) epochsKey() []byte { return []byte(l.prefix + "epochs") }
+
+// SaveLeaderEpochs implements replica.Log: the cache is one StateStore value, synced.
+func (l *PartitionLog) SaveLeaderEpochs(data []byte) error {
+	l.mu.Lock()
+	err := l.usable()
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := l.state.Set(l.epochsKey(), data); err != nil {
+		return fmt.Errorf("save leader epochs of %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// LoadLeaderEpochs implements replica.Log.
+func (l *PartitionLog) LoadLeaderEpochs() ([]byte, bool, error) {
+	l.mu.Lock()
+	err := l.usable()
+	l.mu.Unlock()
+	if err != nil {
+		return nil, false, err
+	}
+	v, ok, err := l.state.Get(l.epochsKey())
+	if err != nil {
+		return nil, false, fmt.Errorf("load leader epochs of %s: %w", l.dir, err)
+	}
+	return v, ok, nil
+}

@@ -2,13 +2,15 @@ package broker
 
 // OffsetForLeaderEpoch (API key 23), versions 0–4.
 //
-// Behaviour: consumers (KIP-320) ask where a leader epoch ended, to detect that the log
-// was truncated under their position. A single node is the leader of every partition in
-// epoch 0 from the partition's creation (the epoch stamped into every stored batch and
-// reported by Metadata), so epoch 0 ends at the log end offset; any other requested
-// epoch is unknown (-1, -1), as Kafka answers for an epoch newer than its latest. The
-// request's CurrentLeaderEpoch (v2+) is checked as in Fetch and ListOffsets: newer than
-// the leader's gets UNKNOWN_LEADER_EPOCH, older gets FENCED_LEADER_EPOCH, -1 skips it.
+// Behaviour: consumers (KIP-320) and, with replication, followers ask where a leader
+// epoch ended, to detect that the log was truncated under their position. The answer
+// comes from the replica's leader-epoch cache (core/replica/epochs.go): the largest
+// epoch not newer than the one asked and the offset where it ended (the log end for
+// the latest epoch); an epoch newer than the latest is unknown (-1, -1), as in Kafka.
+// A single node leads every partition in epoch 0 (stamped into every batch it appends
+// and reported by Metadata), so today epoch 0 ends at the log end offset. The request's
+// CurrentLeaderEpoch (v2+) is checked as in Fetch and ListOffsets: newer than the
+// leader's gets UNKNOWN_LEADER_EPOCH, older gets FENCED_LEADER_EPOCH, -1 skips it.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -61,9 +63,9 @@ func (b *Broker) epochEnd(tp core.TopicPartition, p kmsg.OffsetForLeaderEpochReq
 	if code := checkCurrentLeaderEpoch(p.CurrentLeaderEpoch); code != 0 {
 		return code
 	}
-	if p.LeaderEpoch == leaderEpoch {
+	rp.LeaderEpoch, rp.EndOffset = rep.EndOffsetForEpoch(p.LeaderEpoch)
+	if rp.LeaderEpoch == p.LeaderEpoch {
 		b.hit(pEpochMatched)
-		rp.LeaderEpoch, rp.EndOffset = leaderEpoch, rep.EndOffset()
 	}
 	return 0
 }

@@ -78,6 +78,11 @@ type Log interface {
 	SaveSnapshot(offset int64, data []byte) error
 	LoadSnapshot() (offset int64, data []byte, found bool, err error)
 
+	// SaveLeaderEpochs durably stores the replica's encoded leader-epoch cache;
+	// LoadLeaderEpochs returns it (found=false when none was stored).
+	SaveLeaderEpochs(data []byte) error
+	LoadLeaderEpochs() (data []byte, found bool, err error)
+
 	// Configure applies segment.bytes and segment.ms from a config change.
 	Configure(c SegmentConfig)
 

@@ -32,6 +32,7 @@ var (
 	pRecoverFromSnapshot = probe.Register("replica/recover-from-snapshot")
 	pTimestampMissing    = probe.Register("replica/timestamp-lookup-past-end")
 	pTimestampFound      = probe.Register("replica/timestamp-lookup-found")
+	pEpochsRebuilt       = probe.Register("replica/leader-epochs-rebuilt")
 )
 
 func (r *Replica) hit(id probe.ID) { r.cfg.Probes.Hit(id) }

@@ -73,6 +73,12 @@ type Replica struct {
 	// log.flush.policy=never to always: data below it was already visible unsynced.
 	visibleUnsynced int64
 
+	// leaderEpoch is stamped into every batch this replica appends; epochs records
+	// where each epoch began (epochs.go).
+	leaderEpoch int32
+	epochs      epochCache
+	epochsDirty bool // epochs changed since last stored
+
 	producers     map[int64]*producerEntry
 	snapOffset    int64 // offset of the last saved producer snapshot
 	sinceSnapshot int   // batches appended since then
@@ -103,6 +109,10 @@ func New(tp core.TopicPartition, incarnation uint64, log Log, cfg Config,
 	if err := r.recoverProducers(); err != nil {
 		return nil, err
 	}
+	if err := r.loadEpochs(); err != nil {
+		return nil, err
+	}
+	r.leadFrom(log.EndOffset())
 	r.durable = log.EndOffset()
 	r.hwm = r.durable
 	r.checkOffsets()
@@ -274,9 +284,14 @@ func (r *Replica) Append(nowMs int64, records []byte) AppendResult {
 
 func (r *Replica) appendChecked(nowMs int64, h *batch.Header, b []byte) AppendResult {
 	base := r.log.EndOffset()
+	if err := r.storeEpochs(); err != nil {
+		r.lg.Error("cannot store the leader-epoch cache", zap.Error(err))
+		r.hit(pAppendWriteFailed)
+		return AppendResult{Err: kerr.KafkaStorageError.Code, Message: "write failed"}
+	}
 	batch.SetBaseOffset(b, base)
-	batch.SetLeaderEpoch(b, 0)
-	h.BaseOffset = base
+	batch.SetLeaderEpoch(b, r.leaderEpoch)
+	h.BaseOffset, h.PartitionLeaderEpoch = base, r.leaderEpoch
 	appendTime := int64(-1)
 	if r.cfg.LogAppendTime {
 		r.hit(pAppendLogAppendTime)

@@ -36,6 +36,7 @@ type MemLog struct {
 	start     int64      // log start offset
 	synced    int64      // EndOffset covered by the last successful Sync
 	snapshots []snapshot // oldest first
+	epochs    []byte     // the stored leader-epoch cache (nil: none)
 }
 
 type segment struct {
@@ -385,6 +386,23 @@ func (l *MemLog) LoadSnapshot() (int64, []byte, bool, error) {
 		}
 	}
 	return 0, nil, false, nil
+}
+
+// SaveLeaderEpochs implements replica.Log.
+func (l *MemLog) SaveLeaderEpochs(data []byte) error {
+	if l.Closed {
+		return ErrClosed
+	}
+	l.epochs = append([]byte(nil), data...)
+	return nil
+}
+
+// LoadLeaderEpochs implements replica.Log.
+func (l *MemLog) LoadLeaderEpochs() ([]byte, bool, error) {
+	if l.Closed {
+		return nil, false, ErrClosed
+	}
+	return append([]byte(nil), l.epochs...), l.epochs != nil, nil
 }
 
 // Configure implements replica.Log.
