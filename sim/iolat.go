@@ -92,12 +92,20 @@ func (n *node) holdReply(r broker.Reply) bool {
 }
 
 // drain steps queued inputs in arrival order until the node pauses, goes down or is
-// busy again.
+// busy again. The queue belongs to one process: if a step ends it (a crash inside the
+// step, crashstep.go), the rest were sent to that process and are lost with it, as stop
+// dropped them. Putting them back let a SyncDone, a MetaCommitted or a TimerFired of a
+// dead process reach the next one (seed 1511: invariant R3, a sync completed with
+// none in flight).
 func (n *node) drain() {
 	queued := n.pending
 	n.pending = nil
+	gen := n.gen
 	for i, in := range queued {
-		if !n.up || n.paused || n.busy() {
+		if !n.up || n.gen != gen {
+			return
+		}
+		if n.paused || n.busy() {
 			n.pending = append(n.pending, queued[i:]...)
 			return
 		}

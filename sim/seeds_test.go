@@ -23,6 +23,7 @@ var regressionSeeds = []uint64{
 	283,  // an acks=1 write made while a failing fsync was in flight (checker)
 	535,  // a zombie write acknowledged after the final read began (harness)
 	1084, // a rotten base offset answered by a lookup by time (disk: header scans chain)
+	1511, // a crash inside a resumed node's step kept the dead process's queue (harness)
 }
 
 func commitSeeds(t *testing.T) []uint64 {
