@@ -150,7 +150,14 @@ func (w *World) sendReply(c *conn, corr uint64, resp kmsg.Response) {
 func (w *World) closeFromNode(c *conn) {
 	c.nodeOpen = false
 	delete(c.n.conns, c.id)
-	c.n.input(broker.ConnClosed{Conn: c.id})
+	// Delivered as its own event: this runs inside the step that replied with Close,
+	// and the broker is never stepped while a step of it runs (E5).
+	n, gen := c.n, c.n.gen
+	w.at(w.now, KindToNode, n.id, c.id, 0, func() {
+		if n.up && n.gen == gen {
+			n.input(broker.ConnClosed{Conn: c.id})
+		}
+	})
 	w.at(w.pathTime(c, toClient), KindToClient, c.cl.actor, c.id, 0, func() {
 		if !c.reset {
 			w.connLost(c)

@@ -24,7 +24,11 @@ import (
 //     should not fire, but one already due when CancelTimer runs may still be
 //     delivered: the broker ignores ids it no longer knows.
 //   - E5: Inputs are delivered one at a time; the broker never runs concurrently with
-//     itself.
+//     itself, nor is it stepped again from inside a step.
+//   - E6: A broker only receives inputs meant for it: completions (SyncDone,
+//     MetaCommitted, TimerFired) of effects an earlier broker of the same node asked
+//     for die with that broker's process. The replica incarnation in SyncDone tells
+//     topic incarnations apart, not processes.
 type Env interface {
 	// Reply answers one request. Msg nil means "send nothing" (acks=0) but still frees
 	// the request's place in the connection's queue. Close asks the driver to close the
