@@ -110,3 +110,24 @@ func TestMetaPortOrderingInvariants(t *testing.T) {
 		"metadata log must be gapless", func() { h.step(MetaApplied{Index: 2, Record: rec}) })
 	require.Panics(t, func() { h.step(MetaAnswer{Token: 1, Outcome: MetaCommitted, Index: 1}) })
 }
+
+// The offsets topic's creation answered Unknown commits after all, its logs opening a
+// chunk per step: the next commit must wait for them all before loading the groups,
+// not find most offsets partitions unhosted.
+func TestOffsetsTopicCommittedAfterUnknownOutcomeLoadsOnceOpen(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		require.NoError(t, c.Set("sluice.open.logs.per.step", "1"))
+	})
+	h.mustCreate("t", 1)
+	id := h.send(commitReq("g", -1, "", "t", int32(0), int64(1)))
+	p := h.takeProposal()
+	h.step(MetaAnswer{Token: p.token, Outcome: MetaUnknown})
+	resp, ok := h.reply(id)
+	require.True(t, ok)
+	requireCode(t, kerr.CoordinatorNotAvailable, commitCodes(resp)[0])
+	h.commitMeta(p.rec) // committed after all: one log opens now, the rest later
+	requireCode(t, nil, commitCodes(h.do(commitReq("g", -1, "", "t", int32(0), int64(2))))[0])
+	off, code := h.fetchOffset(8, "g", "t", 0)
+	requireCode(t, nil, code)
+	require.Equal(t, int64(2), off)
+}
