@@ -17,7 +17,10 @@ import (
 //   - MetaErrors spells (Faults.MetaErrors): a proposal is answered Rejected, a
 //     definite failure; its record never commits (checked: failedIDs).
 //   - Unknown outcome (Faults.MetaUnknownChance): the proposer is answered Unknown and
-//     the record then commits (MetaApplied after the answer) or never does.
+//     the record then commits later or never does. A late record commits at a drawn
+//     time, or at once when a later proposal commits (log order is proposal order,
+//     M5), so a retry checked against an image without it may commit after it and
+//     not apply (the broker answers that retry with an error).
 //   - A crash of the proposer: it hears nothing; a random prefix of its pending
 //     proposals commits (the quorum got them) and the rest are lost; the restart's
 //     Start says which (M6).
@@ -29,7 +32,8 @@ type metaLog struct {
 	log     *disk.MetaLog
 	tail    int64
 	pending []*proposal
-	nodes   []metaNode // every node, in id order: each live one gets every MetaApplied
+	late    []*proposal // answered Unknown, to commit later, in proposal order
+	nodes   []metaNode  // every node, in id order: each live one gets every MetaApplied
 	r       *Rand
 	errR    *Rand // MetaErrors draws, a stream of its own so other draws do not shift
 	unkR    *Rand // unknown-outcome draws, likewise
@@ -134,6 +138,7 @@ func (m *metaLog) commit(p *proposal) {
 		return
 	}
 	m.settle(p)
+	m.commitLate() // proposed before p: they commit first, if at all
 	if m.injectFailure(p) || m.injectUnknown(p) {
 		return
 	}
@@ -201,10 +206,22 @@ func (m *metaLog) injectUnknown(p *proposal) bool {
 	}
 	m.answer(p, broker.MetaAnswer{Outcome: broker.MetaUnknown, Err: errOutcomeUnknown})
 	if commits {
+		m.late = append(m.late, p)
+		tm := m.w.cfg.Timing
+		d := m.unkR.Exp(tm.MetaFloorUs*us, 10*tm.MetaMeanUs*us)
+		m.w.after(d, KindMetaCommit, p.n.metaID(), p.token, 1, m.commitLate)
+	}
+	return true
+}
+
+// commitLate commits the unknown-outcome records still waiting, in order.
+func (m *metaLog) commitLate() {
+	late := m.late
+	m.late = nil
+	for _, p := range late {
 		m.w.stats.Faults["meta-unknown-committed"]++
 		m.commitRecord(p.rec)
 	}
-	return true
 }
 
 // append commits rec, checking that it is not a record whose proposal failed.
@@ -298,6 +315,9 @@ func (m *metaLog) nodeStopped(n metaNode) {
 		}
 	}
 	keep := m.r.Intn(len(mine) + 1)
+	if keep > 0 {
+		m.commitLate() // proposed before the prefix that commits
+	}
 	for i, p := range mine {
 		m.settle(p)
 		if i < keep {

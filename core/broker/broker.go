@@ -144,7 +144,7 @@ func (b *Broker) replay(recs []meta.Record) {
 		j, deleted := lastDelete[rec.Topic]
 		switch {
 		case !deleted || i > j:
-			b.apply(rec)
+			_ = b.apply(rec) // logged; at replay nobody waits on it
 		case i < j:
 			if err := b.image.Apply(rec); err != nil {
 				b.lg.Warn("metadata record did not apply", zap.Stringer("kind", rec.Kind),

@@ -14,7 +14,15 @@ type metaPortState struct {
 	applied uint64 // index of the last record applied (M2)
 	leader  int32  // the quorum leader last announced, -1 if none (M7)
 	epoch   uint64 // its epoch
+	// notApplied holds why recently committed records did not apply to the image, by
+	// index, until their proposer's answer (pruned past notAppliedWindow).
+	notApplied map[uint64]error
 }
+
+// notAppliedWindow bounds how long the broker remembers a committed record that did
+// not apply: its answer comes soon after its MetaApplied (M4), or never here (another
+// node proposed it).
+const notAppliedWindow = 1024
 
 // errMetaUnknown and errMetaNotLeader are what a waiter hears for those answers.
 var (
@@ -39,7 +47,18 @@ func (b *Broker) metaApplied(in MetaApplied) {
 		"MetaApplied index %d after %d: the metadata log must be gapless", in.Index,
 		b.metaPort.applied)
 	b.metaPort.applied = in.Index
-	b.apply(in.Record)
+	if err := b.apply(in.Record); err != nil {
+		b.hit(pMetaNotApplied)
+		if b.metaPort.notApplied == nil {
+			b.metaPort.notApplied = map[uint64]error{}
+		}
+		b.metaPort.notApplied[in.Index] = err
+		for idx := range b.metaPort.notApplied {
+			if idx+notAppliedWindow < in.Index {
+				delete(b.metaPort.notApplied, idx)
+			}
+		}
+	}
 }
 
 // metaAnswer resolves the request waiting on a proposal.
@@ -50,6 +69,13 @@ func (b *Broker) metaAnswer(in MetaAnswer) {
 		core.Invariant(in.Index != 0 && in.Index <= b.metaPort.applied, "B9",
 			"proposal %d answered committed at %d before it was applied (applied %d)",
 			in.Token, in.Index, b.metaPort.applied)
+		if e, ok := b.metaPort.notApplied[in.Index]; ok {
+			// Committed, but checked against an image that a record committed before it
+			// changed (a proposal answered "unknown" that committed late): it changed
+			// nothing. A retry is checked against the image as it is now.
+			delete(b.metaPort.notApplied, in.Index)
+			err = fmt.Errorf("the metadata change conflicted with an earlier one: %w", e)
+		}
 	case MetaNotLeader:
 		b.hit(pMetaFailed)
 		err = fmt.Errorf("%w (leader hint %d)", errMetaNotLeader, in.Leader)

@@ -131,3 +131,28 @@ func TestOffsetsTopicCommittedAfterUnknownOutcomeLoadsOnceOpen(t *testing.T) {
 	requireCode(t, nil, code)
 	require.Equal(t, int64(2), off)
 }
+
+// A retry checked against an image without the unknown-outcome record, which then
+// commits before the retry's: the retry's record commits but does not apply, and its
+// client hears a retriable error, not a success with a topic id nobody holds.
+func TestCommittedRecordThatDoesNotApplyAnswersAnError(t *testing.T) {
+	h := newHarness(t)
+	first := h.sendCreate("t", 1)
+	x := h.takeProposal()
+	h.step(MetaAnswer{Token: x.token, Outcome: MetaUnknown})
+	_, ok := h.reply(first)
+	require.True(t, ok)
+	retry := h.sendCreate("t", 1)
+	y := h.takeProposal()
+	require.NotEqual(t, x.rec.TopicID, y.rec.TopicID)
+	h.commitMeta(x.rec) // the unknown one commits first, as raft would order them
+	idx := h.commitMeta(y.rec)
+	h.step(MetaAnswer{Token: y.token, Outcome: MetaCommitted, Index: idx})
+	resp, ok := h.reply(retry)
+	require.True(t, ok)
+	rt := resp.(*kmsg.CreateTopicsResponse).Topics[0]
+	requireCode(t, kerr.RequestTimedOut, rt.ErrorCode)
+	require.Contains(t, deref(rt.ErrorMessage), "conflicted")
+	require.Equal(t, x.rec.TopicID, h.b.image.Topic("t").ID)
+	requireCode(t, kerr.TopicAlreadyExists, h.createTopics(ctTopic("t", 1, -1)).Topics[0].ErrorCode)
+}

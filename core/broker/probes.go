@@ -26,6 +26,7 @@ var (
 	pListMaxTimestamp       = probe.Register("broker/list-offsets-max-timestamp")
 	pMetaFailed             = probe.Register("broker/metadata-change-not-committed")
 	pMetaUnknown            = probe.Register("broker/metadata-change-outcome-unknown")
+	pMetaNotApplied         = probe.Register("broker/metadata-record-did-not-apply")
 	pAutoCreate             = probe.Register("broker/auto-create-topic")
 	pAutoCreateDeferred     = probe.Register("broker/auto-create-over-rate")
 	pOpenLogFailed          = probe.Register("broker/open-log-failed")
