@@ -143,7 +143,8 @@ func (m *metaLog) commit(p *proposal) {
 		return
 	}
 	if idx, ok := m.commitRecord(p.rec); ok {
-		m.answer(p, broker.MetaAnswer{Outcome: broker.MetaCommitted, Index: idx + m.shift[p.n.metaID()]})
+		idx += m.shift[p.n.metaID()]
+		m.answer(p, broker.MetaAnswer{Outcome: broker.MetaCommitted, Index: idx})
 	}
 }
 

@@ -23,7 +23,8 @@ func (h *harness) takeProposal() proposal {
 
 func (h *harness) sendCreate(name string, partitions int32) uint64 {
 	req := kmsg.NewPtrCreateTopicsRequest()
-	req.Topics, req.TimeoutMillis = []kmsg.CreateTopicsRequestTopic{ctTopic(name, partitions, -1)}, 5000
+	req.Topics = []kmsg.CreateTopicsRequestTopic{ctTopic(name, partitions, -1)}
+	req.TimeoutMillis = 5000
 	req.Version = maxVersion(kmsg.CreateTopics)
 	return h.send(req)
 }
@@ -84,7 +85,8 @@ func TestStartFromSnapshotEqualsFullReplay(t *testing.T) {
 	h.mustCreate("a", 2)
 	h.mustCreate("b", 1, "retention.ms=100")
 	h.mustCreate("gone", 1)
-	require.Zero(t, h.deleteTopics(deleteReq(maxVersion(kmsg.DeleteTopics), "gone")).Topics[0].ErrorCode)
+	del := h.deleteTopics(deleteReq(maxVersion(kmsg.DeleteTopics), "gone"))
+	require.Zero(t, del.Topics[0].ErrorCode)
 	cut := uint64(len(h.env.committed))
 	snap := h.b.image.Snapshot()
 	h.mustCreate("c", 1)
