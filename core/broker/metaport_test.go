@@ -158,3 +158,28 @@ func TestCommittedRecordThatDoesNotApplyAnswersAnError(t *testing.T) {
 	require.Equal(t, x.rec.TopicID, h.b.image.Topic("t").ID)
 	requireCode(t, kerr.TopicAlreadyExists, h.createTopics(ctTopic("t", 1, -1)).Topics[0].ErrorCode)
 }
+
+// Two proposals of the same producer-id block (the first answered Unknown, the retry
+// checked against the image without it) both commit: the second overlaps the first and
+// must not be handed out.
+func TestOverlappingProducerIDBlockIsNotHandedOut(t *testing.T) {
+	h := newHarness(t)
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.Version = maxVersion(kmsg.InitProducerID)
+	first := h.send(req)
+	x := h.takeProposal()
+	h.step(MetaAnswer{Token: x.token, Outcome: MetaUnknown})
+	resp, _ := h.reply(first)
+	requireCode(t, kerr.CoordinatorNotAvailable, resp.(*kmsg.InitProducerIDResponse).ErrorCode)
+	retry := h.send(req)
+	y := h.takeProposal()
+	require.Equal(t, x.rec.NextProducerID, y.rec.NextProducerID)
+	h.commitMeta(x.rec)
+	idx := h.commitMeta(y.rec)
+	h.step(MetaAnswer{Token: y.token, Outcome: MetaCommitted, Index: idx})
+	resp, _ = h.reply(retry)
+	requireCode(t, kerr.CoordinatorNotAvailable, resp.(*kmsg.InitProducerIDResponse).ErrorCode)
+	ok := h.do(req).(*kmsg.InitProducerIDResponse) // a fresh block beyond both
+	requireCode(t, nil, ok.ErrorCode)
+	require.GreaterOrEqual(t, ok.ProducerID, x.rec.NextProducerID)
+}
