@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"math/rand"
 	"strings"
 	"sync"
@@ -8,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap"
 	"pgregory.net/rapid"
 
 	"github.com/sluicemq/sluice/core/broker"
@@ -32,7 +35,50 @@ func TestMetaWriterConformance(t *testing.T) {
 	})
 }
 
+// TestMetaWriterConformanceOnPebble runs the suite on real pebble over its crashable
+// in-memory filesystem: a crash keeps only what was synced.
+func TestMetaWriterConformanceOnPebble(t *testing.T) {
+	metatest.Run(t, func(rt *rapid.T) metatest.Adapter {
+		return &pebbleMetaAdapter{fs: vfs.NewCrashableMem()}
+	})
+}
+
+type pebbleMetaAdapter struct {
+	fs *vfs.MemFS
+	st *disk.PebbleState
+	prodMetaAdapter
+}
+
+func (a *pebbleMetaAdapter) Boot(deliver func(broker.Input)) broker.Start {
+	st, err := disk.OpenPebbleStateFS(context.Background(), a.fs, "state", zap.NewNop())
+	if err != nil {
+		panic(err)
+	}
+	a.st = st
+	a.prodMetaAdapter.store = st
+	return a.prodMetaAdapter.Boot(deliver)
+}
+
+// Crash stops the writer, then keeps of the filesystem only what was synced.
+func (a *pebbleMetaAdapter) Crash() {
+	a.mu.Lock()
+	a.alive = false
+	a.mu.Unlock()
+	a.w.stop()
+	a.w = nil
+	crashed := a.fs.CrashClone(vfs.CrashCloneCfg{})
+	_ = a.st.Close()
+	a.fs = crashed
+}
+
+func (a *pebbleMetaAdapter) Close() {
+	if a.w != nil {
+		a.Crash()
+	}
+}
+
 type prodMetaAdapter struct {
+	store  disk.StateStore // st, unless another store is set
 	st     *disk.MemState
 	faults []int // consumed one per store operation: 0 fails the write, 1 its sync
 	next   int
@@ -59,7 +105,10 @@ func (a *prodMetaAdapter) fault(op disk.Op, key string) error {
 }
 
 func (a *prodMetaAdapter) Boot(deliver func(broker.Input)) broker.Start {
-	lg, err := disk.NewMetaLog(a.st)
+	if a.store == nil {
+		a.store = a.st
+	}
+	lg, err := disk.NewMetaLog(a.store)
 	if err != nil {
 		panic(err)
 	}
