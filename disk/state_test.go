@@ -97,23 +97,59 @@ func TestMetaLogAppendLoadInOrder(t *testing.T) {
 		{Kind: meta.KindPartitionsAdded, Topic: "a", Partitions: 5},
 		{Kind: meta.KindProducerIDBlock, NextProducerID: 1000},
 	}
-	for _, r := range recs[:2] {
-		require.NoError(t, m.Append(r))
+	for i, r := range recs[:2] {
+		idx, err := m.Append(r)
+		require.NoError(t, err)
+		require.Equal(t, uint64(i+1), idx, "indexes start at 1")
 	}
 	// A reopened log continues the sequence.
 	m, err = NewMetaLog(st)
 	require.NoError(t, err)
-	require.NoError(t, m.Append(recs[2]))
+	idx, err := m.Append(recs[2])
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), idx)
 	// Sequence 256 must sort after 255: big-endian keys keep commit order.
 	for i := 0; i < 300; i++ {
-		require.NoError(t, m.Append(meta.Record{Kind: meta.KindTopicDeleted, Topic: fmt.Sprint(i)}))
+		_, err := m.Append(meta.Record{Kind: meta.KindTopicDeleted, Topic: fmt.Sprint(i)})
+		require.NoError(t, err)
 	}
 	got, err := m.Load()
 	require.NoError(t, err)
-	require.Equal(t, recs, got[:3])
+	require.Zero(t, got.SnapshotIndex)
+	require.Equal(t, recs, got.Records[:3])
 	for i := 0; i < 300; i++ {
-		require.Equal(t, fmt.Sprint(i), got[3+i].Topic)
+		require.Equal(t, fmt.Sprint(i), got.Records[3+i].Topic)
 	}
+}
+
+// A snapshot replaces the records it covers; the log goes on after it, also reopened.
+func TestMetaLogSnapshotThenReplay(t *testing.T) {
+	st := NewMemState()
+	m, err := NewMetaLog(st)
+	require.NoError(t, err)
+	for i := 0; i < 5; i++ {
+		_, err := m.Append(meta.Record{Kind: meta.KindProducerIDBlock, NextProducerID: int64(i)})
+		require.NoError(t, err)
+	}
+	image := []meta.Record{{Kind: meta.KindProducerIDBlock, NextProducerID: 2}}
+	require.NoError(t, m.Snapshot(3, image))
+	require.Error(t, m.Snapshot(9, image), "beyond the log")
+	m, err = NewMetaLog(st)
+	require.NoError(t, err)
+	idx, err := m.Append(meta.Record{Kind: meta.KindProducerIDBlock, NextProducerID: 5})
+	require.NoError(t, err)
+	require.Equal(t, uint64(6), idx)
+	got, err := m.Load()
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), got.SnapshotIndex)
+	require.Equal(t, image, got.Snapshot)
+	require.Len(t, got.Records, 3)
+	require.Equal(t, int64(3), got.Records[0].NextProducerID)
+	// A snapshot of the whole log leaves no record; the next index still follows.
+	require.NoError(t, m.Snapshot(6, image))
+	m, err = NewMetaLog(st)
+	require.NoError(t, err)
+	require.Equal(t, uint64(6), m.LastIndex())
 }
 
 // Every acknowledged Set survives a crash that keeps only synced data: the StateStore's

@@ -18,7 +18,8 @@ import (
 // env is a minimal broker.Env: metadata commits and syncs complete when drained.
 type env struct {
 	replies   map[uint64]int
-	proposals []broker.MetaCommitted
+	proposals []broker.Input // MetaApplied then MetaAnswer, per proposal
+	applied   uint64         // last metadata index handed out
 	syncs     []broker.SyncDone
 	logs      map[core.TopicPartition]*replicatest.MemLog
 	timers    []uint64
@@ -41,7 +42,9 @@ func (e *env) OpenLog(tp core.TopicPartition, cfg replica.SegmentConfig) (replic
 }
 func (e *env) RemoveLog(tp core.TopicPartition) error { delete(e.logs, tp); return nil }
 func (e *env) ProposeMeta(rec meta.Record, tok uint64) {
-	e.proposals = append(e.proposals, broker.MetaCommitted{Token: tok, Record: rec})
+	e.applied++
+	e.proposals = append(e.proposals, broker.MetaApplied{Index: e.applied, Record: rec},
+		broker.MetaAnswer{Token: tok, Outcome: broker.MetaCommitted, Index: e.applied})
 }
 func (e *env) Logger() *zap.Logger { return zap.NewNop() }
 
@@ -85,7 +88,8 @@ func FuzzBrokerRequest(f *testing.F) {
 		if req.ReadFrom(body) != nil {
 			return // net/ closes the connection on a body that does not decode
 		}
-		e := &env{replies: map[uint64]int{}, logs: map[core.TopicPartition]*replicatest.MemLog{}}
+		e := &env{replies: map[uint64]int{}, logs: map[core.TopicPartition]*replicatest.MemLog{},
+			applied: 1} // Start carries index 1
 		now := core.Time(1_700_000_000e9)
 		b := broker.New(broker.DefaultConfig(), e, rand.New(rand.NewSource(1)))
 		b.Step(now, broker.Start{Records: []meta.Record{{Kind: meta.KindTopicCreated,

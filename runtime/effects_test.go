@@ -87,11 +87,11 @@ type recordingMetaLog struct {
 	recs []meta.Record
 }
 
-func (m *recordingMetaLog) Append(rec meta.Record) error {
+func (m *recordingMetaLog) Append(rec meta.Record) (uint64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.recs = append(m.recs, rec)
-	return nil
+	return uint64(len(m.recs)), nil
 }
 
 func TestMetaWriterCommitsInProposalOrderAfterAppend(t *testing.T) {
@@ -99,12 +99,21 @@ func TestMetaWriterCommitsInProposalOrderAfterAppend(t *testing.T) {
 	type commit struct {
 		token    uint64
 		appended int // records in the log when the commit was reported
+		index    uint64
 	}
 	done := make(chan commit, 100)
+	var applied uint64
 	w := newMetaWriter(ml, func(in broker.Input) bool {
 		ml.mu.Lock()
 		defer ml.mu.Unlock()
-		done <- commit{in.(broker.MetaCommitted).Token, len(ml.recs)}
+		switch in := in.(type) {
+		case broker.MetaApplied:
+			applied = in.Index
+		case broker.MetaAnswer:
+			require.Equal(t, broker.MetaCommitted, in.Outcome)
+			require.Equal(t, applied, in.Index, "M4: applied before the answer")
+			done <- commit{in.Token, len(ml.recs), in.Index}
+		}
 		return true
 	})
 	defer w.stop()
@@ -114,6 +123,7 @@ func TestMetaWriterCommitsInProposalOrderAfterAppend(t *testing.T) {
 	for i := range 50 {
 		c := <-done
 		require.Equal(t, uint64(i), c.token, "proposal order")
-		require.GreaterOrEqual(t, c.appended, i+1, "E3: appended before reported")
+		require.Equal(t, uint64(i+1), c.index)
+		require.GreaterOrEqual(t, c.appended, i+1, "appended before reported")
 	}
 }

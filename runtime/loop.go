@@ -166,7 +166,8 @@ func (e env) RemoveLog(tp core.TopicPartition) error {
 	return disk.RemovePartitionLog(n.files, n.logDir(tp), n.state, logStatePrefix(tp))
 }
 
-// ProposeMeta queues the record for the metadata log; MetaCommitted follows (E3).
+// ProposeMeta queues the record for the metadata log; MetaApplied and MetaAnswer
+// follow (M2–M4).
 func (e env) ProposeMeta(rec meta.Record, token uint64) { e.n.metaW.submit(rec, token) }
 
 func (e env) Logger() *zap.Logger { return e.n.lg }

@@ -7,9 +7,10 @@ import (
 	"github.com/sluicemq/sluice/core/meta"
 )
 
-// metaAppender is the metadata log: disk.MetaLog, durable when Append returns.
+// metaAppender is the metadata log: disk.MetaLog, durable when Append returns the
+// record's index; after an error the record is in doubt.
 type metaAppender interface {
-	Append(rec meta.Record) error
+	Append(rec meta.Record) (uint64, error)
 }
 
 type proposal struct {
@@ -17,10 +18,15 @@ type proposal struct {
 	token uint64
 }
 
-// metaWriter appends proposed metadata records on one goroutine, in proposal order, and
-// reports each as MetaCommitted once it is durable (E3). The loop queues proposals
-// without blocking; the queue is bounded by the broker, which waits for each proposal's
-// answer before its requests complete.
+// metaWriter is the single-node adapter of the metadata port (core/broker env.go,
+// M1–M7). It appends proposed records on one goroutine, in proposal order (M5), and
+// once a record is durable at index N hands the loop MetaApplied{N} and then the answer
+// "committed at N" (M2, M4), through one FIFO channel. A failed append is answered
+// MetaUnknown: the store's write is in doubt, so the record may be there after a
+// restart (disk.MemState models pebble's failed writes so). The node is always its
+// own leader and never answers NotLeader or Rejected. The loop queues proposals without
+// blocking; the queue is bounded by the broker, which waits for each proposal's answer
+// before its requests complete.
 type metaWriter struct {
 	log     metaAppender
 	deliver func(broker.Input) bool
@@ -62,12 +68,22 @@ func (w *metaWriter) run() {
 		w.queue = nil
 		w.mu.Unlock()
 		for _, p := range batch {
-			err := w.log.Append(p.rec)
-			if !w.deliver(broker.MetaCommitted{Token: p.token, Record: p.rec, Err: err}) {
+			if !w.append(p) {
 				return
 			}
 		}
 	}
+}
+
+// append writes one proposal and delivers what follows from it; false when the loop
+// no longer takes inputs.
+func (w *metaWriter) append(p proposal) bool {
+	idx, err := w.log.Append(p.rec)
+	if err != nil {
+		return w.deliver(broker.MetaAnswer{Token: p.token, Outcome: broker.MetaUnknown, Err: err})
+	}
+	return w.deliver(broker.MetaApplied{Index: idx, Record: p.rec}) &&
+		w.deliver(broker.MetaAnswer{Token: p.token, Outcome: broker.MetaCommitted, Index: idx})
 }
 
 // stop ends the writer after the append it is doing.

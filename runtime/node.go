@@ -142,7 +142,7 @@ func (n *Node) open(ctx context.Context) error {
 	if n.metaLog, err = disk.NewMetaLog(n.state); err != nil {
 		return fmt.Errorf("open metadata log: %w", err)
 	}
-	records, err := n.metaLog.Load()
+	committed, err := n.metaLog.Load()
 	if err != nil {
 		return fmt.Errorf("load metadata log: %w", err)
 	}
@@ -156,7 +156,10 @@ func (n *Node) open(ctx context.Context) error {
 		broker.WithDecompressor(compress.Codecs{}))
 	// Start runs here, before the loop goroutine exists, so it is still one step at a
 	// time (E5); it opens and recovers every partition log.
-	n.step(broker.Start{Records: records})
+	n.step(broker.Start{Snapshot: committed.Snapshot, SnapshotIndex: committed.SnapshotIndex,
+		Records: committed.Records})
+	// A node without a quorum leads its own metadata log from the start (M7).
+	n.step(broker.MetaLeaderChanged{Leader: n.opts.Config.NodeID, Epoch: 1})
 	return n.checkFreeFDs()
 }
 

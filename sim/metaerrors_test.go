@@ -78,3 +78,26 @@ func TestUncommittedTopicInImageIsCaught(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, caught, 4, "uncommitted topics in the image went unnoticed")
 }
+
+// TestMetaUnknownFiresAndIsSurvived runs seeds where a third of the metadata proposals
+// are answered "outcome unknown", half of which commit after the answer. Every seed
+// must pass: clients retry the retriable answers, and a record that commits late is
+// applied like any other (a topic created after all, a producer id block skipped).
+func TestMetaUnknownFiresAndIsSurvived(t *testing.T) {
+	sets := [][2]string{{"faults", "off"}, {"faults.metaunknown", "0.3"},
+		{"admin", "on"}, {"producer.idempotent", "true"}, {"deletes", "on"}}
+	seeds := seedRange(1, 8)
+	if testing.Short() {
+		seeds = seedRange(1, 3)
+	}
+	unknown, late := 0, 0
+	for _, r := range runParallel(t, seeds, sets) {
+		require.True(t, r.Result.Pass, "%s\n  %s\n  reproduce: %s", r.Result.Line(),
+			strings.Join(r.Result.Summary(), "\n  "), reproduce(r, sets))
+		unknown += r.Result.Stats.Faults["meta-unknown"]
+		late += r.Result.Stats.Faults["meta-unknown-committed"]
+	}
+	t.Logf("%d unknown outcomes, %d of them committed after the answer", unknown, late)
+	require.Positive(t, late, "no unknown outcome committed late")
+	require.Greater(t, unknown, late, "no unknown outcome was lost")
+}

@@ -9,26 +9,60 @@ import (
 	"github.com/sluicemq/sluice/linearizability"
 )
 
-// metaLog is the simulator's model of the metadata log contract: a proposal commits
-// after a small latency, in proposal order, and is durable once committed. When the
-// proposing node crashes, a prefix of its pending proposals may still commit (the
-// quorum got them) and the rest are lost: the awkward "unknown outcome" case.
+// metaLog is the simulator's model of the metadata port (core/broker env.go, M1–M7):
+// one log that every node follows, single-node leadership (each node leads from its
+// Start, epoch 1). A proposal commits after a small latency, in proposal order, and is
+// durable once committed; every live node then gets MetaApplied, the proposer before
+// its answer "committed at N". The awkward cases:
+//   - MetaErrors spells (Faults.MetaErrors): a proposal is answered Rejected, a
+//     definite failure; its record never commits (checked: failedIDs).
+//   - Unknown outcome (Faults.MetaUnknownChance): the proposer is answered Unknown and
+//     the record then commits later or never does. A late record commits at a drawn
+//     time, or at once when a later proposal commits (log order is proposal order,
+//     M5), so a retry checked against an image without it may commit after it and
+//     not apply (the broker answers that retry with an error).
+//   - A crash of the proposer: it hears nothing; a random prefix of its pending
+//     proposals commits (the quorum got them) and the rest are lost; the restart's
+//     Start says which (M6).
+//
+// The model runs in a World; its conformance test (metalog_conformance_test.go) runs
+// it in a bare one, through the same metaNode interface the nodes implement.
 type metaLog struct {
 	w       *World
 	log     *disk.MetaLog
 	tail    int64
 	pending []*proposal
+	late    []*proposal // answered Unknown, to commit later, in proposal order
+	nodes   []metaNode  // every node, in id order: each live one gets every MetaApplied
 	r       *Rand
 	errR    *Rand // MetaErrors draws, a stream of its own so other draws do not shift
+	unkR    *Rand // unknown-outcome draws, likewise
 	// failedIDs holds the topic ids of topic records whose proposal failed: a failed
 	// proposal must leave no trace, so none of them may ever be committed.
 	failedIDs map[[16]byte]bool
 	// topics indexes the committed topic records, to check what brokers report.
 	topics map[string]*committedTopic
 	// claimCommitted is a mutant for the checker's own test: a failed proposal is
-	// reported to the broker as committed (Err nil) though the log did not append it.
+	// reported to the broker as applied and committed though the log did not append
+	// it. shift keeps the indexes the node sees gapless after such a phantom record.
 	claimCommitted bool
+	shift          map[int32]uint64
 }
+
+// metaNode is a node as the metadata log sees it.
+type metaNode interface {
+	metaID() int32
+	metaGen() uint64 // the running incarnation
+	metaUp() bool
+	metaInput(in broker.Input) // to the running incarnation
+	metaErrSpell() bool        // in a MetaErrors spell: proposals may be rejected
+}
+
+func (n *node) metaID() int32             { return n.id }
+func (n *node) metaGen() uint64           { return n.gen }
+func (n *node) metaUp() bool              { return n.up }
+func (n *node) metaInput(in broker.Input) { n.input(in) }
+func (n *node) metaErrSpell() bool        { return n.w.now < n.metaErrUntil }
 
 // committedTopic is what the log ever committed for one topic name.
 type committedTopic struct {
@@ -43,8 +77,11 @@ type committedTopic struct {
 // errProposalFailed is the injected metadata failure: the record was not committed.
 var errProposalFailed = errors.New("sim: metadata proposal failed (injected)")
 
+// errOutcomeUnknown is the injected unknown outcome (leadership lost in a quorum).
+var errOutcomeUnknown = errors.New("sim: metadata proposal outcome unknown (injected)")
+
 type proposal struct {
-	n       *node
+	n       metaNode
 	gen     uint64
 	rec     meta.Record
 	token   uint64
@@ -58,41 +95,80 @@ func newMetaLog(w *World) *metaLog {
 		panic("sim: empty metadata log cannot fail to open: " + err.Error())
 	}
 	return &metaLog{w: w, log: lg, r: newStream(w.cfg.Seed, "meta"),
-		errR: newStream(w.cfg.Seed, "metaerr"), failedIDs: map[[16]byte]bool{},
-		topics: map[string]*committedTopic{}}
+		errR: newStream(w.cfg.Seed, "metaerr"), unkR: newStream(w.cfg.Seed, "metaunk"),
+		failedIDs: map[[16]byte]bool{}, topics: map[string]*committedTopic{},
+		shift: map[int32]uint64{}}
 }
 
-func (m *metaLog) committed() ([]meta.Record, error) { return m.log.Load() }
+// join adds a node that follows the log.
+func (m *metaLog) join(n metaNode) { m.nodes = append(m.nodes, n) }
 
-func (m *metaLog) propose(n *node, rec meta.Record, token uint64) {
-	p := &proposal{n: n, gen: n.gen, rec: rec, token: token}
+// start returns what a booting node's incarnation starts from (M1).
+func (m *metaLog) start(n metaNode) (broker.Start, error) {
+	delete(m.shift, n.metaID())
+	st, err := m.log.Load()
+	return broker.Start{Snapshot: st.Snapshot, SnapshotIndex: st.SnapshotIndex,
+		Records: st.Records}, err
+}
+
+func (m *metaLog) propose(n metaNode, rec meta.Record, token uint64) {
+	p := &proposal{n: n, gen: n.metaGen(), rec: rec, token: token}
 	m.pending = append(m.pending, p)
 	tm := m.w.cfg.Timing
 	t := max(m.w.now+m.r.Exp(tm.MetaFloorUs*us, tm.MetaMeanUs*us), m.tail)
 	m.tail = t
-	m.w.at(t, KindMetaCommit, n.id, token, 0, func() { m.commit(p) })
+	m.w.at(t, KindMetaCommit, n.metaID(), token, 0, func() { m.commit(p) })
 }
 
-// commit makes p durable and tells the proposer, if it is still the same incarnation.
+// live says whether p's proposer still runs the incarnation that proposed it.
+func (p *proposal) live() bool { return p.n.metaUp() && p.n.metaGen() == p.gen }
+
+// answer tells p's proposer how its proposal ended, if it is still the same incarnation.
+func (m *metaLog) answer(p *proposal, a broker.MetaAnswer) {
+	if p.live() {
+		a.Token = p.token
+		p.n.metaInput(a)
+	}
+}
+
+// commit makes p durable, applies it on every live node and answers the proposer
+// (M2, M4), unless a failure or an unknown outcome is injected.
 func (m *metaLog) commit(p *proposal) {
 	if p.settled {
 		return
 	}
 	m.settle(p)
-	if m.injectFailure(p) {
+	m.commitLate() // proposed before p: they commit first, if at all
+	if m.injectFailure(p) || m.injectUnknown(p) {
 		return
 	}
-	err := m.append(p.rec)
-	if p.n.up && p.n.gen == p.gen {
-		p.n.input(broker.MetaCommitted{Token: p.token, Record: p.rec, Err: err})
+	if idx, ok := m.commitRecord(p.rec); ok {
+		idx += m.shift[p.n.metaID()]
+		m.answer(p, broker.MetaAnswer{Outcome: broker.MetaCommitted, Index: idx})
 	}
 }
 
+// commitRecord appends rec and delivers it to every live node; false if the log failed.
+func (m *metaLog) commitRecord(rec meta.Record) (uint64, bool) {
+	idx, err := m.append(rec)
+	if err != nil {
+		m.w.fail("world", "metadata log append: %v", err)
+		return 0, false
+	}
+	for _, n := range m.nodes {
+		if n.metaUp() {
+			n.metaInput(broker.MetaApplied{Index: idx + m.shift[n.metaID()], Record: rec})
+		}
+	}
+	return idx, true
+}
+
 // injectFailure fails p during a MetaErrors spell on its node: nothing is appended and
-// the proposer hears a definite failure. Commit order of the others is unchanged (E3).
+// the proposer hears a definite failure (Rejected). Commit order of the others is
+// unchanged (M5).
 func (m *metaLog) injectFailure(p *proposal) bool {
 	n := p.n
-	if m.w.now >= n.metaErrUntil || !m.errR.Chance(m.w.cfg.Faults.MetaErrorChance) {
+	if !n.metaErrSpell() || !m.errR.Chance(m.w.cfg.Faults.MetaErrorChance) {
 		return false
 	}
 	m.w.stats.Faults["meta-error"]++
@@ -100,29 +176,67 @@ func (m *metaLog) injectFailure(p *proposal) bool {
 		m.failedIDs[p.rec.TopicID] = true
 	}
 	if m.w.logging() {
-		m.w.logf("meta", "node %d: proposal %d (%v) failed", n.id, p.token, p.rec.Kind)
+		m.w.logf("meta", "node %d: proposal %d (%v) failed", n.metaID(), p.token, p.rec.Kind)
 	}
-	if n.up && n.gen == p.gen {
-		err := errProposalFailed
-		if m.claimCommitted {
-			err = nil
-		}
-		n.input(broker.MetaCommitted{Token: p.token, Record: p.rec, Err: err})
+	if m.claimCommitted && p.live() {
+		// The mutant: a phantom index the log never filled, then the log's own indexes
+		// shifted past it for this incarnation so that the broker sees no gap.
+		id := n.metaID()
+		idx := m.log.LastIndex() + 1 + m.shift[id]
+		m.shift[id]++
+		n.metaInput(broker.MetaApplied{Index: idx, Record: p.rec})
+		m.answer(p, broker.MetaAnswer{Outcome: broker.MetaCommitted, Index: idx})
+		return true
+	}
+	m.answer(p, broker.MetaAnswer{Outcome: broker.MetaRejected, Err: errProposalFailed})
+	return true
+}
+
+// injectUnknown answers p Unknown with Faults.MetaUnknownChance; the record then
+// commits (its MetaApplied follows the answer) or never does, half and half.
+func (m *metaLog) injectUnknown(p *proposal) bool {
+	c := m.w.cfg.Faults.MetaUnknownChance
+	if c <= 0 || !m.unkR.Chance(c) {
+		return false
+	}
+	commits := m.unkR.Chance(0.5)
+	m.w.stats.Faults["meta-unknown"]++
+	if m.w.logging() {
+		m.w.logf("meta", "node %d: proposal %d (%v) outcome unknown, commits: %v",
+			p.n.metaID(), p.token, p.rec.Kind, commits)
+	}
+	m.answer(p, broker.MetaAnswer{Outcome: broker.MetaUnknown, Err: errOutcomeUnknown})
+	if commits {
+		m.late = append(m.late, p)
+		tm := m.w.cfg.Timing
+		d := m.unkR.Exp(tm.MetaFloorUs*us, 10*tm.MetaMeanUs*us)
+		m.w.after(d, KindMetaCommit, p.n.metaID(), p.token, 1, m.commitLate)
 	}
 	return true
 }
 
+// commitLate commits the unknown-outcome records still waiting, in order.
+func (m *metaLog) commitLate() {
+	late := m.late
+	m.late = nil
+	for _, p := range late {
+		m.w.stats.Faults["meta-unknown-committed"]++
+		m.commitRecord(p.rec)
+	}
+}
+
 // append commits rec, checking that it is not a record whose proposal failed.
-func (m *metaLog) append(rec meta.Record) error {
+func (m *metaLog) append(rec meta.Record) (uint64, error) {
 	if rec.Kind == meta.KindTopicCreated && m.failedIDs[rec.TopicID] {
 		m.w.fail("anomaly", "topic %s (id %x) committed after its proposal failed",
 			rec.Topic, rec.TopicID)
 	}
-	if err := m.log.Append(rec); err != nil {
-		return err
+	idx, err := m.log.Append(rec)
+	if err != nil {
+		return 0, err
 	}
 	m.index(rec)
-	return nil
+	return idx, nil
 }
 
 func (m *metaLog) index(rec meta.Record) {
@@ -192,9 +306,9 @@ func (m *metaLog) settle(p *proposal) {
 	}
 }
 
-// nodeStopped resolves the stopped node's pending proposals: a random prefix commits,
-// the rest is lost.
-func (m *metaLog) nodeStopped(n *node) {
+// nodeStopped resolves the stopped node's pending proposals: a random prefix commits
+// (the other live nodes apply it), the rest is lost (M6).
+func (m *metaLog) nodeStopped(n metaNode) {
 	var mine []*proposal
 	for _, p := range m.pending {
 		if p.n == n {
@@ -202,12 +316,13 @@ func (m *metaLog) nodeStopped(n *node) {
 		}
 	}
 	keep := m.r.Intn(len(mine) + 1)
+	if keep > 0 {
+		m.commitLate() // proposed before the prefix that commits
+	}
 	for i, p := range mine {
 		m.settle(p)
 		if i < keep {
-			if err := m.append(p.rec); err != nil {
-				m.w.fail("world", "metadata log append: %v", err)
-			}
+			m.commitRecord(p.rec)
 		}
 	}
 }

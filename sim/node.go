@@ -88,6 +88,7 @@ func newNode(w *World, id int32) *node {
 		rotR:  newStream(w.cfg.Seed, name+"/rot"), rotted: map[core.TopicPartition]bool{},
 		ioR: newStream(w.cfg.Seed, name+"/io")}
 	n.lg = newLogger(w, w.logOut, w.logLevel, name)
+	w.meta.join(n)
 	n.fs.SetFault(n.diskFault)
 	n.initState()
 	return n
@@ -120,12 +121,14 @@ func (n *node) boot() {
 		opts = append(opts, broker.WithProbes(n.w.cov.Probes))
 	}
 	n.b = broker.New(cfg, nodeEnv{n: n, gen: n.gen}, n.rnd, opts...)
-	recs, err := n.w.meta.committed()
+	st, err := n.w.meta.start(n)
 	if err != nil {
 		n.w.fail("world", "node %d: metadata log unreadable: %v", n.id, err)
 		return
 	}
-	n.step(broker.Start{Records: recs})
+	n.step(st)
+	// Each node leads the single metadata log from its start (M7; sim/metalog.go).
+	n.input(broker.MetaLeaderChanged{Leader: cfg.NodeID, Epoch: 1})
 }
 
 // input hands the broker one input, or queues it while the node is paused.
@@ -162,13 +165,13 @@ func (n *node) step(in broker.Input) {
 // noteDeletions records the instant this broker applied a topic deletion: requests it
 // handled before ran against the old incarnation, requests after against a new one
 // (linearizability/incarnations.go). The broker applies committed records in commit
-// order, at Start all of them, then each MetaCommitted as it is stepped.
+// order, at Start all of them, then each MetaApplied as it is stepped.
 func (n *node) noteDeletions(in broker.Input) {
 	var topics []string
 	switch in := in.(type) {
 	case broker.Start:
 		n.applied = map[string]int{}
-		for _, r := range in.Records {
+		for _, r := range in.Records { // a snapshot holds no deletions
 			if r.Kind == meta.KindTopicDeleted {
 				if n.applied[r.Topic] == 0 {
 					topics = append(topics, r.Topic)
@@ -176,8 +179,8 @@ func (n *node) noteDeletions(in broker.Input) {
 				n.applied[r.Topic]++
 			}
 		}
-	case broker.MetaCommitted:
-		if in.Err != nil || in.Record.Kind != meta.KindTopicDeleted {
+	case broker.MetaApplied:
+		if in.Record.Kind != meta.KindTopicDeleted {
 			return
 		}
 		n.applied[in.Record.Topic]++

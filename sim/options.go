@@ -60,6 +60,10 @@ type Faults struct {
 	// with an error (a definite failure: the record never commits).
 	MetaErrors      Spell
 	MetaErrorChance float64
+	// MetaUnknownChance: each metadata proposal, at any time, is answered "outcome
+	// unknown" with this chance; its record then commits or never does, half and half
+	// (sim/metalog.go). Set with faults.metaunknown=P.
+	MetaUnknownChance float64
 	// ReadErrors: for a spell, each read of a file (ReadAt, ReadDir) fails with EIO
 	// with ReadErrorChance: fetches, index and timestamp lookups, and the recovery of a
 	// node restarting meanwhile. Nodes that saw one restart their process at the heal.
@@ -270,6 +274,8 @@ func Draw(seed uint64) Config {
 	if r.Chance(0.7) && ioLatencyByDefault {
 		c.Timing.IOFloorUs, c.Timing.IOMeanUs = r.Between(1, 20), Pick[int64](r, 10, 100, 1000)
 	}
+	// Unknown metadata outcomes (metalog.go), drawn after every older choice.
+	c.Faults.MetaUnknownChance = Pick(r, 0.0, 0.0, 0.02, 0.1)
 	return c
 }
 
@@ -428,6 +434,7 @@ var SettingHelp = []string{
 	"faults.<kind>.every.ms=N       mean interval between faults of a kind",
 	"faults.<kind>.for.ms=N         mean duration of one fault (downtime, spell)",
 	"faults.skew.ms=N               wall-clock skew bound per node (0 = off)",
+	"faults.metaunknown=P           chance a metadata proposal's outcome is unknown",
 	"producer.acks=0|1|all          every producer (0 and 1 turn idempotence off)",
 	"producer.idempotent=true|false every producer (true forces acks=all)",
 	"producer.batch.max=N           records per batch, at most",
@@ -478,7 +485,14 @@ func (c *Config) setSim(name, value string) (bool, error) {
 		for _, s := range c.faultSpells() {
 			s.On = false
 		}
-		c.Faults.ClockSkewMs = 0
+		c.Faults.ClockSkewMs, c.Faults.MetaUnknownChance = 0, 0
+		return true, nil
+	case name == "faults.metaunknown":
+		p, err := strconv.ParseFloat(value, 64)
+		if err != nil || p < 0 || p > 1 {
+			return true, fmt.Errorf("faults.metaunknown: want a chance 0..1, got %q", value)
+		}
+		c.Faults.MetaUnknownChance = p
 		return true, nil
 	case name == "faults.skew.ms":
 		return true, setInt64(&c.Faults.ClockSkewMs, value)
@@ -667,8 +681,9 @@ func (c Config) Summary() []string {
 			f.ClogFactor),
 		fmt.Sprintf("faults: reset=%s partition=%s(oneway=%.1f) pause=%s skew=%dms restart=%s",
 			f.Reset, f.Partition, f.OneWayChance, f.Pause, f.ClockSkewMs, f.Restart),
-		fmt.Sprintf("faults: metaerrors=%s(p=%.2f) readerrors=%s(p=%.2f)", f.MetaErrors,
-			f.MetaErrorChance, f.ReadErrors, f.ReadErrorChance),
+		fmt.Sprintf("faults: metaerrors=%s(p=%.2f) metaunknown=%.2f readerrors=%s(p=%.2f)",
+			f.MetaErrors, f.MetaErrorChance, f.MetaUnknownChance, f.ReadErrors,
+			f.ReadErrorChance),
 		fmt.Sprintf("faults: rot=%s stalewrites=%s(p=%.2f)", f.Rot, f.StaleWrites,
 			f.StaleWriteChance),
 		fmt.Sprintf("timing: net=%d+~%dus fsync=%d+~%dus meta=%d+~%dus io=%d/op+~%dus",

@@ -12,7 +12,9 @@ import (
 
 // apply folds a committed metadata record into the image and brings the hosted
 // replicas in line with it. Every node applies every committed record in commit order.
-func (b *Broker) apply(rec meta.Record) {
+// A record that does not apply to the image (it was checked against an image that a
+// record committed before it has since changed) changes nothing; the error says why.
+func (b *Broker) apply(rec meta.Record) error {
 	var before int32
 	if t := b.image.Topic(rec.Topic); t != nil {
 		before = t.Partitions
@@ -20,7 +22,7 @@ func (b *Broker) apply(rec meta.Record) {
 	if err := b.image.Apply(rec); err != nil {
 		b.lg.Warn("metadata record did not apply", zap.Stringer("kind", rec.Kind),
 			zap.String("topic", rec.Topic), zap.Error(err))
-		return
+		return err
 	}
 	after := int32(0)
 	if t := b.image.Topic(rec.Topic); t != nil {
@@ -61,6 +63,7 @@ func (b *Broker) apply(rec meta.Record) {
 	default:
 		core.Invariant(false, "B4", "apply: unhandled record kind %v", rec.Kind)
 	}
+	return nil
 }
 
 // openReplica opens tp's log with its topic's current settings.

@@ -33,8 +33,9 @@ type Broker struct {
 	openErrs       map[core.TopicPartition]error
 
 	nextToken   uint64
-	metaWaiters map[uint64]func(rec meta.Record, err error)
+	metaWaiters map[uint64]func(err error)
 	timers      map[uint64]func()
+	metaPort    metaPortState // the metadata port's position (metaport.go)
 
 	// Producer ids handed out from the current committed block: [nextPID, pidBlockEnd).
 	nextPID, pidBlockEnd int64
@@ -75,7 +76,7 @@ func New(cfg Config, env Env, rnd core.Rand, opts ...Option) *Broker {
 		image:       meta.NewImage(),
 		replicas:    map[core.TopicPartition]*replica.Replica{},
 		openErrs:    map[core.TopicPartition]error{},
-		metaWaiters: map[uint64]func(meta.Record, error){},
+		metaWaiters: map[uint64]func(error){},
 		timers:      map[uint64]func(){},
 	}
 	for _, o := range opts {
@@ -99,8 +100,12 @@ func (b *Broker) Step(now core.Time, in Input) {
 		b.timerFired(in.ID)
 	case SyncDone:
 		b.syncDone(in)
-	case MetaCommitted:
-		b.metaCommitted(in)
+	case MetaAnswer:
+		b.metaAnswer(in)
+	case MetaApplied:
+		b.metaApplied(in)
+	case MetaLeaderChanged:
+		b.metaLeaderChanged(in)
 	case Drain:
 		b.drain()
 	default:
@@ -111,7 +116,9 @@ func (b *Broker) Step(now core.Time, in Input) {
 func (b *Broker) start(in Start) {
 	core.Invariant(!b.started, "B2", "Start delivered twice")
 	b.started = true
-	b.replay(in.Records)
+	b.metaPort.applied = in.LastIndex()
+	b.metaPort.leader = -1
+	b.replay(append(append([]meta.Record(nil), in.Snapshot...), in.Records...))
 	b.opens.live = true
 	b.armRetention()
 	b.startGroups()
@@ -137,7 +144,7 @@ func (b *Broker) replay(recs []meta.Record) {
 		j, deleted := lastDelete[rec.Topic]
 		switch {
 		case !deleted || i > j:
-			b.apply(rec)
+			_ = b.apply(rec) // logged; at replay nobody waits on it
 		case i < j:
 			if err := b.image.Apply(rec); err != nil {
 				b.lg.Warn("metadata record did not apply", zap.Stringer("kind", rec.Kind),
@@ -259,26 +266,6 @@ func (b *Broker) cancelTimer(id uint64) {
 	}
 	delete(b.timers, id)
 	b.env.CancelTimer(id)
-}
-
-// propose sends rec to the metadata log; done runs once it committed (err == nil) or
-// failed. The record is applied to the image before done runs.
-func (b *Broker) propose(rec meta.Record, done func(err error)) {
-	tok := b.token()
-	b.metaWaiters[tok] = func(_ meta.Record, err error) { done(err) }
-	b.env.ProposeMeta(rec, tok)
-}
-
-func (b *Broker) metaCommitted(in MetaCommitted) {
-	if in.Err == nil {
-		b.apply(in.Record)
-	} else {
-		b.hit(pMetaFailed)
-	}
-	if w, ok := b.metaWaiters[in.Token]; ok {
-		delete(b.metaWaiters, in.Token)
-		w(in.Record, in.Err)
-	}
 }
 
 // sortedPartitions returns the hosted partitions in a fixed order.

@@ -11,24 +11,49 @@ import (
 
 // Env is everything the broker actor may ask of the world. A driver (runtime/ in
 // production, sim/ in the simulator) implements it. Every method returns at once; slow
-// work completes later as an Input (SyncDone, MetaCommitted, TimerFired).
+// work completes later as an Input (SyncDone, MetaAnswer, MetaApplied, TimerFired).
 //
 // Ordering rules the driver must keep (docs/actors.md explains why):
 //   - E1: Replies to one connection are delivered in the order the requests arrived on
 //     it, whatever order the broker answers them in (net/ queues them).
 //   - E2: SyncDone for a SyncLog call is delivered only after Log.Sync returned, and
 //     carries its error. A sync may cover more than was asked; never less.
-//   - E3: MetaCommitted for a ProposeMeta call is delivered only once the record is
-//     durable in the metadata log, and records commit in proposal order.
+//   - E3: the metadata port (M1–M7 below) is kept by the metadata adapter.
 //   - E4: A timer never fires before its time; it may fire late. A cancelled timer
 //     should not fire, but one already due when CancelTimer runs may still be
 //     delivered: the broker ignores ids it no longer knows.
 //   - E5: Inputs are delivered one at a time; the broker never runs concurrently with
 //     itself, nor is it stepped again from inside a step.
 //   - E6: A broker only receives inputs meant for it: completions (SyncDone,
-//     MetaCommitted, TimerFired) of effects an earlier broker of the same node asked
-//     for die with that broker's process. The replica incarnation in SyncDone tells
-//     topic incarnations apart, not processes.
+//     MetaAnswer, MetaApplied, TimerFired) of effects an earlier broker of the same
+//     node asked for die with that broker's process. The replica incarnation in
+//     SyncDone tells topic incarnations apart, not processes.
+//
+// The metadata port (ProposeMeta; Start, MetaApplied, MetaAnswer, MetaLeaderChanged).
+// An incarnation is one life of the node, from its Start to its crash or stop.
+//   - M1: Start comes first. It carries the committed log: a snapshot (the image at
+//     index SnapshotIndex, as records that rebuild it; none when SnapshotIndex is 0)
+//     and then every committed record after it, indexes SnapshotIndex+1, +2, ...
+//   - M2: every node receives MetaApplied{Index, Record} for every record committed
+//     after its Start, in index order, gapless (the first is the last index of Start
+//     plus one) and exactly once per incarnation. A committed record never changes: a
+//     later incarnation's Start holds the same record at the same index (or a snapshot
+//     covering it).
+//   - M3: every ProposeMeta is answered by exactly one MetaAnswer with its token, unless
+//     the incarnation ends first. The answers are MetaCommitted (at index N),
+//     MetaNotLeader (never committed, never will be; Leader is a hint or -1),
+//     MetaRejected (never committed, never will be; the log refused it for a reason
+//     other than leadership, e.g. an injected failure) and MetaUnknown (it may commit
+//     later or never: if it does, it arrives as a MetaApplied like any other).
+//   - M4: on the proposer, MetaApplied for index N is delivered before the answer
+//     "committed at N", and that MetaApplied carries the proposed record.
+//   - M5: of one proposer's records, those that commit do so in proposal order.
+//   - M6: a proposal whose incarnation ended unanswered may commit or not; the next
+//     Start says which. Records answered NotLeader or Rejected are never in any Start.
+//   - M7: leadership arrives as MetaLeaderChanged{Leader, Epoch}, with Epoch
+//     increasing within an incarnation; a node proposes whatever it believes, and
+//     M3's NotLeader is the adapter's answer to a proposal it cannot take. A single
+//     node is its own leader from the start (MetaLeaderChanged right after Start).
 type Env interface {
 	// Reply answers one request. Msg nil means "send nothing" (acks=0) but still frees
 	// the request's place in the connection's queue. Close asks the driver to close the
@@ -49,7 +74,8 @@ type Env interface {
 	// RemoveLog deletes a partition's log and its node-local state after the log was
 	// closed.
 	RemoveLog(tp core.TopicPartition) error
-	// ProposeMeta proposes a metadata record; MetaCommitted{Token, ...} follows.
+	// ProposeMeta proposes a metadata record; one MetaAnswer{Token: token} follows (M3),
+	// after the record's MetaApplied if it committed (M4).
 	ProposeMeta(rec meta.Record, token uint64)
 	// Logger returns the node's logger (on the virtual clock in the simulator).
 	Logger() *zap.Logger
@@ -59,11 +85,18 @@ type Env interface {
 // it panics on a type it does not know.
 type Input interface{ isInput() }
 
-// Start is the first input: the committed metadata records recovered at boot, in commit
-// order. The broker rebuilds its image, opens every partition's log and begins serving.
+// Start is the first input: the committed metadata recovered at boot (M1). Snapshot
+// holds records that rebuild the image as of index SnapshotIndex (empty when
+// SnapshotIndex is 0); Records are the committed records after it, in index order. The
+// broker rebuilds its image, opens every partition's log and begins serving.
 type Start struct {
-	Records []meta.Record
+	Snapshot      []meta.Record
+	SnapshotIndex uint64
+	Records       []meta.Record
 }
+
+// LastIndex is the index of the last committed record Start carries.
+func (s Start) LastIndex() uint64 { return s.SnapshotIndex + uint64(len(s.Records)) }
 
 // Request is one decoded client request. ID is unique per driver; Conn names the
 // connection. Msg's version (Msg.GetVersion) is the version the client used.
@@ -88,13 +121,61 @@ type SyncDone struct {
 	Err         error
 }
 
-// MetaCommitted completes a ProposeMeta effect. Err is set when the record was not
-// committed (e.g. the metadata log failed); the broker then answers the requests that
-// waited on it with an error.
-type MetaCommitted struct {
-	Token  uint64
+// MetaOutcome is how the metadata log answered a proposal (M3).
+type MetaOutcome uint8
+
+// The answers to a proposal.
+const (
+	// MetaCommitted: committed at MetaAnswer.Index; its MetaApplied came first (M4).
+	MetaCommitted MetaOutcome = iota + 1
+	// MetaNotLeader: this node cannot propose (not the quorum leader); the record was
+	// not and will not be committed. MetaAnswer.Leader names the leader, or is -1.
+	MetaNotLeader
+	// MetaRejected: the log refused the record (an injected failure in the
+	// simulator); it was not and will not be committed. A retry is safe.
+	MetaRejected
+	// MetaUnknown: the outcome is not known (leadership lost, a store write in doubt);
+	// the record may still commit, and then arrives as MetaApplied.
+	MetaUnknown
+)
+
+func (o MetaOutcome) String() string {
+	switch o {
+	case MetaCommitted:
+		return "committed"
+	case MetaNotLeader:
+		return "not-leader"
+	case MetaRejected:
+		return "rejected"
+	case MetaUnknown:
+		return "unknown"
+	default:
+		return "outcome(?)"
+	}
+}
+
+// MetaAnswer answers one ProposeMeta (M3). Index is set for MetaCommitted, Leader for
+// MetaNotLeader; Err says why for the others (for the logs).
+type MetaAnswer struct {
+	Token   uint64
+	Outcome MetaOutcome
+	Index   uint64
+	Leader  int32
+	Err     error
+}
+
+// MetaApplied delivers one committed metadata record, at its index in the log, on every
+// node (M2). The broker applies it to its image.
+type MetaApplied struct {
+	Index  uint64
 	Record meta.Record
-	Err    error
+}
+
+// MetaLeaderChanged says which node leads the metadata quorum from now on (M7); Leader
+// is -1 while none is known.
+type MetaLeaderChanged struct {
+	Leader int32
+	Epoch  uint64
 }
 
 // Drain says the node is shutting down: parked fetches are answered now with what is
@@ -102,13 +183,15 @@ type MetaCommitted struct {
 // complete promptly.
 type Drain struct{}
 
-func (Start) isInput()         {}
-func (Drain) isInput()         {}
-func (Request) isInput()       {}
-func (ConnClosed) isInput()    {}
-func (TimerFired) isInput()    {}
-func (SyncDone) isInput()      {}
-func (MetaCommitted) isInput() {}
+func (Start) isInput()             {}
+func (Drain) isInput()             {}
+func (Request) isInput()           {}
+func (ConnClosed) isInput()        {}
+func (TimerFired) isInput()        {}
+func (SyncDone) isInput()          {}
+func (MetaAnswer) isInput()        {}
+func (MetaApplied) isInput()       {}
+func (MetaLeaderChanged) isInput() {}
 
 // Reply answers the request with the same Conn and ID.
 type Reply struct {

@@ -170,9 +170,15 @@ func (b *Broker) ensureOffsetsTopic() {
 			done()
 			b.offsetsCreationEnded()
 		}
-		if t := b.image.Topic(group.OffsetsTopic); t != nil {
-			b.loadOffsets(t) // created meanwhile (by a client, or found at start)
-			finish()
+		if b.image.Topic(group.OffsetsTopic) != nil {
+			// Created meanwhile: by a client, or our own proposal answered "outcome
+			// unknown" that committed after all. Its logs may still be opening.
+			b.afterOpens(func() {
+				if t := b.image.Topic(group.OffsetsTopic); t != nil {
+					b.loadOffsets(t)
+				}
+				finish()
+			})
 			return
 		}
 		b.propose(b.offsetsTopicRecord(), func(err error) {

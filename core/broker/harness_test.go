@@ -204,6 +204,7 @@ func (h *harness) boot() {
 	h.b = New(h.cfg, h.env, rand.New(rand.NewSource(h.seed)), h.brokerOpts...)
 	h.seed++
 	h.step(Start{Records: slices.Clone(h.env.committed)})
+	h.step(MetaLeaderChanged{Leader: h.cfg.NodeID, Epoch: 1})
 }
 
 func (h *harness) step(in Input) { h.b.Step(h.now, in) }
@@ -276,19 +277,29 @@ func (h *harness) fireDue() int {
 	return n
 }
 
-// deliverMeta commits the queued proposals in order (E3), or fails them while
-// env.metaErr is set.
+// deliverMeta commits the queued proposals in order (M5), or answers them Rejected
+// while env.metaErr is set; a committed one is applied (MetaApplied) before its answer
+// (M4).
 func (h *harness) deliverMeta() int {
 	ps := h.env.proposals
 	h.env.proposals = nil
 	for _, p := range ps {
-		in := MetaCommitted{Token: p.token, Record: p.rec, Err: h.env.metaErr}
-		if in.Err == nil {
-			h.env.committed = append(h.env.committed, p.rec)
+		if h.env.metaErr != nil {
+			h.step(MetaAnswer{Token: p.token, Outcome: MetaRejected, Err: h.env.metaErr})
+			continue
 		}
-		h.step(in)
+		idx := h.commitMeta(p.rec)
+		h.step(MetaAnswer{Token: p.token, Outcome: MetaCommitted, Index: idx})
 	}
 	return len(ps)
+}
+
+// commitMeta appends rec to the durable metadata log and applies it (MetaApplied).
+func (h *harness) commitMeta(rec meta.Record) uint64 {
+	h.env.committed = append(h.env.committed, rec)
+	idx := uint64(len(h.env.committed))
+	h.step(MetaApplied{Index: idx, Record: rec})
+	return idx
 }
 
 // deliverSyncs runs log.Sync for every queued sync, then reports it done (E2).

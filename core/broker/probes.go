@@ -25,6 +25,8 @@ var (
 	pListByTime             = probe.Register("broker/list-offsets-by-timestamp")
 	pListMaxTimestamp       = probe.Register("broker/list-offsets-max-timestamp")
 	pMetaFailed             = probe.Register("broker/metadata-change-not-committed")
+	pMetaUnknown            = probe.Register("broker/metadata-change-outcome-unknown")
+	pMetaNotApplied         = probe.Register("broker/metadata-record-did-not-apply")
 	pAutoCreate             = probe.Register("broker/auto-create-topic")
 	pAutoCreateDeferred     = probe.Register("broker/auto-create-over-rate")
 	pOpenLogFailed          = probe.Register("broker/open-log-failed")

@@ -65,9 +65,13 @@ func (im *Image) Apply(r Record) error {
 		}
 		t.Configs = sortedConfigs(r.Configs)
 	case KindProducerIDBlock:
-		if r.NextProducerID > im.nextProducerID {
-			im.nextProducerID = r.NextProducerID
+		// A block not beyond the last one overlaps it: two proposals drew the same
+		// block (one answered "unknown" committed first). It must not be handed out.
+		if r.NextProducerID <= im.nextProducerID {
+			return fmt.Errorf("producer id block up to %d is not beyond %d", r.NextProducerID,
+				im.nextProducerID)
 		}
+		im.nextProducerID = r.NextProducerID
 	default:
 		return fmt.Errorf("unknown metadata record kind %d", r.Kind)
 	}
