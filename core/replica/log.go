@@ -56,8 +56,8 @@ type Log interface {
 	// TruncateTo removes every batch holding an offset at or after offset and returns
 	// the new end offset: offset at a batch boundary, else the base of the batch holding
 	// it. A follower truncates a tail that diverged from its leader's log. offset must
-	// not be below StartOffset nor cut the batch holding it (an error otherwise). Nothing
-	// appended after the truncation is durable before the next Sync.
+	// not be below StartOffset nor cut the batch holding it (an error otherwise). On
+	// return the cut and everything below the new end are durable.
 	TruncateTo(offset int64) (int64, error)
 
 	// SetStartOffset raises the log start offset (DeleteRecords) durably. It may only

@@ -78,6 +78,7 @@ type Replica struct {
 	leaderEpoch int32
 	epochs      epochCache
 	epochsDirty bool // epochs changed since last stored
+	follower    bool // follows another replica (follower.go): HWM from the leader only
 
 	producers     map[int64]*producerEntry
 	snapOffset    int64 // offset of the last saved producer snapshot
@@ -246,6 +247,10 @@ func (r *Replica) Append(nowMs int64, records []byte) AppendResult {
 		r.hit(pAppendOffline)
 		return AppendResult{Err: kerr.KafkaStorageError.Code, Message: "partition is offline"}
 	}
+	if r.follower {
+		return AppendResult{Err: kerr.NotLeaderForPartition.Code,
+			Message: "this replica follows the partition's leader"}
+	}
 	if len(records) > r.cfg.MaxMessageBytes {
 		r.hit(pAppendTooLarge)
 		return AppendResult{Err: kerr.MessageTooLarge.Code, Message: fmt.Sprintf(
@@ -384,7 +389,7 @@ func (r *Replica) SyncCompleted(err error) bool {
 		r.durable = r.log.EndOffset()
 	}
 	moved := false
-	if r.cfg.FlushAlways && r.durable > r.hwm {
+	if r.cfg.FlushAlways && r.durable > r.hwm && !r.follower {
 		r.hwm, moved = r.durable, true
 		r.visibleBytes = max(r.visibleBytes, r.syncBytes)
 	}

@@ -262,8 +262,8 @@ func (l *MemLog) DeleteSegmentsBelow(offset int64) error {
 	return nil
 }
 
-// TruncateTo implements replica.Log. Unlike a real log, a crash never brings the cut
-// batches back: the durable end simply drops to the new end.
+// TruncateTo implements replica.Log: what is left is durable on return, and the cut
+// batches never come back.
 func (l *MemLog) TruncateTo(offset int64) (int64, error) {
 	if l.Closed {
 		return 0, ErrClosed
@@ -299,7 +299,7 @@ func (l *MemLog) TruncateTo(offset int64) (int64, error) {
 		seg.size += int64(len(b.data))
 	}
 	l.segments = l.segments[:i+1]
-	l.synced = min(l.synced, newEnd)
+	l.synced = newEnd // what is left is durable on return, as on disk
 	kept := l.snapshots[:0]
 	for _, sn := range l.snapshots {
 		if sn.offset <= newEnd {

@@ -1,0 +1,172 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/batch"
+)
+
+// The follower side of replication (issue 8): a follower appends the batches its
+// leader's Fetch returned as they are (offsets, epochs, timestamps and CRCs assigned by
+// the leader), takes the high-water mark the leader reports, and cuts a tail that
+// diverged from the new leader's log before following it. Nothing drives these yet;
+// the replica fetcher will.
+
+// ErrNotFollower is returned by AppendReplicated on a replica that leads.
+var ErrNotFollower = errors.New("replica is not a follower")
+
+// BecomeFollower makes the replica follow a leader of epoch: produces from clients are
+// refused (NOT_LEADER_OR_FOLLOWER), AppendReplicated takes the leader's batches, and
+// the high-water mark moves only with SetLeaderHighWatermark, never with its own
+// fsyncs.
+func (r *Replica) BecomeFollower(epoch int32) {
+	r.follower = true
+	r.leaderEpoch = max(r.leaderEpoch, epoch)
+}
+
+// BecomeLeader makes the replica lead in epoch from its log end, as a newly elected
+// leader does; epoch must be newer than every epoch in its log (R8). The high-water
+// mark stays where it was until its followers' offsets move it.
+func (r *Replica) BecomeLeader(epoch int32) error {
+	if last, ok := r.epochs.latest(); ok && epoch < last.Epoch {
+		return fmt.Errorf("%s: lead in epoch %d, log has epoch %d: %w", r.tp, epoch,
+			last.Epoch, ErrEpochWentBack)
+	}
+	r.follower = false
+	r.leaderEpoch = epoch
+	r.leadFrom(r.log.EndOffset())
+	return nil
+}
+
+// Follower reports whether the replica follows another.
+func (r *Replica) Follower() bool { return r.follower }
+
+// ErrNotContiguous is returned by AppendReplicated for batches that do not start at
+// the log end offset or do not follow one another.
+var ErrNotContiguous = errors.New("replicated batches do not continue the log")
+
+// ErrEpochWentBack is returned by AppendReplicated for a batch of an older leader epoch
+// than one already in the log: the follower must truncate (OffsetForLeaderEpoch) first.
+var ErrEpochWentBack = errors.New("replicated batch of an older leader epoch")
+
+// AppendReplicated appends whole batches fetched from the leader, unchanged. Each must
+// have a valid CRC, start where the log ends and carry a leader epoch no older than the
+// latest in the cache; a new epoch is stored in the cache before its first batch. It
+// stops at the first batch it refuses and returns how many bytes it appended: those
+// before it stay. The high-water mark does not move (SetLeaderHighWatermark does).
+func (r *Replica) AppendReplicated(nowMs int64, records []byte) (int, error) {
+	if r.offline {
+		return 0, ErrLogOffline
+	}
+	if !r.follower {
+		return 0, fmt.Errorf("%s: %w", r.tp, ErrNotFollower)
+	}
+	done := 0
+	err := batch.Split(records, func(h batch.Header, b []byte) error {
+		if err := r.appendOneReplicated(nowMs, h, b); err != nil {
+			return err
+		}
+		done += len(b)
+		return nil
+	})
+	return done, err
+}
+
+func (r *Replica) appendOneReplicated(nowMs int64, h batch.Header, b []byte) error {
+	if _, err := batch.Check(b); err != nil {
+		return fmt.Errorf("%s: replicated batch at %d: %w", r.tp, h.BaseOffset, err)
+	}
+	if end := r.log.EndOffset(); h.BaseOffset != end {
+		return fmt.Errorf("%s: batch at %d, log end %d: %w", r.tp, h.BaseOffset, end,
+			ErrNotContiguous)
+	}
+	if last, ok := r.epochs.latest(); ok && h.PartitionLeaderEpoch < last.Epoch {
+		return fmt.Errorf("%s: batch at %d of epoch %d after epoch %d: %w", r.tp,
+			h.BaseOffset, h.PartitionLeaderEpoch, last.Epoch, ErrEpochWentBack)
+	}
+	if r.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) {
+		r.epochsDirty = true
+	}
+	if err := r.storeEpochs(); err != nil {
+		return fmt.Errorf("%s: store leader epochs: %w", r.tp, err)
+	}
+	if err := r.log.Append(nowMs, h, b); err != nil {
+		if errors.Is(err, ErrLogOffline) {
+			r.goOffline()
+		}
+		return fmt.Errorf("%s: append replicated batch at %d: %w", r.tp, h.BaseOffset, err)
+	}
+	core.Invariant(r.log.EndOffset() == h.NextOffset(), "R2",
+		"%s: log end %d after replicating [%d, %d)", r.tp, r.log.EndOffset(), h.BaseOffset,
+		h.NextOffset())
+	r.recordProducer(&h)
+	r.sinceSnapshot++
+	r.bytesAppended += int64(len(b))
+	r.leaderEpoch = max(r.leaderEpoch, h.PartitionLeaderEpoch)
+	return nil
+}
+
+// SetLeaderHighWatermark takes the high-water mark the leader sent with its Fetch
+// answer, bounded by what this follower holds (durably, with log.flush.policy=always).
+// It never goes back: a leader's high-water mark does not.
+func (r *Replica) SetLeaderHighWatermark(hwm int64) bool {
+	limit := r.log.EndOffset()
+	if r.cfg.FlushAlways {
+		limit = min(limit, max(r.durable, r.visibleUnsynced))
+	}
+	next := min(hwm, limit)
+	if next <= r.hwm {
+		return false
+	}
+	r.hwm = next
+	if next == r.log.EndOffset() {
+		r.visibleBytes = r.bytesAppended
+	}
+	r.checkOffsets()
+	return true
+}
+
+// TruncateTo cuts the log back to the new end the follower and its new leader agree
+// on (OffsetForLeaderEpoch), before it fetches from there: the cut batches go from the
+// log, the epoch cache and the producer table, which is rebuilt from the last snapshot
+// at or below the new end. No sync may be in flight (the caller waits for it). It
+// returns the new end, which may be below offset when offset falls inside a batch.
+func (r *Replica) TruncateTo(offset int64) (int64, error) {
+	if r.offline {
+		return 0, ErrLogOffline
+	}
+	core.Invariant(!r.syncInFlight, "R3", "%s: truncation with a sync in flight", r.tp)
+	if offset >= r.log.EndOffset() {
+		return r.log.EndOffset(), nil
+	}
+	end, err := r.log.TruncateTo(offset)
+	if err != nil {
+		if errors.Is(err, ErrLogOffline) {
+			r.goOffline()
+		}
+		return 0, err
+	}
+	r.lg.Info("truncated a divergent tail", zap.Int64("to", offset), zap.Int64("end", end))
+	if r.epochs.truncateFromEnd(end) {
+		r.epochsDirty = true
+		if err := r.storeEpochs(); err != nil {
+			r.goOffline()
+			return 0, fmt.Errorf("%s: store leader epochs after truncation: %w", r.tp, err)
+		}
+	}
+	// TruncateTo made the log durable up to end.
+	r.durable = end
+	r.hwm = min(r.hwm, end)
+	r.visibleUnsynced = min(r.visibleUnsynced, end)
+	r.producers, r.sinceSnapshot, r.snapOffset = map[int64]*producerEntry{}, 0, 0
+	if err := r.recoverProducers(); err != nil {
+		r.goOffline()
+		return 0, err
+	}
+	r.checkOffsets()
+	return end, nil
+}
