@@ -150,6 +150,8 @@ type MemberSpec struct {
 	CommitMs    int64   // mean time between offset commits (0: never commits)
 	ChurnMs     int64   // mean time between leaving, vanishing or stalling (0: never)
 	StaleChance float64 // after a rebalance: commit once more as the previous generation
+	// SyncStallChance: per generation joined, stall before SyncGroup (member_stall.go).
+	SyncStallChance float64
 }
 
 // AdminSpec configures the admin client's changes after the initial topic creation.
@@ -270,6 +272,7 @@ func Draw(seed uint64) Config {
 	if r.Chance(0.7) && ioLatencyByDefault {
 		c.Timing.IOFloorUs, c.Timing.IOMeanUs = r.Between(1, 20), Pick[int64](r, 10, 100, 1000)
 	}
+	drawSyncStalls(r, &c) // member_stall.go, after every older choice
 	return c
 }
 
@@ -564,7 +567,10 @@ func (c *Config) setSim(name, value string) (bool, error) {
 	case name == "io.floor.us":
 		return true, setInt64(&c.Timing.IOFloorUs, value)
 	}
-	return c.setWide(name, value)
+	if ok, err := c.setWide(name, value); ok {
+		return true, err
+	}
+	return c.setSyncStall(name, value)
 }
 
 func (c *Config) setFault(rest, value string) error {
