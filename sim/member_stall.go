@@ -2,15 +2,16 @@ package sim
 
 import "fmt"
 
-// Sync stalls: a group member that stops between its JoinGroup answer and its SyncGroup,
-// as a consumer does whose leader runs a slow assignor, whose poll loop is stuck in a
-// long callback, or that sits in a GC pause. Stalls are mostly longer than the group's
-// rebalance timeout, so the coordinator gives up waiting for the SyncGroup and drops the
-// member (core/group, probe group/sync-timeout-drops-members); the members already
-// waiting for their assignment learn REBALANCE_IN_PROGRESS and rejoin. During most
-// stalls the member keeps heartbeating its new generation, as the Java consumer's
-// heartbeat thread does while a rebalance completes; without heartbeats (a GC pause)
-// its session runs out first. When the stall ends the stuck callback commits what it
+// Sync stalls: a group member that stops between its JoinGroup answer and its SyncGroup:
+// a leader whose assignor is slow (its poll loop stuck computing the plan) or a member
+// in a long GC pause. Stalls are mostly longer than the group's rebalance timeout. A
+// leader's keeps the whole group waiting in CompletingRebalance, so the coordinator
+// gives up waiting for the SyncGroup and drops it (core/group, probe
+// group/sync-timeout-drops-members); the members already waiting for their assignment
+// learn REBALANCE_IN_PROGRESS and rejoin. On three of four of its stalls a leader keeps
+// heartbeating its new generation, as the Java consumer's heartbeat thread does while a
+// rebalance completes; without heartbeats (a GC pause, and every stall of a follower,
+// whose group turns Stable without it) the session runs out first. When the stall ends the stuck callback commits what it
 // processed of the member's previous assignment, as that generation and member id
 // (refused: REBALANCE_IN_PROGRESS while the group still waits for assignments, else
 // ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID), then the member sends its SyncGroup and
@@ -33,8 +34,9 @@ func drawSyncStalls(r *Rand, c *Config) {
 
 // maybeStallSync decides, after a JoinGroup answer, whether this generation's SyncGroup
 // waits: for 3/4 to 3/2 of the largest rebalance timeout of the group's members (the
-// coordinator waits that long for every SyncGroup), with heartbeats on three stalls in
-// four. Nothing is drawn when stalls are off; none start once the faults have stopped.
+// coordinator waits that long for every SyncGroup), with heartbeats on three of four
+// stalls of a leader. Nothing is drawn when stalls are off; none start once the faults
+// have stopped.
 func (m *member) maybeStallSync() {
 	m.syncStallUntil = 0
 	if m.draining || !m.rnd.Chance(m.spec.SyncStallChance) {
@@ -46,7 +48,7 @@ func (m *member) maybeStallSync() {
 	}
 	m.w.stats.Faults["member-sync-stall"]++
 	m.syncStallUntil = m.w.now + m.rnd.Between(rebalance*3/4, rebalance*3/2)*ms
-	m.stallBeats = m.rnd.Chance(0.75)
+	m.stallBeats = m.id == m.leader && m.rnd.Chance(0.75)
 	m.nextHB = m.w.now + m.hbInterval()
 	if m.stale == nil {
 		m.stale = m.prev // nil if it owned nothing
