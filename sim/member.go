@@ -51,6 +51,8 @@ type member struct {
 	rejoinAt, nextHB, nextCommit, churnAt, stallUntil, metaAt int64
 	syncedAt, hbOKSent                                        int64
 	count                                                     int64
+	syncStallUntil                                            int64 // member_stall.go
+	stallBeats                                                bool  // heartbeats in it
 }
 
 type mState uint8
@@ -105,7 +107,7 @@ func (m *member) start() {
 	m.wakeIn(m.rejoinAt)
 }
 
-func (m *member) heal() { m.draining = true; m.wakeIn(0) }
+func (m *member) heal() { m.draining, m.syncStallUntil = true, 0; m.wakeIn(0) }
 
 func (m *member) nextChurn() int64 {
 	if m.spec.ChurnMs == 0 {
@@ -162,6 +164,9 @@ func (m *member) pump() {
 	if sc := m.stale; sc != nil && m.state == mStable {
 		m.stale = nil
 		m.commit(sc.id, sc.gen, sc.part)
+		return
+	}
+	if m.stalledSync(now) {
 		return
 	}
 	switch m.state {
@@ -402,6 +407,7 @@ func (m *member) joined(call int64, inc uint64, resp *kmsg.JoinGroupResponse) {
 	if m.prev != nil && m.rnd.Chance(m.spec.StaleChance) {
 		m.stale = m.prev
 	}
+	m.maybeStallSync() // before prev is forgotten: a stalled callback commits as it
 	m.prev = nil
 	m.plan = nil
 	if m.id == m.leader {

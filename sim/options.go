@@ -154,6 +154,8 @@ type MemberSpec struct {
 	CommitMs    int64   // mean time between offset commits (0: never commits)
 	ChurnMs     int64   // mean time between leaving, vanishing or stalling (0: never)
 	StaleChance float64 // after a rebalance: commit once more as the previous generation
+	// SyncStallChance: per generation joined, stall before SyncGroup (member_stall.go).
+	SyncStallChance float64
 }
 
 // AdminSpec configures the admin client's changes after the initial topic creation.
@@ -276,6 +278,7 @@ func Draw(seed uint64) Config {
 	}
 	// Unknown metadata outcomes (metalog.go), drawn after every older choice.
 	c.Faults.MetaUnknownChance = Pick(r, 0.0, 0.0, 0.02, 0.1)
+	drawSyncStalls(r, &c) // member_stall.go, after every older choice
 	return c
 }
 
@@ -578,7 +581,10 @@ func (c *Config) setSim(name, value string) (bool, error) {
 	case name == "io.floor.us":
 		return true, setInt64(&c.Timing.IOFloorUs, value)
 	}
-	return c.setWide(name, value)
+	if ok, err := c.setWide(name, value); ok {
+		return true, err
+	}
+	return c.setSyncStall(name, value)
 }
 
 func (c *Config) setFault(rest, value string) error {

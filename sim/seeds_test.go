@@ -111,6 +111,7 @@ func TestSameSeedGivesSameTrace(t *testing.T) {
 		{"faults.metaerrors", "on"}},
 		{{"members", "4"}, {"faults.crash", "on"}, {"faults.pause", "on"},
 			{"faults.partition", "on"}, {"faults.reset", "on"}},
+		{{"members", "3"}, {"member.syncstall.chance", "0.3"}, {"faults.reset", "on"}},
 		{{"faults.readerrors", "on"}, {"faults.readerrors.every.ms", "200"},
 			{"faults.restart", "on"}, {"committers", "2"}},
 		{{"deletes", "on"}, {"deletes.every.ms", "300"}, {"members", "0"},
