@@ -106,6 +106,7 @@ func (r *Replica) appendOneReplicated(nowMs int64, h batch.Header, b []byte) err
 	r.recordProducer(&h)
 	r.sinceSnapshot++
 	r.bytesAppended += int64(len(b))
+	r.markAppend()
 	r.leaderEpoch = max(r.leaderEpoch, h.PartitionLeaderEpoch)
 	return nil
 }
@@ -123,9 +124,7 @@ func (r *Replica) SetLeaderHighWatermark(hwm int64) bool {
 		return false
 	}
 	r.hwm = next
-	if next == r.log.EndOffset() {
-		r.visibleBytes = r.bytesAppended
-	}
+	r.visibleBytes = max(r.visibleBytes, r.bytesAt(next))
 	r.checkOffsets()
 	return true
 }
@@ -162,6 +161,7 @@ func (r *Replica) TruncateTo(offset int64) (int64, error) {
 	r.durable = end
 	r.hwm = min(r.hwm, end)
 	r.visibleUnsynced = min(r.visibleUnsynced, end)
+	r.cutMarks(end)
 	r.producers, r.sinceSnapshot, r.snapOffset = map[int64]*producerEntry{}, 0, 0
 	if err := r.recoverProducers(); err != nil {
 		r.goOffline()

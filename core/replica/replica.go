@@ -89,7 +89,12 @@ type Replica struct {
 	// fetch MinBytes accounting: a parked fetch wakes when data becomes visible, which
 	// with FlushAlways is at the fsync, not at the append.
 	visibleBytes int64
-	syncBytes    int64 // bytesAppended when the in-flight sync was requested
+	marks        []byteMark // bytesAppended at past log ends above the HWM (isr.go)
+
+	// isr holds the followers in the in-sync replica set and what each replicated;
+	// replicated, what every follower last reported (isr.go). Empty on a single node.
+	isr        map[int32]int64
+	replicated map[int32]int64
 
 	refusalLoggedMs int64 // when a refused batch was last logged at info
 	refusalsQuiet   int   // refusals since then, logged at debug only
@@ -186,8 +191,8 @@ func (r *Replica) Configure(cfg Config) {
 	}
 	r.cfg = cfg
 	r.log.Configure(cfg.Segment)
-	if !cfg.FlushAlways && r.hwm < r.log.EndOffset() {
-		r.hwm, r.visibleBytes = r.log.EndOffset(), r.bytesAppended
+	if !cfg.FlushAlways {
+		r.advanceHighWatermark()
 	}
 }
 
@@ -208,9 +213,6 @@ func (r *Replica) EndOffset() int64 { return r.log.EndOffset() }
 
 // HighWatermark is the end of what readers may see.
 func (r *Replica) HighWatermark() int64 { return r.hwm }
-
-// InSyncReplicas is the size of the in-sync replica set (the leader alone, on one node).
-func (r *Replica) InSyncReplicas() int { return 1 }
 
 // EnoughInSync reports whether acks=all may be accepted (min.insync.replicas).
 func (r *Replica) EnoughInSync() bool { return r.InSyncReplicas() >= r.cfg.MinInsyncReplicas }
@@ -319,8 +321,9 @@ func (r *Replica) appendChecked(nowMs int64, h *batch.Header, b []byte) AppendRe
 	r.recordProducer(h)
 	r.sinceSnapshot++
 	r.bytesAppended += int64(len(b))
+	r.markAppend()
 	if !r.cfg.FlushAlways || mutantOn("hwm-on-append") {
-		r.hwm, r.visibleBytes = r.log.EndOffset(), r.bytesAppended
+		r.advanceHighWatermark()
 	}
 	return AppendResult{BaseOffset: base, WaitOffset: h.NextOffset(), LogAppendTimeMs: appendTime}
 }
@@ -362,7 +365,7 @@ func (r *Replica) NeedsSync() bool {
 func (r *Replica) BeginSync() {
 	core.Invariant(!r.syncInFlight, "R3", "%s: two syncs in flight", r.tp)
 	r.syncInFlight = true
-	r.syncTarget, r.syncBytes = r.log.EndOffset(), r.bytesAppended
+	r.syncTarget = r.log.EndOffset()
 }
 
 // SyncCompleted ends the in-flight sync. It reports whether the high-water mark moved.
@@ -388,11 +391,7 @@ func (r *Replica) SyncCompleted(err error) bool {
 	if mutantOn("durable-at-completion") {
 		r.durable = r.log.EndOffset()
 	}
-	moved := false
-	if r.cfg.FlushAlways && r.durable > r.hwm && !r.follower {
-		r.hwm, moved = r.durable, true
-		r.visibleBytes = max(r.visibleBytes, r.syncBytes)
-	}
+	moved := r.cfg.FlushAlways && r.advanceHighWatermark()
 	r.maybeSnapshot()
 	r.checkOffsets()
 	return moved

@@ -1,0 +1,69 @@
+package replica_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicemq/sluice/core/replica/replicatest"
+)
+
+// With followers in the ISR the leader's high-water mark is the minimum of its own
+// durable end and what each follower replicated; it never goes back, a lagging
+// follower leaving the ISR lets it move, and the visible bytes follow it exactly.
+func TestLeaderHighWatermarkIsTheMinimumOverTheISR(t *testing.T) {
+	c := cfg(true)
+	c.MinInsyncReplicas = 2
+	r := newReplica(t, replicatest.NewMemLog(c.Segment), c)
+	require.Equal(t, 1, r.InSyncReplicas())
+	require.False(t, r.EnoughInSync(), "min.insync.replicas=2 with the leader alone")
+	require.False(t, r.SetISR([]int32{2, 3}))
+	require.Equal(t, 3, r.InSyncReplicas())
+	require.True(t, r.EnoughInSync())
+
+	var sizes []int64
+	for _, v := range []string{"a", "bb", "ccc"} {
+		b := plain(v)
+		sizes = append(sizes, int64(len(b)))
+		require.Zero(t, r.Append(1000, b).Err)
+	}
+	require.False(t, sync(t, r), "durable on the leader alone is not enough")
+	require.EqualValues(t, 0, r.HighWatermark())
+
+	require.False(t, r.FollowerReplicated(2, 2))
+	require.True(t, r.FollowerReplicated(3, 3))
+	require.EqualValues(t, 2, r.HighWatermark(), "follower 2 holds offsets below 2")
+	require.Equal(t, sizes[0]+sizes[1], r.BytesVisible(), "exactly the bytes below it")
+
+	require.False(t, r.FollowerReplicated(2, 1), "a stale report changes nothing")
+	require.True(t, r.SetISR([]int32{3}), "the lagging follower leaves the ISR")
+	require.EqualValues(t, 3, r.HighWatermark())
+	require.Equal(t, sizes[0]+sizes[1]+sizes[2], r.BytesVisible())
+	require.True(t, r.EnoughInSync(), "two of two")
+
+	require.False(t, r.FollowerReplicated(3, 99), "capped at the leader's log end")
+	require.False(t, r.SetISR([]int32{2, 3}), "a follower rejoining never lowers it")
+	require.EqualValues(t, 3, r.HighWatermark())
+}
+
+// Followers far behind do not make the leader keep a mark per batch: the marks are
+// bounded, and the visible bytes are exact again once the followers catch up.
+func TestByteMarksStayBoundedWhileAFollowerLags(t *testing.T) {
+	c := cfg(false)
+	log := replicatest.NewMemLog(c.Segment)
+	r := newReplica(t, log, c)
+	r.SetISR([]int32{2})
+	var total int64
+	for i := 0; i < 10_000; i++ {
+		b := plain("x")
+		total += int64(len(b))
+		require.Zero(t, r.Append(1000, b).Err)
+	}
+	require.EqualValues(t, 0, r.HighWatermark(), "the follower has nothing yet")
+	require.LessOrEqual(t, r.ByteMarks(), 4096)
+	require.True(t, r.FollowerReplicated(2, 5_000))
+	require.EqualValues(t, 5_000, r.HighWatermark())
+	require.LessOrEqual(t, r.BytesVisible(), total/2, "a lower bound while marks are thinned")
+	require.True(t, r.FollowerReplicated(2, 10_000))
+	require.Equal(t, total, r.BytesVisible())
+}
