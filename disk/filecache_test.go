@@ -213,12 +213,7 @@ func TestFailedFsyncAtEvictionTakesTheLogOfflineAndTaintsIt(t *testing.T) {
 	m := NewMemFS()
 	st := NewMemState()
 	c := NewFileCache(m, 1)
-	open := func(fsys FS, name string) *PartitionLog {
-		l, err := OpenPartitionLog(fsys, "data/"+name, st, "log/"+name+"/",
-			replica.SegmentConfig{}, 1000, zap.NewNop())
-		require.NoError(t, err)
-		return l
-	}
+	open := logOpener(t, st)
 	a := open(c, "a-0")
 	synced := appendBatch(t, a, 1000, 2, 30, 1)
 	require.NoError(t, a.Sync())

@@ -66,3 +66,15 @@ func countOps(m *MemFS) map[Op]int {
 	})
 	return counts
 }
+
+// logOpener returns a function that opens the log called name under data/ on fsys,
+// with default segment settings and its node state in st.
+func logOpener(t testing.TB, st StateStore) func(fsys FS, name string) *PartitionLog {
+	return func(fsys FS, name string) *PartitionLog {
+		t.Helper()
+		l, err := OpenPartitionLog(fsys, "data/"+name, st, "log/"+name+"/",
+			replica.SegmentConfig{}, 1000, zap.NewNop())
+		require.NoError(t, err)
+		return l
+	}
+}
