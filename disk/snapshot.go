@@ -42,6 +42,20 @@ func (l *PartitionLog) pruneSnapshots() error {
 	return nil
 }
 
+// snapshotOffsets calls fn with the offset and key of every stored snapshot, oldest
+// first (keys sort by offset).
+func (l *PartitionLog) snapshotOffsets(fn func(off int64, k, v []byte)) error {
+	pfx := l.snapPrefix()
+	return l.state.Scan([]byte(pfx), func(k, v []byte) error {
+		off, err := strconv.ParseInt(string(k[len(pfx):]), 10, 64)
+		if err != nil {
+			return fmt.Errorf("snapshot key %q: %w", k, err)
+		}
+		fn(off, k, v)
+		return nil
+	})
+}
+
 // LoadSnapshot implements replica.Log.
 func (l *PartitionLog) LoadSnapshot() (int64, []byte, bool, error) {
 	l.mu.Lock()
@@ -51,18 +65,12 @@ func (l *PartitionLog) LoadSnapshot() (int64, []byte, bool, error) {
 	if err != nil {
 		return 0, nil, false, err
 	}
-	pfx := l.snapPrefix()
 	best, found := int64(-1), false
 	var data []byte
-	err = l.state.Scan([]byte(pfx), func(k, v []byte) error {
-		off, perr := strconv.ParseInt(string(k[len(pfx):]), 10, 64)
-		if perr != nil {
-			return fmt.Errorf("snapshot key %q: %w", k, perr)
-		}
+	err = l.snapshotOffsets(func(off int64, _, v []byte) {
 		if off <= end && off > best {
 			best, found, data = off, true, append([]byte(nil), v...)
 		}
-		return nil
 	})
 	if err != nil {
 		return 0, nil, false, fmt.Errorf("load snapshot of %s: %w", l.dir, err)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 
 	"go.uber.org/zap"
 )
@@ -190,17 +189,11 @@ func (l *PartitionLog) trimIndex(seg *segment) error {
 // dropSnapshotsAfter deletes the producer snapshots taken past end: they describe
 // batches the truncation removed, and would be loaded once the log grows past them.
 func (l *PartitionLog) dropSnapshotsAfter(end int64) error {
-	pfx := l.snapPrefix()
 	var stale [][]byte
-	err := l.state.Scan([]byte(pfx), func(k, _ []byte) error {
-		off, perr := strconv.ParseInt(string(k[len(pfx):]), 10, 64)
-		if perr != nil {
-			return fmt.Errorf("snapshot key %q: %w", k, perr)
-		}
+	err := l.snapshotOffsets(func(off int64, k, _ []byte) {
 		if off > end {
 			stale = append(stale, append([]byte(nil), k...))
 		}
-		return nil
 	})
 	for _, k := range stale {
 		err = errors.Join(err, l.state.Delete(k))
