@@ -34,6 +34,25 @@ func (n *node) countIO(op disk.Op) {
 	}
 }
 
+// slowed returns how long work that takes d at the disk's normal speed takes when it
+// starts now: SlowDiskFactor times longer while a slow-disk spell lasts, normal speed
+// after it ends. Multiplying the whole of d by the factor, as this did first, let one
+// long step that began just before a spell's end (a recovery reading hundreds of
+// segments) keep the node busy for many seconds after the spell and after the heal:
+// seed 4306 failed liveness with its node busy until 20 s past the end of the faults.
+func (n *node) slowed(d int64) int64 {
+	f := n.w.cfg.Faults.SlowDiskFactor
+	left := n.slowUntil - n.w.now
+	switch {
+	case left <= 0 || f <= 1:
+		return d
+	case d*f <= left:
+		return d * f
+	default:
+		return left + d - left/f // left/f of the work was done during the spell
+	}
+}
+
 // ioLatency reports whether this run models I/O latency.
 func (n *node) ioLatency() bool { return n.w.cfg.Timing.IOMeanUs > 0 }
 
@@ -50,10 +69,7 @@ func (n *node) endStep() {
 	t := n.w.cfg.Timing
 	d := n.ioR.Exp(int64(n.stepIO)*t.IOFloorUs*us+int64(n.stepSyncs)*t.FsyncFloorUs*us,
 		t.IOMeanUs*us)
-	if n.w.now < n.slowUntil {
-		d *= n.w.cfg.Faults.SlowDiskFactor
-	}
-	n.busyUntil = n.w.now + d
+	n.busyUntil = n.w.now + n.slowed(d)
 	held := n.heldReplies
 	n.heldReplies = nil
 	gen := n.gen

@@ -312,11 +312,7 @@ func (n *node) readFault(op disk.Op) error {
 // fsyncDelay draws one fsync's latency, longer during a slow-disk spell.
 func (n *node) fsyncDelay() int64 {
 	t := n.w.cfg.Timing
-	d := n.diskR.Exp(t.FsyncFloorUs*us, t.FsyncMeanUs*us)
-	if n.w.now < n.slowUntil {
-		d *= n.w.cfg.Faults.SlowDiskFactor
-	}
-	return d
+	return n.slowed(n.diskR.Exp(t.FsyncFloorUs*us, t.FsyncMeanUs*us))
 }
 
 // logDir names a partition's directory on the node's disk.
