@@ -218,12 +218,20 @@ func (d *deleter) grow() {
 	req.Topics = append(req.Topics, rt)
 	d.busyReq = true
 	d.send(req, d.timeout(), func(r kmsg.Response, err error) {
-		ok := false
+		ok, gone := false, false
 		if err == nil {
 			for _, t := range r.(*kmsg.CreatePartitionsResponse).Topics {
 				d.code("create-partitions", t.ErrorCode)
 				ok = t.ErrorCode == 0 || t.ErrorCode == kerr.InvalidPartitions.Code
+				gone = t.ErrorCode == kerr.UnknownTopicOrPartition.Code
 			}
+		}
+		if gone {
+			// A DeleteTopics whose outcome was unknown committed after CreateTopics
+			// found the topic still there (TOPIC_ALREADY_EXISTS): create it again
+			// rather than grow a topic that is gone (seed 3756 grew it forever).
+			d.done(true, delCreating, 0)
+			return
 		}
 		if ok && d.wantParts() > want {
 			ok = false // partitions were added meanwhile: grow again
