@@ -46,6 +46,10 @@ func (e *env) ProposeMeta(rec meta.Record, tok uint64) {
 	e.proposals = append(e.proposals, broker.MetaApplied{Index: e.applied, Record: rec},
 		broker.MetaAnswer{Token: tok, Outcome: broker.MetaCommitted, Index: e.applied})
 }
+
+// SendPeer: the single-node broker sends no inter-broker requests.
+func (e *env) SendPeer(broker.PeerRequest) {}
+
 func (e *env) Logger() *zap.Logger { return zap.NewNop() }
 
 // drain completes every outstanding effect, timers included, a bounded number of

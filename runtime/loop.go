@@ -170,6 +170,9 @@ func (e env) RemoveLog(tp core.TopicPartition) error {
 // follow (M2–M4).
 func (e env) ProposeMeta(rec meta.Record, token uint64) { e.n.metaW.submit(rec, token) }
 
+// SendPeer starts an inter-broker request; its PeerReply arrives as a completion (E7).
+func (e env) SendPeer(p broker.PeerRequest) { e.n.peers.Send(p) }
+
 func (e env) Logger() *zap.Logger { return e.n.lg }
 
 // logDir is the partition's directory. Topic names are limited to [a-zA-Z0-9._-], and

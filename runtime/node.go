@@ -56,6 +56,7 @@ type Node struct {
 	logs    map[core.TopicPartition]*nodeLog // open logs; owned by the loop
 	syncer  *syncer
 	metaW   *metaWriter
+	peers   *kafkanet.Peers // the inter-broker client (Env.SendPeer)
 	started bool
 
 	closeOnce sync.Once
@@ -66,7 +67,7 @@ type Node struct {
 // NewNode returns a node that will run with opts once started.
 func NewNode(opts Options) *Node {
 	opts.defaults()
-	return &Node{
+	n := &Node{
 		opts:        opts,
 		lg:          opts.Logger,
 		inbox:       make(chan broker.Input, opts.InboxSize),
@@ -78,6 +79,18 @@ func NewNode(opts Options) *Node {
 		logs:        map[core.TopicPartition]*nodeLog{},
 		closed:      make(chan struct{}),
 	}
+	po := opts.PeerOptions
+	if po.Logger == nil {
+		po.Logger = opts.Logger.Named("peers")
+	}
+	if po.ClientID == "" {
+		po.ClientID = fmt.Sprintf("sluice-broker-%d", opts.Config.NodeID)
+	}
+	n.peers = kafkanet.NewPeers(po, func(r broker.PeerReply) bool { return n.deliverCompletion(r) })
+	for id, addr := range opts.Peers {
+		n.peers.SetAddr(id, addr)
+	}
+	return n
 }
 
 // Start opens the node's state, recovers its metadata and partition logs, and starts
@@ -240,6 +253,7 @@ func (n *Node) Close() error {
 // release stops the helpers and closes logs and state; the loop is not running.
 func (n *Node) release() error {
 	close(n.stopping)
+	n.peers.Close() // its replies are refused from now on (deliverCompletion)
 	if n.syncer != nil {
 		n.syncer.stop()
 	}

@@ -42,6 +42,10 @@ type Options struct {
 	// kafkanet.Options' defaults. Net.MaxConns (max.connections, default 10000) is
 	// lowered at start when the open-file limit cannot hold it (fds.go).
 	Net kafkanet.Options
+	// Peers are the other nodes' Kafka addresses by node id, for inter-broker requests
+	// (Env.SendPeer); PeerOptions bound that client (docs/limits.md).
+	Peers       map[int32]string
+	PeerOptions kafkanet.PeerOptions
 	// MaxOpenLogFiles bounds the partition log files held open at once
 	// (sluice.log.max.open.files). Default: derived from the open-file limit.
 	MaxOpenLogFiles int

@@ -230,6 +230,7 @@ func (n *node) stop(why string) {
 		n.w.resetConn(n.conns[id])
 	}
 	n.conns = map[uint64]*conn{}
+	n.w.dropLinks(n)
 	// A dead process's timers never fire: take them out of the queue (the order in
 	// which they are removed does not change the order of the events left).
 	for _, key := range n.timerEv {
@@ -425,6 +426,16 @@ func (e nodeEnv) ProposeMeta(rec meta.Record, token uint64) {
 	}
 	if e.live() {
 		e.n.w.meta.propose(e.n, rec, token)
+	}
+}
+
+// SendPeer carries an inter-broker request over the simulated network (peers.go, E7).
+func (e nodeEnv) SendPeer(p broker.PeerRequest) {
+	if e.hold(func() { e.SendPeer(p) }) {
+		return
+	}
+	if e.live() {
+		e.n.w.sendPeer(e.n, e.gen, p)
 	}
 }
 

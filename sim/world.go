@@ -68,6 +68,11 @@ type World struct {
 	nextConn  uint64
 	blocked   map[int32]*[2]int64 // client actor → [toNode, toClient] blocked until
 
+	// links are the nodes' inter-broker connections (peers.go); onPeerReply, when a
+	// test sets it, sees every PeerReply before the broker does.
+	links       map[[2]int32]*peerLink
+	onPeerReply func(node int32, r broker.PeerReply)
+
 	hist   linearizability.History
 	phase  phase
 	healAt int64

@@ -106,6 +106,8 @@ func (b *Broker) Step(now core.Time, in Input) {
 		b.metaApplied(in)
 	case MetaLeaderChanged:
 		b.metaLeaderChanged(in)
+	case PeerReply:
+		b.peerReply(in)
 	case Drain:
 		b.drain()
 	default:

@@ -28,6 +28,13 @@ import (
 //     MetaAnswer, MetaApplied, TimerFired) of effects an earlier broker of the same
 //     node asked for die with that broker's process. The replica incarnation in
 //     SyncDone tells topic incarnations apart, not processes.
+//   - E7: every SendPeer is answered by exactly one PeerReply with its ID, unless the
+//     incarnation ends first (E6): the peer's response, or Err when the request could
+//     not be sent or was not answered within its TimeoutMs (no address for the node,
+//     connection refused or lost, timeout, too many requests in flight to that peer).
+//     With Err set the request may still have reached the peer and taken effect.
+//     Replies may arrive in any order. Requests from peers reach the broker as ordinary
+//     Request inputs on connections the peers opened.
 //
 // The metadata port (ProposeMeta; Start, MetaApplied, MetaAnswer, MetaLeaderChanged).
 // An incarnation is one life of the node, from its Start to its crash or stop.
@@ -77,6 +84,9 @@ type Env interface {
 	// ProposeMeta proposes a metadata record; one MetaAnswer{Token: token} follows (M3),
 	// after the record's MetaApplied if it committed (M4).
 	ProposeMeta(rec meta.Record, token uint64)
+	// SendPeer sends one inter-broker request to another node's Kafka listener; one
+	// PeerReply{ID: p.ID} follows (E7).
+	SendPeer(p PeerRequest)
 	// Logger returns the node's logger (on the virtual clock in the simulator).
 	Logger() *zap.Logger
 }
@@ -178,6 +188,24 @@ type MetaLeaderChanged struct {
 	Epoch  uint64
 }
 
+// PeerRequest is one inter-broker request (Env.SendPeer). The driver sets Msg's
+// version: the highest both nodes support.
+type PeerRequest struct {
+	Node      int32        // the peer's node id
+	ID        uint64       // chosen by the broker, unique per incarnation; echoed back
+	Msg       kmsg.Request // not changed by the driver except for its version
+	TimeoutMs int64        // the request fails with Err if unanswered this long
+}
+
+// PeerReply answers one SendPeer (E7): Msg is the peer's response, or Err says why
+// there is none (the request's outcome is then unknown).
+type PeerReply struct {
+	Node int32
+	ID   uint64
+	Msg  kmsg.Response
+	Err  error
+}
+
 // Drain says the node is shutting down: parked fetches are answered now with what is
 // there, and new fetches no longer wait. Produces still wait for their fsyncs, which
 // complete promptly.
@@ -192,6 +220,7 @@ func (SyncDone) isInput()          {}
 func (MetaAnswer) isInput()        {}
 func (MetaApplied) isInput()       {}
 func (MetaLeaderChanged) isInput() {}
+func (PeerReply) isInput()         {}
 
 // Reply answers the request with the same Conn and ID.
 type Reply struct {

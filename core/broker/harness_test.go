@@ -72,6 +72,7 @@ type fakeEnv struct {
 	cancelled int         // timers dropped by CancelTimer before firing
 	timerSeq  uint64
 	proposals []proposal
+	peerReqs  []PeerRequest
 	syncs     []syncReq
 
 	committed []meta.Record // the durable metadata log, in commit order
@@ -165,6 +166,9 @@ func (e *fakeEnv) RemoveLog(tp core.TopicPartition) error {
 func (e *fakeEnv) ProposeMeta(rec meta.Record, token uint64) {
 	e.proposals = append(e.proposals, proposal{rec, token})
 }
+
+// SendPeer records an inter-broker request; a test answers it with a PeerReply (E7).
+func (e *fakeEnv) SendPeer(p PeerRequest) { e.peerReqs = append(e.peerReqs, p) }
 
 func (e *fakeEnv) Logger() *zap.Logger { return e.lg }
 

@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core/broker"
+)
+
+// maxPeerNodes bounds the nodes whose links get actor ids of their own: link actors
+// sit between the nodes (0..Nodes-1) and the clients (100 upwards).
+const maxPeerNodes = 9
+
+// peerLink is one node's connection to another node's Kafka listener, carrying the
+// inter-broker requests its broker sends (Env.SendPeer, rule E7). It is a client of the
+// simulated network like any other, so latency, clogs, resets and crashes act on it as
+// on client connections; the peer sees its requests as ordinary Requests. Requests go
+// out at the highest version both nodes support (the same broker: its own maximum), as
+// the production client negotiates with ApiVersions.
+type peerLink struct {
+	clientBase
+	from *node
+}
+
+// peerActor numbers the link from node from to node to.
+func peerActor(from, to int32) int32 { return 10 + from*maxPeerNodes + to }
+
+// link returns the link from n to the node with index to, made on first use.
+func (w *World) link(n *node, to int32) *peerLink {
+	key := [2]int32{n.id, to}
+	if l := w.links[key]; l != nil {
+		return l
+	}
+	l := &peerLink{from: n}
+	l.clientBase = newClientBase(w, peerActor(n.id, to),
+		fmt.Sprintf("node%d->node%d", n.id, to), func() {})
+	l.clientBase.n = w.nodes[to]
+	for _, v := range broker.SupportedVersions {
+		if req := kmsg.RequestForKey(v.Key); req != nil {
+			l.vers[v.Key] = min(v.Max, req.MaxVersion())
+		}
+	}
+	if w.links == nil {
+		w.links = map[[2]int32]*peerLink{}
+	}
+	w.links[key] = l
+	return l
+}
+
+// sendPeer carries one SendPeer of incarnation gen of n; the reply is stepped into that
+// incarnation only (E6).
+func (w *World) sendPeer(n *node, gen uint64, p broker.PeerRequest) {
+	reply := func(r broker.PeerReply) {
+		if n.up && n.gen == gen {
+			if w.onPeerReply != nil {
+				w.onPeerReply(n.id, r)
+			}
+			n.input(r)
+		}
+	}
+	to := p.Node - 1 // node ids are indexes plus one (node.boot)
+	if to < 0 || int(to) >= len(w.nodes) || len(w.nodes) > maxPeerNodes {
+		// Delivered as its own event: SendPeer runs inside the broker's step (E5).
+		w.at(w.now, KindToNode, n.id, p.ID, 2, func() {
+			reply(broker.PeerReply{Node: p.Node, ID: p.ID,
+				Err: fmt.Errorf("no address known for node %d", p.Node)})
+		})
+		return
+	}
+	l := w.link(n, to)
+	l.send(p.Msg, p.TimeoutMs, func(resp kmsg.Response, err error) {
+		reply(broker.PeerReply{Node: p.Node, ID: p.ID, Msg: resp, Err: err})
+	})
+}
+
+// dropLinks breaks the connections of n's links when its process dies: their requests
+// fail (and, the incarnation being gone, their replies are dropped), and the peers see
+// the connections close.
+func (w *World) dropLinks(n *node) {
+	for to := int32(0); to < int32(len(w.nodes)); to++ {
+		if l := w.links[[2]int32{n.id, to}]; l != nil && l.c != nil {
+			w.resetConn(l.c)
+		}
+	}
+}
