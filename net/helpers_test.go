@@ -67,11 +67,17 @@ func (f *fakeSink) closedConns() []uint64 {
 // next waits for the next request the sink received.
 func (f *fakeSink) next(t *testing.T) broker.Request {
 	t.Helper()
+	return f.nextWithin(t, 5*time.Second)
+}
+
+// nextWithin is next with its own bound.
+func (f *fakeSink) nextWithin(t *testing.T, d time.Duration) broker.Request {
+	t.Helper()
 	select {
 	case r := <-f.got:
 		return r
-	case <-time.After(5 * time.Second):
-		t.Fatal("no request reached the sink")
+	case <-time.After(d):
+		t.Fatalf("no request reached the sink within %v", d)
 		return broker.Request{}
 	}
 }
