@@ -24,21 +24,25 @@ import (
 // caught up, within it fails the test with the suite's message.
 const settleBound = 15 * time.Second
 
-// fewChecks runs rapid with n cases unless -rapid.checks was given: every case starts
-// real raft nodes, elections included.
+// fewChecks runs rapid with n cases, and at most 10 s of shrinking a failure, unless
+// -rapid.checks or -rapid.shrinktime was given: every case starts real raft nodes,
+// elections included.
 func fewChecks(t *testing.T, n int) {
 	t.Helper()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
-	if set {
-		return
+	given := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for name, v := range map[string]string{"rapid.checks": strconv.Itoa(n),
+		"rapid.shrinktime": "10s"} {
+		if given[name] {
+			continue
+		}
+		f := flag.Lookup(name)
+		old := f.Value.String()
+		if err := f.Value.Set(v); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = f.Value.Set(old) })
 	}
-	f := flag.Lookup("rapid.checks")
-	old := f.Value.String()
-	if err := f.Value.Set(strconv.Itoa(n)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Value.Set(old) })
 }
 
 // testLogger is silent unless SLUICE_TEST_RAFT_LOG is set.

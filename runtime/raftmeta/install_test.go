@@ -1,0 +1,119 @@
+package raftmeta
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/core/meta"
+)
+
+// inbox collects one node's inputs for a hand-written test.
+type inbox struct {
+	mu  sync.Mutex
+	ins []broker.Input
+}
+
+func (b *inbox) deliver(in broker.Input) {
+	b.mu.Lock()
+	b.ins = append(b.ins, in)
+	b.mu.Unlock()
+}
+
+func (b *inbox) answers() map[uint64]broker.MetaAnswer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[uint64]broker.MetaAnswer{}
+	for _, in := range b.ins {
+		if a, ok := in.(broker.MetaAnswer); ok {
+			out[a.Token] = a
+		}
+	}
+	return out
+}
+
+// waitFor polls cond for at most d; false when it never held.
+func waitFor(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// leaderOf is the index of the node all up nodes agree leads, or -1.
+func (c *testCluster) leaderOf() int {
+	for i, nd := range c.nodes {
+		if nd.m == nil {
+			continue
+		}
+		if l, _ := nd.m.Leader(); l == nd.id {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestLaggingFollowerRestartsFromAnInstalledSnapshot: a follower down while the leader
+// commits records and compacts its log behind a snapshot can only catch up from that
+// snapshot. Installing it would skip MetaApplied the port must deliver, so the
+// follower's incarnation ends (OnFatal); restarted, its Start is the snapshot.
+func TestLaggingFollowerRestartsFromAnInstalledSnapshot(t *testing.T) {
+	timing := TestTiming()
+	timing.TrailingLogs = 0 // compact everything a snapshot covers
+	c, err := newTestCluster(3, timing, newStats())
+	require.NoError(t, err)
+	defer c.close()
+	boxes := []*inbox{{}, {}, {}}
+	for i := range c.nodes {
+		c.boot(i, boxes[i].deliver)
+	}
+	require.True(t, waitFor(settleBound, func() bool { return c.leaderOf() >= 0 }),
+		"no leader elected")
+	lead := c.leaderOf()
+	lag := (lead + 1) % 3
+	c.crash(lag)
+
+	const n = 6
+	for tok := uint64(1); tok <= n; tok++ {
+		c.nodes[lead].m.Propose(meta.Record{Kind: meta.KindTopicCreated,
+			Topic: fmt.Sprint("t", tok), Partitions: 1}, tok)
+	}
+	require.True(t, waitFor(settleBound, func() bool { return len(boxes[lead].answers()) == n }),
+		"proposals not answered")
+	for tok, a := range boxes[lead].answers() {
+		require.Equal(t, broker.MetaCommitted, a.Outcome, "token %d: %v", tok, a.Err)
+	}
+	require.NoError(t, c.nodes[lead].m.Snapshot())
+
+	boxes[lag] = &inbox{}
+	st := c.boot(lag, boxes[lag].deliver)
+	require.Zero(t, st.LastIndex(), "the lagging node applied nothing before")
+	fatal := func() error {
+		c.nodes[lag].mu.Lock()
+		defer c.nodes[lag].mu.Unlock()
+		return c.nodes[lag].fatal
+	}
+	require.True(t, waitFor(settleBound, func() bool { return fatal() != nil }),
+		"the installed snapshot did not end the incarnation")
+	require.ErrorContains(t, fatal(), "restart the node")
+	boxes[lag].mu.Lock()
+	for _, in := range boxes[lag].ins {
+		_, applied := in.(broker.MetaApplied)
+		require.False(t, applied, "a MetaApplied past a gap")
+	}
+	boxes[lag].mu.Unlock()
+
+	c.crash(lag)
+	c.nodes[lag].fatal = nil
+	st = c.boot(lag, (&inbox{}).deliver)
+	require.Equal(t, uint64(n), st.LastIndex())
+	require.Equal(t, uint64(n), st.SnapshotIndex, "Start is the installed snapshot")
+	require.Len(t, st.Snapshot, n)
+	require.Equal(t, "t1", st.Snapshot[0].Topic)
+}
