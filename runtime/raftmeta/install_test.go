@@ -117,3 +117,45 @@ func TestLaggingFollowerRestartsFromAnInstalledSnapshot(t *testing.T) {
 	require.Len(t, st.Snapshot, n)
 	require.Equal(t, "t1", st.Snapshot[0].Topic)
 }
+
+// TestCloseWithProposalsInFlightReturns: a leader that lost its quorum holds
+// proposals it cannot commit; closing it must not wait for them, and nothing is
+// delivered after Close.
+func TestCloseWithProposalsInFlightReturns(t *testing.T) {
+	c, err := newTestCluster(3, TestTiming(), newStats())
+	require.NoError(t, err)
+	defer c.close()
+	boxes := []*inbox{{}, {}, {}}
+	for i := range c.nodes {
+		c.boot(i, boxes[i].deliver)
+	}
+	require.True(t, waitFor(settleBound, func() bool { return c.leaderOf() >= 0 }),
+		"no leader elected")
+	lead := c.leaderOf()
+	for i := range c.nodes {
+		if i != lead {
+			c.crash(i)
+		}
+	}
+	for tok := uint64(1); tok <= 20; tok++ {
+		c.nodes[lead].m.Propose(meta.Record{Kind: meta.KindTopicCreated,
+			Topic: fmt.Sprint("t", tok), Partitions: 1}, tok)
+	}
+	done := make(chan struct{})
+	go func() {
+		c.crash(lead)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(settleBound):
+		t.Fatal("Close did not return with proposals in flight")
+	}
+	boxes[lead].mu.Lock()
+	n := len(boxes[lead].ins)
+	boxes[lead].mu.Unlock()
+	time.Sleep(2 * c.timing.Election)
+	boxes[lead].mu.Lock()
+	defer boxes[lead].mu.Unlock()
+	require.Len(t, boxes[lead].ins, n, "inputs delivered after Close")
+}

@@ -69,21 +69,26 @@ func (p *proposer) run() {
 			futures[i] = p.m.r.Apply(data, p.m.cfg.Timing.ApplyEnqueue)
 		}
 		for i, pr := range batch {
-			if !p.m.out.send(p.answer(pr.token, futures[i])) {
+			a, ok := p.answer(pr.token, futures[i])
+			if !ok || !p.m.out.send(a) {
 				return
 			}
 		}
 	}
 }
 
-// answer waits for f and maps raft's outcome onto the port's (M3).
-func (p *proposer) answer(token uint64, f raft.ApplyFuture) broker.MetaAnswer {
+// answer waits for f and maps raft's outcome onto the port's (M3); false when the
+// incarnation ended first.
+func (p *proposer) answer(token uint64, f raft.ApplyFuture) (broker.MetaAnswer, bool) {
 	a := broker.MetaAnswer{Token: token, Leader: -1}
 	if f == nil {
 		a.Outcome, a.Err = broker.MetaRejected, errors.New("record does not encode")
-		return a
+		return a, true
 	}
-	err := f.Error()
+	ok, err := p.wait(f)
+	if !ok {
+		return a, false
+	}
 	a.Outcome, a.Err = outcomeOf(err)
 	switch a.Outcome {
 	case broker.MetaCommitted:
@@ -93,13 +98,29 @@ func (p *proposer) answer(token uint64, f raft.ApplyFuture) broker.MetaAnswer {
 			if e, isErr := f.Response().(error); isErr {
 				a.Err = e
 			}
-			return a
+			return a, true
 		}
 		a.Index = idx
 	case broker.MetaNotLeader:
 		a.Leader, _ = p.m.Leader()
 	}
-	return a
+	return a, true
+}
+
+// wait returns f's error, or false once the proposer stops. Raft never completes an
+// apply future whose entry committed but was still queued for its FSM goroutine when
+// it shut down, so the wait runs on its own goroutine, which is then left blocked on a
+// raft instance that is gone (at most one per incarnation: the proposer waits for one
+// future at a time).
+func (p *proposer) wait(f raft.ApplyFuture) (bool, error) {
+	ch := make(chan error, 1)
+	go func() { ch <- f.Error() }()
+	select {
+	case err := <-ch:
+		return true, err
+	case <-p.quit:
+		return false, nil
+	}
 }
 
 // outcomeOf maps the error of raft's apply future onto the port's answers:

@@ -164,6 +164,10 @@ func TestWatcherEpochsIncreaseWithinATerm(t *testing.T) {
 	for _, in := range rec.ins {
 		got = append(got, in.(broker.MetaLeaderChanged))
 	}
-	require.Equal(t, []broker.MetaLeaderChanged{{-1, 1}, {2, 3<<8 + 1}, {-1, 3<<8 + 2},
-		{3, 3<<8 + 3}, {3, 4<<8 + 1}}, got)
+	want := []broker.MetaLeaderChanged{}
+	for _, lc := range [][2]int64{{-1, 1}, {2, 3<<8 + 1}, {-1, 3<<8 + 2}, {3, 3<<8 + 3},
+		{3, 4<<8 + 1}} {
+		want = append(want, broker.MetaLeaderChanged{Leader: int32(lc[0]), Epoch: uint64(lc[1])})
+	}
+	require.Equal(t, want, got)
 }
