@@ -86,7 +86,11 @@ type Config struct {
 	// transport listens. Every voter bootstraps the same configuration the first time it
 	// starts (no raft state on disk yet).
 	Voters []Voter
-	// Bind is where this node's transport listens; empty: its own voter address.
+	// Addr is this node's transport address, as peers reach it. A voter's defaults to
+	// its voter address; a node that is not a voter must give it, and follows the log
+	// once the leader adds it as a non-voter (Meta.AddNonvoter).
+	Addr string
+	// Bind is where this node's transport listens; empty: Addr.
 	Bind string
 	// State is the node's pebble store: the raft log and stable store live in it under
 	// "raft/" (disk/raftstore). The adapter does not close it.
@@ -116,13 +120,18 @@ func (c *Config) check() error {
 	if c.Timing == (Timing{}) {
 		c.Timing = DefaultTiming()
 	}
-	if c.self() == nil {
-		errs = append(errs, fmt.Errorf("node %d is not one of the voters %v", c.NodeID, c.Voters))
+	if v := c.voter(); v != nil && c.Addr == "" {
+		c.Addr = v.Addr
+	}
+	if c.Addr == "" {
+		errs = append(errs, fmt.Errorf("node %d is not one of the voters %v and has no "+
+			"transport address", c.NodeID, c.Voters))
 	}
 	return errors.Join(errs...)
 }
 
-func (c *Config) self() *Voter {
+// voter is this node's entry in Voters, or nil when it does not vote.
+func (c *Config) voter() *Voter {
 	for i := range c.Voters {
 		if c.Voters[i].ID == c.NodeID {
 			return &c.Voters[i]

@@ -76,10 +76,11 @@ func freeAddrs(n int) ([]string, error) {
 
 // testNode is one node's durable state (a directory) and its running incarnation.
 type testNode struct {
-	id  int32
-	dir string
-	st  *disk.PebbleState
-	m   *Meta
+	id   int32
+	addr string // its transport address
+	dir  string
+	st   *disk.PebbleState
+	m    *Meta
 
 	mu    sync.Mutex
 	fatal error
@@ -140,10 +141,23 @@ func newTestCluster(n int, timing Timing, st *stats) (*testCluster, error) {
 	for i := 0; i < n; i++ {
 		id := int32(i + 1)
 		c.voters = append(c.voters, Voter{ID: id, Addr: addrs[i]})
-		c.nodes = append(c.nodes, &testNode{id: id,
+		c.nodes = append(c.nodes, &testNode{id: id, addr: addrs[i],
 			dir: filepath.Join(dir, fmt.Sprintf("node%d", id))})
 	}
 	return c, nil
+}
+
+// addNonvoter adds a node that is not among the voters (down; boot it, then have the
+// leader add it) and returns its index.
+func (c *testCluster) addNonvoter() (int, error) {
+	addrs, err := freeAddrs(1)
+	if err != nil {
+		return 0, err
+	}
+	id := int32(len(c.nodes) + 1)
+	c.nodes = append(c.nodes, &testNode{id: id, addr: addrs[0],
+		dir: filepath.Join(c.dir, fmt.Sprintf("node%d", id))})
+	return len(c.nodes) - 1, nil
 }
 
 // boot starts node i's next incarnation; it panics when that fails (rapid reports it).
@@ -157,7 +171,7 @@ func (c *testCluster) boot(i int, deliver func(broker.Input)) broker.Start {
 	if err != nil {
 		panic(err)
 	}
-	cfg := Config{NodeID: nd.id, Voters: c.voters, State: st,
+	cfg := Config{NodeID: nd.id, Voters: c.voters, Addr: nd.addr, State: st,
 		SnapshotDir: filepath.Join(nd.dir, "snapshots"),
 		Logger:      c.lg.With(zap.Int32("node", nd.id)), Timing: c.timing,
 		OnFatal: func(err error) {

@@ -159,3 +159,83 @@ func TestCloseWithProposalsInFlightReturns(t *testing.T) {
 	defer boxes[lead].mu.Unlock()
 	require.Len(t, boxes[lead].ins, n, "inputs delivered after Close")
 }
+
+// applied returns the MetaApplied a node was delivered, in order.
+func (b *inbox) applied() []broker.MetaApplied {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []broker.MetaApplied
+	for _, in := range b.ins {
+		if a, ok := in.(broker.MetaApplied); ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// TestNonvoterFollowsTheLog: a node outside the voter list does not bootstrap; once the
+// leader adds it as a non-voter it applies every committed record at the voters'
+// indexes, answers its own proposals NotLeader with the leader's id, keeps following
+// across its restart, and never leads.
+func TestNonvoterFollowsTheLog(t *testing.T) {
+	c, err := newTestCluster(3, TestTiming(), newStats())
+	require.NoError(t, err)
+	defer c.close()
+	boxes := []*inbox{{}, {}, {}, {}}
+	for i := 0; i < 3; i++ {
+		c.boot(i, boxes[i].deliver)
+	}
+	require.True(t, waitFor(settleBound, func() bool { return c.leaderOf() >= 0 }),
+		"no leader elected")
+	lead := c.leaderOf()
+	propose := func(on int, tok uint64) {
+		c.nodes[on].m.Propose(meta.Record{Kind: meta.KindTopicCreated,
+			Topic: fmt.Sprint("t", tok), Partitions: 1}, tok)
+	}
+	answered := func(on int, tok uint64) broker.MetaAnswer {
+		require.True(t, waitFor(settleBound, func() bool {
+			_, ok := boxes[on].answers()[tok]
+			return ok
+		}), "proposal %d on node %d not answered", tok, on)
+		return boxes[on].answers()[tok]
+	}
+	for tok := uint64(1); tok <= 3; tok++ {
+		propose(lead, tok)
+	}
+	require.Equal(t, broker.MetaCommitted, answered(lead, 3).Outcome)
+
+	nv, err := c.addNonvoter()
+	require.NoError(t, err)
+	st := c.boot(nv, boxes[nv].deliver)
+	require.Zero(t, st.LastIndex())
+	require.NoError(t, c.nodes[lead].m.AddNonvoter(c.nodes[nv].id, c.nodes[nv].addr,
+		settleBound))
+	require.True(t, waitFor(settleBound, func() bool { return len(boxes[nv].applied()) == 3 }),
+		"the non-voter did not catch up")
+	require.Equal(t, boxes[lead].applied(), boxes[nv].applied(),
+		"the same records at the same indexes")
+
+	propose(nv, 10)
+	a := answered(nv, 10)
+	require.Equal(t, broker.MetaNotLeader, a.Outcome)
+	require.Equal(t, c.nodes[lead].id, a.Leader, "the hint names the leader")
+
+	c.crash(nv)
+	boxes[nv] = &inbox{}
+	st = c.boot(nv, boxes[nv].deliver)
+	require.Equal(t, uint64(3), st.LastIndex(), "its Start holds what it applied")
+	propose(lead, 4)
+	require.Equal(t, broker.MetaCommitted, answered(lead, 4).Outcome)
+	require.True(t, waitFor(settleBound, func() bool { return len(boxes[nv].applied()) == 1 }),
+		"the restarted non-voter does not follow")
+	require.Equal(t, uint64(4), boxes[nv].applied()[0].Index)
+
+	// The leader goes; a voter takes over, never the non-voter.
+	c.crash(lead)
+	require.True(t, waitFor(settleBound, func() bool {
+		l, _ := c.nodes[nv].m.Leader()
+		return l > 0 && l != c.nodes[lead].id
+	}), "no new leader")
+	l, _ := c.nodes[nv].m.Leader()
+	require.NotEqual(t, c.nodes[nv].id, l)
+}

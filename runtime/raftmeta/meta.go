@@ -72,17 +72,15 @@ func Open(cfg Config) (*Meta, broker.Start, error) {
 	return m, m.start, nil
 }
 
-// listen starts the raft transport on Bind (default: this voter's address),
-// advertising the voter address.
+// listen starts the raft transport on Bind (default: Addr), advertising Addr.
 func (m *Meta) listen() error {
-	self := m.cfg.self()
 	bind := m.cfg.Bind
 	if bind == "" {
-		bind = self.Addr
+		bind = m.cfg.Addr
 	}
-	adv, err := net.ResolveTCPAddr("tcp", self.Addr)
+	adv, err := net.ResolveTCPAddr("tcp", m.cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("voter %d address %q: %w", self.ID, self.Addr, err)
+		return fmt.Errorf("node %d transport address %q: %w", m.cfg.NodeID, m.cfg.Addr, err)
 	}
 	m.trans, err = raft.NewTCPTransportWithLogger(bind, adv, 3, 10*time.Second,
 		m.hlog.Named("transport"))
@@ -117,7 +115,7 @@ func (m *Meta) Run(deliver func(broker.Input) bool) error {
 		m.trans); err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
-	if !existing {
+	if !existing && m.cfg.voter() != nil {
 		if err := m.r.BootstrapCluster(m.configuration()).Error(); err != nil &&
 			!errors.Is(err, raft.ErrCantBootstrap) {
 			return fmt.Errorf("bootstrap the metadata quorum: %w", err)
@@ -162,6 +160,15 @@ func (m *Meta) Snapshot() error { return m.r.Snapshot().Error() }
 func (m *Meta) Leader() (int32, uint64) {
 	_, id := m.r.LeaderWithID()
 	return nodeOf(id), m.r.CurrentTerm()
+}
+
+// AddNonvoter makes node id, whose transport listens on addr, follow the log without
+// voting (a broker that is not a configured voter). Only the leader can; it returns
+// once the configuration change committed, raft.ErrNotLeader elsewhere. Adding a node
+// already in the configuration updates its address.
+func (m *Meta) AddNonvoter(id int32, addr string, timeout time.Duration) error {
+	return m.r.AddNonvoter(raft.ServerID(strconv.Itoa(int(id))), raft.ServerAddress(addr), 0,
+		timeout).Error()
 }
 
 // Raft is the running raft node, for describing the quorum (configuration, stats).

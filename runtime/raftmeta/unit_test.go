@@ -28,11 +28,16 @@ func TestParseVoters(t *testing.T) {
 	}
 }
 
-func TestConfigNeedsItsNodeAmongTheVoters(t *testing.T) {
+func TestConfigNeedsAVoterOrAnAddress(t *testing.T) {
 	cfg := Config{NodeID: 4, Voters: []Voter{{1, "127.0.0.1:1"}}, SnapshotDir: "x"}
 	err := cfg.check()
 	require.ErrorContains(t, err, "node 4 is not one of the voters")
 	require.ErrorContains(t, err, "no state store")
+	cfg.Addr = "127.0.0.1:2" // a non-voter with its own address
+	require.NotContains(t, cfg.check().Error(), "voters")
+	cfg = Config{NodeID: 1, Voters: []Voter{{1, "127.0.0.1:1"}}}
+	_ = cfg.check()
+	require.Equal(t, "127.0.0.1:1", cfg.Addr, "a voter's address is its voter address")
 }
 
 func TestOutcomeOfRaftErrors(t *testing.T) {
