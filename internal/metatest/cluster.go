@@ -130,7 +130,7 @@ func (c *clusterChecker) deliverer(node, inc int) func(broker.Input) {
 }
 
 func (c *clusterChecker) act() {
-	switch rapid.IntRange(0, 16).Draw(c.t, "action") {
+	switch rapid.IntRange(0, 17).Draw(c.t, "action") {
 	case 0, 1, 2:
 		c.proposeOn(c.drawNode(true))
 	case 3, 4, 5, 6:
@@ -165,10 +165,28 @@ func (c *clusterChecker) act() {
 		}
 	case 15:
 		c.awaitLeader()
+	case 16:
+		c.strandLeader()
 	default:
 		c.c.Pass()
 		c.check()
 	}
+}
+
+// strandLeader crashes every node but the believed leader, then proposes on it before
+// it notices: it appends the records but cannot commit them (unknown outcomes once it
+// steps down), and a later leader may commit them or not (M6).
+func (c *clusterChecker) strandLeader() {
+	n := c.believedLeader()
+	if n < 0 {
+		return
+	}
+	for i, v := range c.nodes {
+		if i != n && v.up {
+			c.crash(i)
+		}
+	}
+	c.proposeOn(n)
 }
 
 // awaitLeader waits, when a majority is up, until some up node names an up leader. It
