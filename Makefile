@@ -30,8 +30,9 @@ build: ## build bin/sluice
 	$(GO) build -o bin/sluice ./cmd/sluice
 
 # Packages whose own goroutines (connection readers and writers, the event loop, fsync
-# workers, the handle cache, pooled codecs) run again under the race detector.
-RACEPKGS    ?= ./net/ ./runtime/ ./disk/ ./compress/
+# workers, the handle cache, pooled codecs, the raft metadata quorum and its store) run
+# again under the race detector.
+RACEPKGS    ?= ./net/ ./runtime/ ./runtime/raftmeta/ ./disk/ ./disk/raftstore/ ./compress/
 
 # The few planted bugs (core/mutant) make test requires the simulator to catch on a few
 # seeds; `make mutants` runs the whole catalogue before a release.

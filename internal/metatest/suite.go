@@ -297,23 +297,25 @@ func (c *checker) checkAnswer(in broker.MetaAnswer) {
 
 // drawRecord draws a record on a few topic names, so that creations, growths,
 // deletions and config changes meet, marked with its token (marker).
-func (c *checker) drawRecord(tok uint64) meta.Record {
-	topic := rapid.SampledFrom([]string{"a", "b", "c"}).Draw(c.t, "topic")
+func (c *checker) drawRecord(tok uint64) meta.Record { return drawRecord(c.t, tok) }
+
+func drawRecord(t *rapid.T, tok uint64) meta.Record {
+	topic := rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "topic")
 	var r meta.Record
-	switch rapid.IntRange(0, 4).Draw(c.t, "kind") {
+	switch rapid.IntRange(0, 4).Draw(t, "kind") {
 	case 0, 1:
 		r = meta.Record{Kind: meta.KindTopicCreated, Topic: topic,
-			Partitions: int32(rapid.IntRange(1, 4).Draw(c.t, "partitions")), ReplicationFactor: 1}
+			Partitions: int32(rapid.IntRange(1, 4).Draw(t, "partitions")), ReplicationFactor: 1}
 	case 2:
 		r = meta.Record{Kind: meta.KindPartitionsAdded, Topic: topic,
-			Partitions: int32(rapid.IntRange(1, 8).Draw(c.t, "partitions"))}
+			Partitions: int32(rapid.IntRange(1, 8).Draw(t, "partitions"))}
 	case 3:
 		r = meta.Record{Kind: meta.KindTopicDeleted, Topic: topic}
 	default:
 		r = meta.Record{Kind: meta.KindConfigsAltered, Topic: topic, Configs: []meta.Config{
-			{Name: "retention.ms", Value: fmt.Sprint(rapid.IntRange(1, 9).Draw(c.t, "ms"))}}}
+			{Name: "retention.ms", Value: fmt.Sprint(rapid.IntRange(1, 9).Draw(t, "ms"))}}}
 	}
-	if rapid.IntRange(0, 5).Draw(c.t, "pid") == 0 {
+	if rapid.IntRange(0, 5).Draw(t, "pid") == 0 {
 		r = meta.Record{Kind: meta.KindProducerIDBlock, NextProducerID: int64(tok) * 1000}
 	}
 	r.TopicID[0] = 0xab
