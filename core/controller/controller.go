@@ -49,6 +49,9 @@ type Controller struct {
 	// pidNext is the next producer id to hand out: beyond the image's when a block is
 	// in flight, so that two blocks asked at once do not overlap.
 	pidNext int64
+	// epochNext is the last broker epoch proposed, so that registrations in flight at
+	// once take distinct epochs (a lost one leaves a gap, which is harmless).
+	epochNext int64
 }
 
 type timerKind uint8

@@ -143,28 +143,35 @@ func TestDecideRegister(t *testing.T) {
 	require.NoError(t, im.Apply(meta.Record{Kind: meta.KindClusterCreated, ClusterID: "c"}))
 	now := core.Time(100e9)
 	req := RegisterBroker{NodeID: 1, Incarnation: [16]byte{1}, ClusterID: "other"}
-	d := DecideRegister(im, "c", Contacts{}, now, 9000, req)
+	decide := func(im *meta.Image, cluster string, c Contacts) Registration {
+		return DecideRegister(im, cluster, c, now, 9000, im.MaxBrokerEpoch()+1, req)
+	}
+	d := decide(im, "c", Contacts{})
 	require.Equal(t, codeInconsistentClusterID, d.Answer.Err)
-	d = DecideRegister(meta.NewImage(), "mine", Contacts{}, now, 9000, req)
+	d = decide(meta.NewImage(), "mine", Contacts{})
 	require.Equal(t, codeInconsistentClusterID, d.Answer.Err, "before ClusterCreated: own id")
 
 	req.ClusterID = "c"
-	d = DecideRegister(im, "c", Contacts{}, now, 9000, req)
+	d = decide(im, "c", Contacts{})
 	require.True(t, d.Propose)
 	require.Equal(t, int64(1), d.Record.BrokerEpoch)
 	require.Equal(t, meta.BrokerFenced, d.Record.BrokerState)
 	require.NoError(t, im.Apply(d.Record))
 
-	d = DecideRegister(im, "c", Contacts{1: now}, now, 9000, req)
+	d = decide(im, "c", Contacts{1: now})
 	require.False(t, d.Propose, "a retry of the same incarnation")
 	require.Equal(t, RegisterBrokerResponse{BrokerEpoch: 1}, d.Answer)
 
 	req.Incarnation = [16]byte{2}
-	d = DecideRegister(im, "c", Contacts{1: now.AddMillis(-8999)}, now, 9000, req)
+	d = decide(im, "c", Contacts{1: now.AddMillis(-8999)})
 	require.Equal(t, codeDuplicateRegistration, d.Answer.Err, "the old process is alive")
-	d = DecideRegister(im, "c", Contacts{1: now.AddMillis(-9000)}, now, 9000, req)
+	d = decide(im, "c", Contacts{1: now.AddMillis(-9000)})
 	require.True(t, d.Propose, "the old process went silent for a session")
 	require.Equal(t, int64(2), d.Record.BrokerEpoch)
+	require.NoError(t, im.Apply(meta.Record{Kind: meta.KindBrokerChange, NodeID: 1,
+		BrokerEpoch: 1, BrokerState: meta.BrokerShuttingDown}))
+	d = decide(im, "c", Contacts{1: now})
+	require.True(t, d.Propose, "the old process is shutting down: its restart goes in")
 }
 
 func TestDecideHeartbeat(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 // fakeEnv records what the controller asks for.
 type fakeEnv struct {
+	onPropose func(meta.Record)
 	proposals []proposal
 	answers   map[uint64][]Response
 	timers    map[uint64]core.Time
@@ -23,6 +24,9 @@ type proposal struct {
 }
 
 func (e *fakeEnv) Propose(rec meta.Record, token uint64) {
+	if e.onPropose != nil {
+		e.onPropose(rec)
+	}
 	e.proposals = append(e.proposals, proposal{rec, token})
 }
 func (e *fakeEnv) Answer(id uint64, r Response)     { e.answers[id] = append(e.answers[id], r) }
@@ -45,6 +49,8 @@ type harness struct {
 	reqID uint64
 	// refused counts committed records that did not apply to the harness's image.
 	refused int
+	// onCommit sees every partition change that applied, with the state before it.
+	onCommit func(rec meta.Record, before meta.PartitionState)
 }
 
 func newHarness(t require.TestingT, cfg Config, seed int64) *harness {
@@ -65,8 +71,11 @@ func (h *harness) lead() {
 // commitRecord appends rec to the log and delivers it.
 func (h *harness) commitRecord(rec meta.Record) uint64 {
 	h.log = append(h.log, rec)
+	before, _, _ := h.image.Partition(rec.Topic, rec.Partition)
 	if err := h.image.Apply(rec); err != nil {
 		h.refused++
+	} else if rec.Kind == meta.KindPartitionChange && h.onCommit != nil {
+		h.onCommit(rec, before)
 	}
 	idx := uint64(len(h.log))
 	h.c.Step(h.now, MetaApplied{Index: idx, Record: rec})

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"slices"
+
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core"
@@ -20,6 +22,7 @@ func (c *Controller) reconcile() {
 	if c.dirty && c.retry.id == 0 {
 		c.dirty = false
 		c.ensureCluster()
+		c.shutDown()
 		c.repairPartitions()
 	}
 	c.armExpiry()
@@ -110,8 +113,10 @@ func (c *Controller) rebalanceLeaders() {
 	}
 }
 
-// armExpiry sets the expiry timer for the earliest session end of a broker that is not
-// fenced yet.
+// armExpiry sets the expiry timer for the earliest session end still to come of a
+// broker that is not fenced yet. A session already over whose fence could not be
+// proposed yet (a proposal for the broker in flight, no room, a retry backoff) needs no
+// timer: the answer or the retry timer that unblocks it comes with a step.
 func (c *Controller) armExpiry() {
 	var at core.Time
 	found := false
@@ -120,6 +125,9 @@ func (c *Controller) armExpiry() {
 			continue
 		}
 		end := c.contacts[b.ID].AddMillis(c.cfg.SessionTimeoutMs)
+		if end <= c.now {
+			continue
+		}
 		if !found || end < at {
 			at, found = end, true
 		}
@@ -131,26 +139,46 @@ func (c *Controller) armExpiry() {
 	c.arm(&c.expiry, timerExpiry, at)
 }
 
-// answerShutdowns answers the controlled shutdowns that are done.
+// shutDown marks shutting down each broker with a ControlledShutdown waiting that is
+// still unfenced (its ShuttingDown record not proposed yet, or lost to an unknown
+// outcome).
+func (c *Controller) shutDown() {
+	for _, id := range sortedKeys(c.shutdowns) {
+		b, ok := c.image.Broker(id)
+		if !ok || b.State != meta.BrokerUnfenced || c.isBusy(brokerKey(id)) ||
+			!c.roomForMore() || !slices.ContainsFunc(c.shutdowns[id],
+			func(w shutdownWait) bool { return w.epoch == b.Epoch }) {
+			continue
+		}
+		c.propose(Pending{Op: OpShutdown, Key: brokerKey(id), Record: meta.Record{
+			Kind: meta.KindBrokerChange, NodeID: id, BrokerEpoch: b.Epoch,
+			BrokerState: meta.BrokerShuttingDown}})
+	}
+}
+
+// answerShutdowns answers the controlled shutdowns that are done, and those whose
+// registration is gone or was replaced.
 func (c *Controller) answerShutdowns() {
 	for _, id := range sortedKeys(c.shutdowns) {
 		b, ok := c.image.Broker(id)
-		var code int16
-		switch {
-		case !ok:
-			code = codeNotRegistered
-		case b.State == meta.BrokerUnfenced:
-			continue // its ShuttingDown record has not applied yet
-		case !ShutdownDone(c.image, id):
-			continue
-		}
+		done := ok && b.State != meta.BrokerUnfenced && ShutdownDone(c.image, id)
+		var left []shutdownWait
 		for _, w := range c.shutdowns[id] {
-			resp := ControlledShutdownResponse{Err: code}
-			if code == 0 && w.epoch != b.Epoch {
-				resp.Err = codeStaleBrokerEpoch
+			switch {
+			case !ok:
+				c.env.Answer(w.req, ControlledShutdownResponse{Err: codeNotRegistered})
+			case w.epoch != b.Epoch:
+				c.env.Answer(w.req, ControlledShutdownResponse{Err: codeStaleBrokerEpoch})
+			case done:
+				c.env.Answer(w.req, ControlledShutdownResponse{})
+			default:
+				left = append(left, w)
 			}
-			c.env.Answer(w.req, resp)
 		}
-		delete(c.shutdowns, id)
+		if len(left) == 0 {
+			delete(c.shutdowns, id)
+		} else {
+			c.shutdowns[id] = left
+		}
 	}
 }

@@ -31,11 +31,12 @@ type Registration struct {
 //   - a new incarnation of a node id whose registered incarnation was heard from within
 //     the session timeout is refused with DUPLICATE_BROKER_REGISTRATION: two live
 //     processes claim the id (a stopped process stops heartbeating, so its restart is
-//     accepted at most a session timeout later; Kafka does the same);
-//   - otherwise a BrokerRegistered record with the next broker epoch is proposed; the
-//     broker starts fenced.
+//     accepted at most a session timeout later; Kafka does the same). A broker in
+//     controlled shutdown announced its exit: its restart is accepted at once;
+//   - otherwise a BrokerRegistered record with broker epoch epoch (greater than every
+//     registration's, committed or in flight) is proposed; the broker starts fenced.
 func DecideRegister(im *meta.Image, clusterID string, contacts Contacts, now core.Time,
-	sessionMs int64, req RegisterBroker) Registration {
+	sessionMs int64, epoch int64, req RegisterBroker) Registration {
 	if id := im.ClusterID(); id != "" {
 		clusterID = id
 	}
@@ -51,14 +52,15 @@ func DecideRegister(im *meta.Image, clusterID string, contacts Contacts, now cor
 		if b.Incarnation == req.Incarnation {
 			return Registration{Answer: RegisterBrokerResponse{BrokerEpoch: b.Epoch}}
 		}
-		if last, seen := contacts[req.NodeID]; seen && !Expired(last, now, sessionMs) {
+		last, seen := contacts[req.NodeID]
+		if seen && !Expired(last, now, sessionMs) && b.State != meta.BrokerShuttingDown {
 			return Registration{Answer: RegisterBrokerResponse{Err: codeDuplicateRegistration},
 				Why: fmt.Sprintf("node %d is registered by another live process (heard "+
 					"from %d ms ago)", req.NodeID, (now-last)/1e6)}
 		}
 	}
 	return Registration{Propose: true, Record: meta.Record{Kind: meta.KindBrokerRegistered,
-		NodeID: req.NodeID, Incarnation: req.Incarnation, BrokerEpoch: im.MaxBrokerEpoch() + 1,
+		NodeID: req.NodeID, Incarnation: req.Incarnation, BrokerEpoch: epoch,
 		Host: req.Host, Port: req.Port, Rack: req.Rack, BrokerState: meta.BrokerFenced}}
 }
 

@@ -74,7 +74,9 @@ func notController(m Message) Response {
 }
 
 func (c *Controller) register(id uint64, m RegisterBroker) {
-	d := DecideRegister(c.image, c.cfg.ClusterID, c.contacts, c.now, c.cfg.SessionTimeoutMs, m)
+	epoch := max(c.epochNext, c.image.MaxBrokerEpoch()) + 1
+	d := DecideRegister(c.image, c.cfg.ClusterID, c.contacts, c.now, c.cfg.SessionTimeoutMs,
+		epoch, m)
 	if !d.Propose {
 		if d.Answer.Err != 0 {
 			c.lg.Warn("broker registration refused", zap.Int32("broker", m.NodeID),
@@ -84,6 +86,7 @@ func (c *Controller) register(id uint64, m RegisterBroker) {
 		return
 	}
 	c.contacts[m.NodeID] = c.now
+	c.epochNext = epoch
 	c.propose(Pending{Op: OpRegister, Key: brokerKey(m.NodeID), Record: d.Record, Request: id})
 }
 
@@ -124,13 +127,7 @@ func (c *Controller) controlledShutdown(id uint64, m ControlledShutdown) {
 	c.contacts[m.NodeID] = c.now
 	c.shutdowns[m.NodeID] = append(c.shutdowns[m.NodeID], shutdownWait{req: id,
 		epoch: m.BrokerEpoch})
-	b, _ := c.image.Broker(m.NodeID)
-	if b.State == meta.BrokerUnfenced {
-		c.propose(Pending{Op: OpShutdown, Key: brokerKey(m.NodeID), Record: meta.Record{
-			Kind: meta.KindBrokerChange, NodeID: b.ID, BrokerEpoch: b.Epoch,
-			BrokerState: meta.BrokerShuttingDown}})
-		return
-	}
+	c.dirty = true      // reconcile proposes the ShuttingDown record (shutDown)
 	c.answerShutdowns() // fenced or already shutting down: maybe done now
 }
 
