@@ -49,6 +49,8 @@ type Controller struct {
 	// pidNext is the next producer id to hand out: beyond the image's when a block is
 	// in flight, so that two blocks asked at once do not overlap.
 	pidNext int64
+	// parked holds the requests waiting for an answer (C7).
+	parked map[uint64]bool
 	// epochNext is the last broker epoch proposed, so that registrations in flight at
 	// once take distinct epochs (a lost one leaves a gap, which is harmless).
 	epochNext int64
@@ -73,7 +75,8 @@ func New(cfg Config, env Env, rnd core.Rand) *Controller {
 		image: meta.NewImage(), registeredAt: map[int32]uint64{},
 		notApplied: map[uint64]error{}, contacts: Contacts{}, pending: map[uint64]*Pending{},
 		busy: map[Key]int{}, timers: map[uint64]timerKind{},
-		shutdowns: map[int32][]shutdownWait{}, elections: map[uint64]*election{}}
+		shutdowns: map[int32][]shutdownWait{}, elections: map[uint64]*election{},
+		parked: map[uint64]bool{}}
 }
 
 // Step delivers one input at time now.
@@ -152,7 +155,7 @@ func (c *Controller) metaApplied(in MetaApplied) {
 }
 
 func (c *Controller) leaderChanged(in LeaderChanged) {
-	core.Invariant(in.Epoch > c.epoch, "C3", "leader epoch %d after %d", in.Epoch, c.epoch)
+	core.Invariant(in.Epoch > c.epoch, "C4", "leader epoch %d after %d", in.Epoch, c.epoch)
 	c.epoch = in.Epoch
 	switch {
 	case in.Leader == c.cfg.NodeID && !c.active:
@@ -192,12 +195,12 @@ func (c *Controller) deactivate(why string) {
 	c.pending, c.busy = map[uint64]*Pending{}, map[Key]int{}
 	for _, id := range sortedKeys(c.shutdowns) {
 		for _, w := range c.shutdowns[id] {
-			c.env.Answer(w.req, ControlledShutdownResponse{Err: codeNotController})
+			c.answerParked(w.req, ControlledShutdownResponse{Err: codeNotController})
 		}
 	}
 	c.shutdowns = map[int32][]shutdownWait{}
 	for _, req := range sortedKeys(c.elections) {
-		c.env.Answer(req, ElectLeadersResponse{Err: codeNotController})
+		c.answerParked(req, ElectLeadersResponse{Err: codeNotController})
 	}
 	c.elections = map[uint64]*election{}
 	for _, s := range []*timerSlot{&c.expiry, &c.rebalance, &c.retry} {
@@ -242,6 +245,19 @@ func (c *Controller) disarm(s *timerSlot) {
 		c.env.CancelTimer(s.id)
 		*s = timerSlot{}
 	}
+}
+
+// park notes a request that will be answered later.
+func (c *Controller) park(id uint64) {
+	core.Invariant(!c.parked[id], "C7", "request %d is already waiting", id)
+	c.parked[id] = true
+}
+
+// answerParked answers a waiting request, exactly once (C7).
+func (c *Controller) answerParked(id uint64, resp Response) {
+	core.Invariant(c.parked[id], "C7", "request %d answered twice or never parked", id)
+	delete(c.parked, id)
+	c.env.Answer(id, resp)
 }
 
 // Active says whether the controller acts (its node leads the metadata quorum).

@@ -349,3 +349,43 @@ func TestPendingProposalsAreTypedRecords(t *testing.T) {
 	require.Equal(t, OpCreateCluster, p[0].Op)
 	require.Equal(t, meta.KindClusterCreated, p[0].Record.Kind)
 }
+
+// TestAFollowerTakesOverFromTheLog: a second node's controller starts from a snapshot
+// of the log plus the records after it, follows the rest, and when its node becomes the
+// quorum leader it has nothing to redo; brokers it does not hear from are fenced a
+// session after it took over, not before.
+func TestAFollowerTakesOverFromTheLog(t *testing.T) {
+	h := newHarness(t, testConfig(), 12)
+	h.settle()
+	epochs := h.cluster(3, 0)
+	require.Zero(t, h.createTopic("t", 3, 3).Err)
+	half := len(h.log) / 2
+	snap := meta.NewImage()
+	for _, r := range h.log[:half] {
+		require.NoError(t, snap.Apply(r))
+	}
+	cfg := testConfig()
+	cfg.NodeID = 2
+	env := &fakeEnv{answers: map[uint64][]Response{}, timers: map[uint64]core.Time{}}
+	f := New(cfg, env, nil)
+	f.Step(h.now, Start{Snapshot: snap.Snapshot(), SnapshotIndex: uint64(half),
+		Records: h.log[half:]})
+	require.True(t, f.Image().Equal(h.image))
+	id := uint64(1)
+	f.Step(h.now, Request{ID: id, Msg: Heartbeat{NodeID: 1, BrokerEpoch: epochs[1]}})
+	require.Equal(t, codeNotController, env.answers[id][0].ErrCode(), "not active")
+	f.Step(h.now, LeaderChanged{Leader: 2, Epoch: 2})
+	require.True(t, f.Active())
+	require.Empty(t, env.proposals, "the image is as it should be")
+	f.Step(h.now.AddMillis(8999), TimerFired{ID: 999}) // an unknown timer: ignored
+	require.Empty(t, env.proposals, "every broker has a full session from the takeover")
+	var expiry uint64
+	for id, at := range env.timers {
+		if at == h.now.AddMillis(9000) {
+			expiry = id
+		}
+	}
+	require.NotZero(t, expiry)
+	f.Step(h.now.AddMillis(9000), TimerFired{ID: expiry})
+	require.Len(t, env.proposals, 3, "nobody beat: all three fenced")
+}

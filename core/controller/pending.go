@@ -88,6 +88,9 @@ func (c *Controller) propose(p Pending) {
 			"%v proposes a malformed change of %s-%d: %+v after %+v", p.Op, p.Record.Topic,
 			p.Record.Partition, p.Record.State, cur)
 	}
+	if p.Request != 0 {
+		c.park(p.Request)
+	}
 	c.token++
 	p.Token = c.token
 	c.pending[p.Token] = &p

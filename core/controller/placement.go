@@ -74,7 +74,7 @@ func pickFollower(order []meta.Broker, load, picked []int, lead int) int {
 			best = i
 		}
 	}
-	core.Invariant(best >= 0, "C5", "placement: no follower left for %d picked of %d",
+	core.Invariant(best >= 0, "C8", "placement: no follower left for %d picked of %d",
 		len(picked), n)
 	return best
 }

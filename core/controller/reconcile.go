@@ -166,11 +166,11 @@ func (c *Controller) answerShutdowns() {
 		for _, w := range c.shutdowns[id] {
 			switch {
 			case !ok:
-				c.env.Answer(w.req, ControlledShutdownResponse{Err: codeNotRegistered})
+				c.answerParked(w.req, ControlledShutdownResponse{Err: codeNotRegistered})
 			case w.epoch != b.Epoch:
-				c.env.Answer(w.req, ControlledShutdownResponse{Err: codeStaleBrokerEpoch})
+				c.answerParked(w.req, ControlledShutdownResponse{Err: codeStaleBrokerEpoch})
 			case done:
-				c.env.Answer(w.req, ControlledShutdownResponse{})
+				c.answerParked(w.req, ControlledShutdownResponse{})
 			default:
 				left = append(left, w)
 			}

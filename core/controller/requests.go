@@ -125,6 +125,7 @@ func (c *Controller) controlledShutdown(id uint64, m ControlledShutdown) {
 		return
 	}
 	c.contacts[m.NodeID] = c.now
+	c.park(id)
 	c.shutdowns[m.NodeID] = append(c.shutdowns[m.NodeID], shutdownWait{req: id,
 		epoch: m.BrokerEpoch})
 	c.dirty = true      // reconcile proposes the ShuttingDown record (shutDown)
@@ -195,6 +196,7 @@ func (c *Controller) electLeaders(id uint64, m ElectLeaders) {
 		c.env.Answer(id, ElectLeadersResponse{Results: e.results})
 		return
 	}
+	c.park(id)
 	c.elections[id] = e
 }
 
@@ -225,7 +227,7 @@ func (c *Controller) answerPending(p *Pending, code int16) {
 	if code != 0 {
 		resp = zeroed(resp, code)
 	}
-	c.env.Answer(p.Request, resp)
+	c.answerParked(p.Request, resp)
 }
 
 // zeroed is resp with only its error code: a failed request carries nothing else,
@@ -257,6 +259,6 @@ func (c *Controller) electionAnswered(p *Pending, code int16) {
 	}
 	if e.outstanding--; e.outstanding == 0 {
 		delete(c.elections, p.Election)
-		c.env.Answer(p.Election, ElectLeadersResponse{Results: e.results})
+		c.answerParked(p.Election, ElectLeadersResponse{Results: e.results})
 	}
 }
