@@ -58,7 +58,7 @@ func DecideAlterPartition(im *meta.Image, req AlterPartition) (
 	}
 	next = bump(s, next)
 	return meta.Record{Kind: meta.KindPartitionChange, Topic: req.Topic,
-		Partition: req.Partition, State: next}, true, 0, ""
+		TopicID: im.Topic(req.Topic).ID, Partition: req.Partition, State: next}, true, 0, ""
 }
 
 func sameSet(a, b []int32) bool {

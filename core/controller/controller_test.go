@@ -389,3 +389,56 @@ func TestAFollowerTakesOverFromTheLog(t *testing.T) {
 	f.Step(h.now.AddMillis(9000), TimerFired{ID: expiry})
 	require.Len(t, env.proposals, 3, "nobody beat: all three fenced")
 }
+
+// TestARejectedProposalBacksOff: the log refuses a fence; the controller proposes
+// nothing of its own until RetryBackoffMs has passed, then fences again.
+func TestARejectedProposalBacksOff(t *testing.T) {
+	h := newHarness(t, testConfig(), 13)
+	h.settle()
+	h.cluster(1, 0)
+	h.advance(9000)
+	p, ok := h.take()
+	require.True(t, ok)
+	require.Equal(t, meta.KindBrokerChange, p.rec.Kind)
+	h.c.Step(h.now, MetaAnswer{Token: p.token, Outcome: Rejected})
+	require.Empty(t, h.env.proposals)
+	h.advance(99)
+	require.Empty(t, h.env.proposals, "within the back-off")
+	h.advance(1)
+	require.Len(t, h.env.proposals, 1, "proposed again")
+	h.settle()
+	b, _ := h.image.Broker(1)
+	require.Equal(t, meta.BrokerFenced, b.State)
+}
+
+// TestAChangeForADeletedTopicDoesNotApplyToItsSuccessor: a repair decided for a topic
+// that is deleted and created again (same name, new id) before the repair commits does
+// not apply to the new topic; the controller decides again for the new one.
+func TestAChangeForADeletedTopicDoesNotApplyToItsSuccessor(t *testing.T) {
+	h := newHarness(t, testConfig(), 14)
+	h.settle()
+	epochs := h.cluster(2, 0)
+	id := h.ask(CreateTopic{Name: "t", TopicID: [16]byte{1}, Partitions: 1,
+		ReplicationFactor: 2})
+	h.settle()
+	created := h.answer(id).(CreateTopicResponse)
+	require.Zero(t, created.Err)
+	lead, other := created.States[0].Leader, created.States[0].Replicas[1]
+	h.advance(2000)
+	h.beat(other, epochs[other])
+	h.advance(7000) // the leader's session ends
+	require.True(t, h.commitOne(), "the fence")
+	require.Len(t, h.env.proposals, 1, "the repair, in flight")
+	h.commitRecord(meta.Record{Kind: meta.KindTopicDeleted, Topic: "t"})
+	h.commitRecord(meta.Record{Kind: meta.KindTopicCreated, Topic: "t", TopicID: [16]byte{2},
+		Partitions: 1, PartitionStates: created.States})
+	refused := h.refused
+	require.True(t, h.commitOne())
+	require.Equal(t, refused+1, h.refused, "the repair named the deleted topic")
+	require.Equal(t, lead, h.state("t", 0).Leader)
+	h.settle()
+	s := h.state("t", 0)
+	require.Equal(t, other, s.Leader, "repaired again, for the new topic")
+	require.Equal(t, int32(1), s.LeaderEpoch)
+	require.Equal(t, [16]byte{2}, h.log[len(h.log)-1].TopicID)
+}

@@ -82,6 +82,10 @@ func (c *Controller) Pending() []Pending {
 func (c *Controller) propose(p Pending) {
 	core.Invariant(c.active, "C6", "proposal %v while not the active controller", p.Op)
 	if p.Record.Kind == meta.KindPartitionChange {
+		// The change is for the topic as the image knows it, not a later one of the name.
+		if t := c.image.Topic(p.Record.Topic); t != nil {
+			p.Record.TopicID = t.ID
+		}
 		cur, assigned, ok := c.image.Partition(p.Record.Topic, p.Record.Partition)
 		core.Invariant(ok && assigned && p.Record.State.Check() == nil &&
 			p.Record.State.PartitionEpoch == cur.PartitionEpoch+1, "C6",

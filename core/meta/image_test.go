@@ -101,3 +101,19 @@ func TestPartitionsAddedKeepsTheTopicsAssignment(t *testing.T) {
 	s, _, _ := im.Partition("a", 1)
 	require.Equal(t, []int32{2}, s.Replicas)
 }
+
+func TestPartitionChangeForAnEarlierTopicOfTheNameIsRefused(t *testing.T) {
+	im := NewImage()
+	create := Record{Kind: KindTopicCreated, Topic: "t", TopicID: [16]byte{1}, Partitions: 1,
+		PartitionStates: []PartitionState{assigned(1, 2)}}
+	require.NoError(t, im.Apply(create))
+	change := Record{Kind: KindPartitionChange, Topic: "t", TopicID: [16]byte{1},
+		State: PartitionState{Replicas: []int32{1, 2}, ISR: []int32{2}, Leader: 2,
+			LeaderEpoch: 1, PartitionEpoch: 1}}
+	require.NoError(t, im.Apply(Record{Kind: KindTopicDeleted, Topic: "t"}))
+	create.TopicID = [16]byte{2}
+	require.NoError(t, im.Apply(create))
+	require.Error(t, im.Apply(change), "decided for the deleted topic")
+	change.TopicID = [16]byte{2}
+	require.NoError(t, im.Apply(change))
+}

@@ -106,7 +106,8 @@ type Record struct {
 	Kind Kind `json:"kind"`
 	// Topic is set for the topic kinds and PartitionChange.
 	Topic string `json:"topic,omitempty"`
-	// TopicID is the topic's UUID (TopicCreated); a recreated topic gets a new one.
+	// TopicID is the topic's UUID (TopicCreated; PartitionChange names the topic it was
+	// decided for); a recreated topic gets a new one.
 	TopicID [16]byte `json:"topic_id,omitempty"`
 	// Partitions is the new total count (TopicCreated, PartitionsAdded).
 	Partitions int32 `json:"partitions,omitempty"`

@@ -110,7 +110,11 @@ func drawRecord(t *rapid.T, im *Image) Record {
 	default:
 		p := rapid.Int32Range(0, 2).Draw(t, "partition")
 		cur, _, _ := im.Partition(topic, p)
-		return Record{Kind: KindPartitionChange, Topic: topic, Partition: p,
+		var id [16]byte
+		if tp := im.Topic(topic); tp != nil && rapid.IntRange(0, 9).Draw(t, "sameID") > 0 {
+			id = tp.ID
+		}
+		return Record{Kind: KindPartitionChange, Topic: topic, TopicID: id, Partition: p,
 			Unclean: rapid.Bool().Draw(t, "unclean"),
 			State: drawState(t, cur.LeaderEpoch+rapid.Int32Range(0, 1).Draw(t, "le"),
 				cur.PartitionEpoch+1)}
