@@ -442,3 +442,18 @@ func TestAChangeForADeletedTopicDoesNotApplyToItsSuccessor(t *testing.T) {
 	require.Equal(t, int32(1), s.LeaderEpoch)
 	require.Equal(t, [16]byte{2}, h.log[len(h.log)-1].TopicID)
 }
+
+// TestNotLeaderForAnEarlierTermKeepsTheControllerActive: the node lost and regained
+// leadership without the controller hearing of another leader; a proposal of the old
+// term answered not-leader does not deactivate it.
+func TestNotLeaderForAnEarlierTermKeepsTheControllerActive(t *testing.T) {
+	h := newHarness(t, testConfig(), 15)
+	require.Len(t, h.env.proposals, 1) // ClusterCreated, proposed in epoch 1
+	h.lead()                           // epoch 2, still this node
+	p, _ := h.take()
+	h.c.Step(h.now, MetaAnswer{Token: p.token, Outcome: NotLeader, Leader: -1})
+	require.True(t, h.c.Active())
+	require.Len(t, h.env.proposals, 1, "proposed again in the new term")
+	h.settle()
+	require.Equal(t, "c", h.image.ClusterID())
+}

@@ -67,6 +67,8 @@ type Pending struct {
 	Request uint64
 	// Election is the ElectLeaders request this proposal is part of (0: none).
 	Election uint64
+	// LeaderEpoch is the quorum leader epoch the controller believed in when proposing.
+	LeaderEpoch uint64
 }
 
 // Pending returns the proposals in flight, by token.
@@ -96,7 +98,7 @@ func (c *Controller) propose(p Pending) {
 		c.park(p.Request)
 	}
 	c.token++
-	p.Token = c.token
+	p.Token, p.LeaderEpoch = c.token, c.epoch
 	c.pending[p.Token] = &p
 	c.busy[p.Key]++
 	c.env.Propose(p.Record, p.Token)
@@ -126,8 +128,12 @@ func (c *Controller) metaAnswer(in MetaAnswer) {
 		}
 	case NotLeader:
 		c.answerPending(p, codeNotController)
-		c.deactivate(fmt.Sprintf("the metadata log says another node leads (hint %d)",
-			in.Leader))
+		// A proposal of an earlier leader epoch says only that that term is over: this
+		// node was announced leader again since, and acts on.
+		if p.LeaderEpoch == c.epoch {
+			c.deactivate(fmt.Sprintf("the metadata log says another node leads (hint %d)",
+				in.Leader))
+		}
 		return
 	case Rejected:
 		c.lg.Warn("controller record rejected", zap.Stringer("op", p.Op))
