@@ -14,8 +14,10 @@ import (
 // so that topics do not all lead on the same one. Leaders go round-robin over the
 // brokers in rack-alternating order (one broker of each rack in turn), so partition
 // leaders spread evenly (±1) and consecutive leaders sit in different racks. Each
-// follower is the least loaded broker in a rack the partition does not use yet, while
-// one is left (then any rack), ties going to the next in that order after the leader.
+// follower is the least loaded broker (counting every leader of the topic first) in a
+// rack the partition does not use yet, while one is left (then any rack), ties going to
+// the next in that order after the leader; without racks every broker then holds as
+// many replicas as any other, ±1 (TestPlacementProperty).
 // It refuses a replication factor below 1 or above the number of eligible brokers
 // (INVALID_REPLICATION_FACTOR).
 func Place(brokers []meta.Broker, count int32, replicationFactor int16, rnd core.Rand) (
@@ -29,13 +31,17 @@ func Place(brokers []meta.Broker, count int32, replicationFactor int16, rnd core
 	if count < 1 {
 		return nil, codeInvalidPartitions, fmt.Sprintf("%d partitions", count)
 	}
-	load := make([]int, n) // replicas placed per position in order
+	// load counts the replicas each position in order will hold: every partition's
+	// leader first, so followers go where leaders will not.
+	load := make([]int, n)
 	start := rnd.Intn(n)
+	for p := range int(count) {
+		load[(start+p)%n]++
+	}
 	out := make([][]int32, count)
 	for p := range int(count) {
 		lead := (start + p) % n
 		picked := []int{lead}
-		load[lead]++
 		for len(picked) < int(replicationFactor) {
 			f := pickFollower(order, load, picked, lead)
 			picked = append(picked, f)
