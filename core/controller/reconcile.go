@@ -136,6 +136,9 @@ func (c *Controller) armExpiry() {
 		c.disarm(&c.expiry)
 		return
 	}
+	if c.expiry.id != 0 && c.expiry.at <= at {
+		return // it fires first and is set again then: no churn at every heartbeat
+	}
 	c.arm(&c.expiry, timerExpiry, at)
 }
 
