@@ -191,8 +191,9 @@ func (im *Image) brokerChange(r Record) error {
 
 // partitionChange applies a partition's new state when it is the next one of the same
 // topic (its id: a change decided before a topic was deleted and created again does not
-// apply to the new one): partition epoch one more than now, leader epoch one more exactly when the leader changes, and a
-// new leader from the current ISR unless the record says the election was unclean.
+// apply to the new one): partition epoch one more than now, leader epoch one more
+// exactly when the leader changes, and a new leader from the current ISR unless the
+// record says the election was unclean.
 func (im *Image) partitionChange(r Record) error {
 	t, ok := im.topics[r.Topic]
 	if !ok || r.Partition < 0 || r.Partition >= t.Partitions || t.States == nil {
