@@ -474,7 +474,7 @@ func (b *Broker) groupChanged(id string) {
 	if !ok || armed {
 		return
 	}
-	tid := b.setTimer(at, func() { b.groupTimerFired(id) })
+	tid := b.setTimer(at, brokerTimer{kind: timerGroup, group: id})
 	b.groups.timers[id] = groupTimer{id: tid, at: at}
 }
 

@@ -21,7 +21,8 @@ import (
 
 // armOffsetExpiry schedules the next expiry check.
 func (b *Broker) armOffsetExpiry() {
-	b.setTimer(b.now.AddMillis(b.cfg.Groups.RetentionCheckIntervalMs), b.offsetExpiryPass)
+	b.setTimer(b.now.AddMillis(b.cfg.Groups.RetentionCheckIntervalMs),
+		brokerTimer{kind: timerOffsetExpiry})
 }
 
 // offsetExpiryPass deletes every offset due for expiry, group by group, then re-arms.

@@ -72,10 +72,7 @@ func (b *Broker) openSome() {
 	if len(b.opens.queue) > 0 {
 		if !b.opens.armed {
 			b.opens.armed = true
-			b.setTimer(b.now, func() {
-				b.opens.armed = false
-				b.openSome()
-			})
+			b.setTimer(b.now, brokerTimer{kind: timerOpenChunk})
 		}
 		return
 	}

@@ -194,7 +194,8 @@ func (b *Broker) parkProduce(p *pendingProduce, waits []produceWait, timeoutMs i
 	if timeoutMs < 0 {
 		timeoutMs = 0
 	}
-	p.timer = b.setTimer(b.now.AddMillis(int64(timeoutMs)), func() { b.produceTimedOut(p) })
+	p.timer = b.setTimer(b.now.AddMillis(int64(timeoutMs)),
+		brokerTimer{kind: timerProduceTimeout, produce: p})
 }
 
 // hwmAdvanced answers the produce waits on tp that the new high-water mark covers.
