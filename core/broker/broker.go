@@ -33,13 +33,13 @@ type Broker struct {
 	openErrs       map[core.TopicPartition]error
 
 	nextToken   uint64
-	metaWaiters map[uint64]func(err error)
+	metaWaiters map[uint64]metaWaiter  // proposals awaiting their answer, by token
 	timers      map[uint64]brokerTimer // live timers by id (timers.go)
 	metaPort    metaPortState          // the metadata port's position (metaport.go)
 
 	// Producer ids handed out from the current committed block: [nextPID, pidBlockEnd).
 	nextPID, pidBlockEnd int64
-	pidWaiters           []func(pid int64, err error)
+	pidWaiters           []pidWaiter // requests waiting for pidBlockInFlight
 	pidBlockInFlight     bool
 
 	produces produceState
@@ -76,7 +76,7 @@ func New(cfg Config, env Env, rnd core.Rand, opts ...Option) *Broker {
 		image:       meta.NewImage(),
 		replicas:    map[core.TopicPartition]*replica.Replica{},
 		openErrs:    map[core.TopicPartition]error{},
-		metaWaiters: map[uint64]func(error){},
+		metaWaiters: map[uint64]metaWaiter{},
 		timers:      map[uint64]brokerTimer{},
 	}
 	for _, o := range opts {

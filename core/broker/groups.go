@@ -165,34 +165,39 @@ func (b *Broker) ensureOffsetsTopic() {
 		return
 	}
 	b.groups.creating = true
-	b.serialize(Request{}, func(done func()) {
-		finish := func() {
-			done()
-			b.offsetsCreationEnded()
+	b.serialize(&opOffsetsTopic{})
+}
+
+// createOffsetsTopic proposes the offsets topic, unless it exists by now.
+func (b *Broker) createOffsetsTopic(op *opOffsetsTopic) {
+	if b.image.Topic(group.OffsetsTopic) != nil {
+		// Created meanwhile: by a client, or our own proposal answered "outcome
+		// unknown" that committed after all. Its logs may still be opening.
+		op.existed = true
+		b.afterOpens(op)
+		return
+	}
+	// Then afterOpens: its partitions' logs (open_queue.go); then offsetsTopicOpened.
+	b.proposeAll(op, []meta.Record{b.offsetsTopicRecord()})
+}
+
+// offsetsTopicOpened loads the offsets topic once it exists and its logs are open, then
+// runs the writes that waited for it.
+func (b *Broker) offsetsTopicOpened(op *opOffsetsTopic) {
+	t := b.image.Topic(group.OffsetsTopic)
+	switch {
+	case op.existed:
+		if t != nil {
+			b.loadOffsets(t)
 		}
-		if b.image.Topic(group.OffsetsTopic) != nil {
-			// Created meanwhile: by a client, or our own proposal answered "outcome
-			// unknown" that committed after all. Its logs may still be opening.
-			b.afterOpens(func() {
-				if t := b.image.Topic(group.OffsetsTopic); t != nil {
-					b.loadOffsets(t)
-				}
-				finish()
-			})
-			return
-		}
-		b.propose(b.offsetsTopicRecord(), func(err error) {
-			b.afterOpens(func() { // its partitions' logs (open_queue.go)
-				if t := b.image.Topic(group.OffsetsTopic); err == nil && t != nil {
-					b.hit(pOffsetsTopicCreate)
-					b.loadOffsets(t)
-				} else {
-					b.lg.Error("cannot create the offsets topic", zap.Error(err))
-				}
-				finish()
-			})
-		})
-	})
+	case op.errs[0] == nil && t != nil:
+		b.hit(pOffsetsTopicCreate)
+		b.loadOffsets(t)
+	default:
+		b.lg.Error("cannot create the offsets topic", zap.Error(op.errs[0]))
+	}
+	b.adminFinished(op)
+	b.offsetsCreationEnded()
 }
 
 // offsetsCreationEnded runs the writes that waited for the offsets topic; they fail

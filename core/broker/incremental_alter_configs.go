@@ -33,19 +33,20 @@ func (b *Broker) handleIncrementalAlterConfigs(r Request,
 		changes[i] = configChange{typ: res.ResourceType, name: res.ResourceName,
 			overrides: b.incrementalOverrides(res.Configs)}
 	}
-	b.serialize(r, func(done func()) {
-		b.alterConfigs(changes, m.ValidateOnly, func(results []alterResult) {
-			resp := m.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-			for i, res := range m.Resources {
-				rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-				rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-				rr.ErrorCode, rr.ErrorMessage = results[i].code, results[i].msg
-				resp.Resources = append(resp.Resources, rr)
-			}
-			b.reply(r, resp)
-			done()
-		})
-	})
+	b.serialize(&opAlterConfigs{adminBase: adminBase{req: r}, changes: changes,
+		validateOnly: m.ValidateOnly})
+}
+
+func incrementalAlterConfigsResponse(m *kmsg.IncrementalAlterConfigsRequest,
+	results []alterResult) *kmsg.IncrementalAlterConfigsResponse {
+	resp := m.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	for i, res := range m.Resources {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		rr.ErrorCode, rr.ErrorMessage = results[i].code, results[i].msg
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
 }
 
 // incrementalOverrides applies the operations, in order, to the topic's overrides.
