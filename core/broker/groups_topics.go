@@ -80,23 +80,27 @@ func (b *Broker) tombstoneOffsets(why, id string, tps []core.TopicPartition, op 
 		kvs[i] = batch.KV{Key: group.EncodeKey(id, tp)}
 	}
 	b.groups.coord.WriteStarted(id, tps)
-	b.writeOffsets(id, kvs, func(code int16) {
-		b.groups.coord.WriteEnded(id, tps)
-		if code != 0 {
-			b.lg.Error("offsets of a deleted topic not removed", zap.String("group", id),
-				zap.String("why", why), zap.Int("partitions", len(tps)),
-				zap.Int16("code", code))
-		} else {
-			for _, tp := range tps {
-				b.groups.coord.ApplyOffset(id, tp, nil)
-			}
-			b.hit(pOffsetsTopicDeleted)
-			b.lg.Info("committed offsets removed", zap.String("group", id),
-				zap.String("why", why), zap.Int("partitions", len(tps)))
-			b.groupChanged(id)
+	b.writeOffsets(b.newOffsetWrite(id, kvs, &tombstoneOwner{why: why, tps: tps, op: op}))
+}
+
+// tombstonesWritten applies a deleted topic's offsets' tombstones once durable.
+func (b *Broker) tombstonesWritten(id string, o *tombstoneOwner, code int16) {
+	why, tps := o.why, o.tps
+	b.groups.coord.WriteEnded(id, tps)
+	if code != 0 {
+		b.lg.Error("offsets of a deleted topic not removed", zap.String("group", id),
+			zap.String("why", why), zap.Int("partitions", len(tps)),
+			zap.Int16("code", code))
+	} else {
+		for _, tp := range tps {
+			b.groups.coord.ApplyOffset(id, tp, nil)
 		}
-		b.adminOffsetWriteEnded(op)
-	})
+		b.hit(pOffsetsTopicDeleted)
+		b.lg.Info("committed offsets removed", zap.String("group", id),
+			zap.String("why", why), zap.Int("partitions", len(tps)))
+		b.groupChanged(id)
+	}
+	b.adminOffsetWriteEnded(o.op)
 }
 
 // chunkTPs splits a group's partitions into batches of bounded size, as chunkRecords
