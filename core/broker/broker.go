@@ -42,6 +42,7 @@ type Broker struct {
 	pidWaiters           []pidWaiter // requests waiting for pidBlockInFlight
 	pidBlockInFlight     bool
 
+	syncs    map[core.TopicPartition]pendingSync // the sync in flight per partition
 	produces produceState
 	fetches  fetchState
 	admin    adminState    // metadata-changing requests run one at a time (admin.go)

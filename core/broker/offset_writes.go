@@ -262,7 +262,7 @@ func offsetWriteError(code int16) int16 {
 
 // describeWrite says what a write is and waits for, for Pending.
 func describeWrite(w *offsetWrite) string {
-	s := fmt.Sprintf("%s group=%q records=%d", w.owner.ownerName(), w.group, w.n)
+	s := fmt.Sprintf("group=%q records=%d", w.group, w.n)
 	if w.appended {
 		s += fmt.Sprintf(" waits hwm>=%d on %s", w.offset, w.tp)
 	} else {
