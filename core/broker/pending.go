@@ -39,8 +39,9 @@ type PendingOp struct {
 	What string
 	// Waits says what it waits for: tokens, timer ids, offsets, logs to open.
 	Waits string
-	// Since is when it started waiting.
+	// Since is when it started waiting; AgeMs is how long ago that was when Pending ran.
 	Since core.Time
+	AgeMs int64
 	// Conn and ID name the client request it answers; HasRequest is false for the
 	// broker's own work.
 	Conn, ID   uint64
@@ -52,8 +53,7 @@ func (p PendingOp) String() string {
 	if p.HasRequest {
 		req = fmt.Sprintf("conn=%d req=%d", p.Conn, p.ID)
 	}
-	return fmt.Sprintf("%-12s since=%dms %s %s: %s", p.Kind, p.Since.Millis(), req, p.What,
-		p.Waits)
+	return fmt.Sprintf("%-12s age=%dms %s %s: %s", p.Kind, p.AgeMs, req, p.What, p.Waits)
 }
 
 // Pending lists the work the broker is waiting for, sorted by kind, then start time,
@@ -81,6 +81,9 @@ func (b *Broker) Pending() []PendingOp {
 			Waits: fmt.Sprintf("SyncDone token=%d", s.token), Since: s.since})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return pendingLess(out[i], out[j]) })
+	for i := range out {
+		out[i].AgeMs = (b.now - out[i].Since).Millis()
+	}
 	return out
 }
 
@@ -110,7 +113,7 @@ func (b *Broker) pendingTimers(out []PendingOp) []PendingOp {
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
 		t := b.timers[id]
-		timer := fmt.Sprintf("timer=%d at=%dms", id, t.at.Millis())
+		timer := fmt.Sprintf("timer=%d due in %dms", id, (t.at - b.now).Millis())
 		switch t.kind {
 		case timerProduceTimeout:
 			p := t.produce
