@@ -33,7 +33,7 @@ func (b *Broker) handleAlterConfigs(r Request, m *kmsg.AlterConfigsRequest) {
 	changes := make([]configChange, len(m.Resources))
 	for i, res := range m.Resources {
 		changes[i] = configChange{typ: res.ResourceType, name: res.ResourceName,
-			overrides: replaceOverrides(res.Configs)}
+			set: res.Configs}
 	}
 	b.serialize(&opAlterConfigs{adminBase: adminBase{req: r}, changes: changes,
 		validateOnly: m.ValidateOnly})
@@ -52,28 +52,36 @@ func alterConfigsResponse(m *kmsg.AlterConfigsRequest,
 }
 
 // replaceOverrides is AlterConfigs' change: the given entries become the override list.
-func replaceOverrides(in []kmsg.AlterConfigsRequestResourceConfig) overridesFunc {
-	return func(*meta.Topic) ([]meta.Config, int16, string) {
-		out := make([]meta.Config, 0, len(in))
-		for _, c := range in {
-			if code, msg := checkTopicConfig(c.Name, c.Value); code != 0 {
-				return nil, code, msg
-			}
-			out = append(out, meta.Config{Name: c.Name, Value: *c.Value})
+func replaceOverrides(in []kmsg.AlterConfigsRequestResourceConfig) ([]meta.Config, int16,
+	string) {
+	out := make([]meta.Config, 0, len(in))
+	for _, c := range in {
+		if code, msg := checkTopicConfig(c.Name, c.Value); code != 0 {
+			return nil, code, msg
 		}
-		return out, 0, ""
+		out = append(out, meta.Config{Name: c.Name, Value: *c.Value})
 	}
+	return out, 0, ""
 }
 
-// overridesFunc computes a topic's complete new override list from the topic as it is
+// newOverrides computes a topic's complete new override list from the topic as it is
 // when the operation runs, or returns a Kafka error code and message.
-type overridesFunc func(t *meta.Topic) ([]meta.Config, int16, string)
+func (b *Broker) newOverrides(c configChange, t *meta.Topic) ([]meta.Config, int16, string) {
+	if c.incremental {
+		return b.incrementalOverrides(c.ops, t)
+	}
+	return replaceOverrides(c.set)
+}
 
 // configChange is one resource of an AlterConfigs or IncrementalAlterConfigs request.
 type configChange struct {
-	typ       kmsg.ConfigResourceType
-	name      string
-	overrides overridesFunc
+	typ  kmsg.ConfigResourceType
+	name string
+	// The change: set replaces the overrides (AlterConfigs); with incremental, ops
+	// apply in order to the current ones (IncrementalAlterConfigs).
+	set         []kmsg.AlterConfigsRequestResourceConfig
+	ops         []kmsg.IncrementalAlterConfigsRequestResourceConfig
+	incremental bool
 }
 
 // alterResult is the answer for one resource.
@@ -156,7 +164,7 @@ func (b *Broker) planAlter(c configChange) (meta.Record, bool, int16, string) {
 		return meta.Record{}, false, kerr.UnknownTopicOrPartition.Code,
 			fmt.Sprintf("Topic '%s' does not exist.", c.name)
 	}
-	next, code, msg := c.overrides(t)
+	next, code, msg := b.newOverrides(c, t)
 	if code != 0 {
 		return meta.Record{}, false, code, msg
 	}

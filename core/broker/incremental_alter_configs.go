@@ -31,7 +31,7 @@ func (b *Broker) handleIncrementalAlterConfigs(r Request,
 	changes := make([]configChange, len(m.Resources))
 	for i, res := range m.Resources {
 		changes[i] = configChange{typ: res.ResourceType, name: res.ResourceName,
-			overrides: b.incrementalOverrides(res.Configs)}
+			ops: res.Configs, incremental: true}
 	}
 	b.serialize(&opAlterConfigs{adminBase: adminBase{req: r}, changes: changes,
 		validateOnly: m.ValidateOnly})
@@ -50,34 +50,32 @@ func incrementalAlterConfigsResponse(m *kmsg.IncrementalAlterConfigsRequest,
 }
 
 // incrementalOverrides applies the operations, in order, to the topic's overrides.
-func (b *Broker) incrementalOverrides(
-	ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) overridesFunc {
-	return func(t *meta.Topic) ([]meta.Config, int16, string) {
-		cur := map[string]string{}
-		for _, c := range t.Configs {
-			cur[c.Name] = c.Value
-		}
-		seen := map[string]bool{}
-		for _, op := range ops {
-			if seen[op.Name] {
-				return nil, kerr.InvalidRequest.Code,
-					"Error due to duplicate config keys: " + op.Name
-			}
-			seen[op.Name] = true
-			if LookupTopicConfig(op.Name) == nil {
-				return nil, kerr.InvalidConfig.Code,
-					fmt.Sprintf("Unknown topic config name: %s", op.Name)
-			}
-			if code, msg := b.applyOp(cur, op); code != 0 {
-				return nil, code, msg
-			}
-		}
-		out := make([]meta.Config, 0, len(cur))
-		for n, v := range cur {
-			out = append(out, meta.Config{Name: n, Value: v})
-		}
-		return sortConfigs(out), 0, ""
+func (b *Broker) incrementalOverrides(ops []kmsg.IncrementalAlterConfigsRequestResourceConfig,
+	t *meta.Topic) ([]meta.Config, int16, string) {
+	cur := map[string]string{}
+	for _, c := range t.Configs {
+		cur[c.Name] = c.Value
 	}
+	seen := map[string]bool{}
+	for _, op := range ops {
+		if seen[op.Name] {
+			return nil, kerr.InvalidRequest.Code,
+				"Error due to duplicate config keys: " + op.Name
+		}
+		seen[op.Name] = true
+		if LookupTopicConfig(op.Name) == nil {
+			return nil, kerr.InvalidConfig.Code,
+				fmt.Sprintf("Unknown topic config name: %s", op.Name)
+		}
+		if code, msg := b.applyOp(cur, op); code != 0 {
+			return nil, code, msg
+		}
+	}
+	out := make([]meta.Config, 0, len(cur))
+	for n, v := range cur {
+		out = append(out, meta.Config{Name: n, Value: v})
+	}
+	return sortConfigs(out), 0, ""
 }
 
 // applyOp applies one operation to cur (config name → override).
