@@ -118,6 +118,7 @@ type groupsState struct {
 	writes   map[core.TopicPartition][]*offsetWrite // in append order
 	nWrite   int
 	compact  compactState
+	parked   map[parkedKey]parkedGroupReq // JoinGroup/SyncGroup held by groups (groups_parked.go)
 }
 
 // groupTimer is the one live timer of a group.

@@ -30,6 +30,7 @@ const (
 	PendingOpen        PendingKind = "open"         // new partitions' logs still to open
 	PendingSync        PendingKind = "sync"         // an fsync in flight
 	PendingTimer       PendingKind = "timer"        // a group deadline or an open chunk
+	PendingGroup       PendingKind = "group"        // JoinGroup/SyncGroup held by its group
 )
 
 // PendingOp is one piece of work the broker waits on.
@@ -70,6 +71,11 @@ func (b *Broker) Pending() []PendingOp {
 			ID: w.req.ID, HasRequest: true})
 	}
 	out = b.pendingOffsetWrites(out)
+	for _, p := range b.groups.parked {
+		out = append(out, PendingOp{Kind: PendingGroup, What: p.api,
+			Waits: fmt.Sprintf("group %q member %q: the rebalance", p.group, p.member),
+			Since: p.since, Conn: p.req.Conn, ID: p.req.ID, HasRequest: true})
+	}
 	if n := len(b.opens.queued); n > 0 {
 		out = append(out, PendingOp{Kind: PendingOpen, What: "partition logs",
 			Waits: fmt.Sprintf("%d logs to open, %d operations waiting", n,

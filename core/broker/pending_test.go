@@ -125,3 +125,22 @@ func TestPendingShowsLogsToOpen(t *testing.T) {
 	require.True(t, ok)
 	require.Empty(t, h.b.Pending())
 }
+
+// A JoinGroup held by its group (the initial rebalance delay) is listed with its group,
+// member and connection, and leaves the report once the group answers it.
+func TestPendingListsParkedJoinGroup(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Groups.Coordinator.InitialRebalanceDelayMs = 3000 })
+	h.mustCreate("t", 1)
+	m := h.member(7, "g", "t")
+	id := m.sendJoin()
+	h.settle()
+	gr := findPending(h.b.Pending(), PendingGroup, id)
+	require.Len(t, gr, 1, "%v", h.b.Pending())
+	require.Equal(t, "JoinGroup", gr[0].What)
+	require.Equal(t, uint64(7), gr[0].Conn)
+	require.Contains(t, gr[0].Waits, `group "g" member "`+m.id+`"`)
+
+	h.advance(4 * time.Second)
+	m.joined(id)
+	require.Empty(t, findPending(h.b.Pending(), PendingGroup, id), "answered")
+}
