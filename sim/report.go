@@ -124,8 +124,8 @@ func sortedCounts(m map[string]int) string {
 // WriteArtifacts reruns a failed seed verbosely (the run is deterministic) and writes
 // into dir: summary.txt, events.log (every event and every node's debug log on the
 // virtual clock), history.txt/.json, pending.txt (every broker's pending work at the
-// first failure and at the end; also in summary.txt), log-tail.txt (the failing run's last log lines)
-// and porcupine's HTML view of the failing partition or committed-offset register. It
+// first failure and at the end; also in summary.txt), log-tail.txt (the failing run's
+// last log lines) and porcupine's HTML view of the failing partition or committed-offset register. It
 // returns an error if the rerun's trace differs, which would itself be a determinism bug.
 func WriteArtifacts(cfg Config, first Result, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
