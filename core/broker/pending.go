@@ -169,7 +169,7 @@ func (b *Broker) pendingAdmin(out []PendingOp) []PendingOp {
 	if b.admin.running != nil {
 		ops = append([]adminOp{b.admin.running}, ops...)
 	}
-	for _, op := range ops {
+	for i, op := range ops {
 		a := op.base()
 		waits := a.phase.String()
 		switch a.phase {
@@ -180,8 +180,8 @@ func (b *Broker) pendingAdmin(out []PendingOp) []PendingOp {
 			waits += fmt.Sprintf(": %d logs to open", len(b.opens.queued))
 		case adminOffsets:
 			waits += fmt.Sprintf(": %d offset writes", a.left)
-		case adminQueued:
-			waits += fmt.Sprintf(" behind %d operations", len(b.admin.queue))
+		case adminQueued: // behind every operation listed before it
+			waits += fmt.Sprintf(" behind %d operations", i)
 		}
 		out = append(out, PendingOp{Kind: PendingAdmin, What: adminName(op), Waits: waits,
 			Since: a.queued, Conn: a.req.Conn, ID: a.req.ID, HasRequest: a.req != (Request{})})

@@ -144,3 +144,42 @@ func TestPendingListsParkedJoinGroup(t *testing.T) {
 	m.joined(id)
 	require.Empty(t, findPending(h.b.Pending(), PendingGroup, id), "answered")
 }
+
+// A DeleteTopics waiting for its offset tombstones shows the writes it waits on, and
+// an admin request behind it shows as queued.
+func TestPendingShowsAdminPhasesAndTombstones(t *testing.T) {
+	h := newHarness(t)
+	h.mustCreate("t", 1)
+	h.do(commitReq("g", -1, "", "t", int32(0), int64(3)))
+	h.settle()
+
+	h.holdSyncs = true
+	del := h.send(deleteReq(maxVersion(kmsg.DeleteTopics), "t"))
+	h.deliverMeta()
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.Version, ct.TimeoutMillis = maxVersion(kmsg.CreateTopics), 5000
+	ct.Topics = append(ct.Topics, ctTopic("u", 1, 1))
+	create := h.sendOn(2, ct)
+	create2 := h.sendOn(3, ct)
+
+	ps := h.b.Pending()
+	ad := findPending(ps, PendingAdmin, del)
+	require.Len(t, ad, 1, "%v", ps)
+	require.Equal(t, "DeleteTopics", ad[0].What)
+	require.Equal(t, "writing-offsets: 1 offset writes", ad[0].Waits)
+	tw := findPending(ps, PendingOffsetWrite, del)
+	require.Len(t, tw, 1)
+	require.Equal(t, "tombstones(DeleteTopics)", tw[0].What)
+	queued := findPending(ps, PendingAdmin, create)
+	require.Len(t, queued, 1)
+	require.Equal(t, "queued behind 1 operations", queued[0].Waits)
+	require.Equal(t, "queued behind 2 operations", findPending(ps, PendingAdmin, create2)[0].Waits)
+
+	h.holdSyncs = false
+	h.settle()
+	for _, id := range []uint64{del, create, create2} {
+		_, ok := h.reply(id)
+		require.True(t, ok)
+	}
+	require.Empty(t, h.b.Pending())
+}
