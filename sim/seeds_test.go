@@ -25,6 +25,7 @@ var regressionSeeds = []uint64{
 	1084, // a rotten base offset answered by a lookup by time (disk: header scans chain)
 	1686, // a commit acknowledged by a sync that finished after its log dropped it (disk)
 	1511, // a crash inside a resumed node's step kept the dead process's queue (harness)
+	3687, // producer state forgotten at a restart after retention deleted its batches (replica)
 }
 
 func commitSeeds(t *testing.T) []uint64 {
