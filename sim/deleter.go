@@ -218,12 +218,19 @@ func (d *deleter) grow() {
 	req.Topics = append(req.Topics, rt)
 	d.busyReq = true
 	d.send(req, d.timeout(), func(r kmsg.Response, err error) {
-		ok := false
+		ok, gone := false, false
 		if err == nil {
 			for _, t := range r.(*kmsg.CreatePartitionsResponse).Topics {
 				d.code("create-partitions", t.ErrorCode)
 				ok = t.ErrorCode == 0 || t.ErrorCode == kerr.InvalidPartitions.Code
+				gone = t.ErrorCode == kerr.UnknownTopicOrPartition.Code
 			}
+		}
+		if gone {
+			// The topic went after CreateTopics found it: a DeleteTopics whose answer
+			// was lost landed late (seed 3756). Create it again.
+			d.done(true, delCreating, 0)
+			return
 		}
 		if ok && d.wantParts() > want {
 			ok = false // partitions were added meanwhile: grow again

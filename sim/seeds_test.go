@@ -26,6 +26,7 @@ var regressionSeeds = []uint64{
 	1686, // a commit acknowledged by a sync that finished after its log dropped it (disk)
 	1511, // a crash inside a resumed node's step kept the dead process's queue (harness)
 	3687, // producer state forgotten at a restart after retention deleted its batches (replica)
+	3756, // a late DeleteTopics removed the topic the deleter had found existing (harness)
 }
 
 func commitSeeds(t *testing.T) []uint64 {
