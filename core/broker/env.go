@@ -131,38 +131,17 @@ type SyncDone struct {
 	Err         error
 }
 
-// MetaOutcome is how the metadata log answered a proposal (M3).
-type MetaOutcome uint8
+// MetaOutcome is how the metadata log answered a proposal (M3); meta.Outcome, which
+// the controller shares.
+type MetaOutcome = meta.Outcome
 
-// The answers to a proposal.
+// The answers to a proposal (meta.Outcome's).
 const (
-	// MetaCommitted: committed at MetaAnswer.Index; its MetaApplied came first (M4).
-	MetaCommitted MetaOutcome = iota + 1
-	// MetaNotLeader: this node cannot propose (not the quorum leader); the record was
-	// not and will not be committed. MetaAnswer.Leader names the leader, or is -1.
-	MetaNotLeader
-	// MetaRejected: the log refused the record (an injected failure in the
-	// simulator); it was not and will not be committed. A retry is safe.
-	MetaRejected
-	// MetaUnknown: the outcome is not known (leadership lost, a store write in doubt);
-	// the record may still commit, and then arrives as MetaApplied.
-	MetaUnknown
+	MetaCommitted = meta.Committed
+	MetaNotLeader = meta.NotLeader
+	MetaRejected  = meta.Rejected
+	MetaUnknown   = meta.Unknown
 )
-
-func (o MetaOutcome) String() string {
-	switch o {
-	case MetaCommitted:
-		return "committed"
-	case MetaNotLeader:
-		return "not-leader"
-	case MetaRejected:
-		return "rejected"
-	case MetaUnknown:
-		return "unknown"
-	default:
-		return "outcome(?)"
-	}
-}
 
 // MetaAnswer answers one ProposeMeta (M3). Index is set for MetaCommitted, Leader for
 // MetaNotLeader; Err says why for the others (for the logs).

@@ -43,31 +43,17 @@ type MetaApplied struct {
 	Record meta.Record
 }
 
-// Outcome is how the metadata log answered a proposal (the port's M3).
-type Outcome uint8
+// Outcome is how the metadata log answered a proposal (the port's M3): meta.Outcome,
+// as the broker's.
+type Outcome = meta.Outcome
 
-// The answers, as core/broker's MetaOutcome.
+// The answers.
 const (
-	Committed Outcome = iota + 1
-	NotLeader
-	Rejected
-	Unknown
+	Committed = meta.Committed
+	NotLeader = meta.NotLeader
+	Rejected  = meta.Rejected
+	Unknown   = meta.Unknown
 )
-
-func (o Outcome) String() string {
-	switch o {
-	case Committed:
-		return "committed"
-	case NotLeader:
-		return "not-leader"
-	case Rejected:
-		return "rejected"
-	case Unknown:
-		return "unknown"
-	default:
-		return "outcome(?)"
-	}
-}
 
 // MetaAnswer answers one Propose.
 type MetaAnswer struct {
