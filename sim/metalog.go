@@ -57,6 +57,8 @@ type metaLog struct {
 	qr       *Rand // leadership draws
 	lagR     *Rand // apply-lag draws
 	lossR    *Rand // disk-loss draws
+	// lossChance: a crash loses the node's metadata disk (metaquorum.go).
+	lossChance float64
 	// Planted bugs for the cluster conformance test's own test: a lagging follower
 	// skips a record; a deposed leader's NotLeader answers may still commit.
 	plantSkip, plantNotLeaderCommits bool

@@ -124,6 +124,7 @@ func newSimCluster(rt *rapid.T, size int, plant quorumPlant, stats map[string]in
 	w.q.limit = maxQueuedEvents
 	w.meta = newMetaLog(w)
 	w.meta.plantSkip, w.meta.plantNotLeaderCommits = plant.skip, plant.notLeaderCommits
+	w.meta.lossChance = metaLossChance
 	c := &simCluster{t: rt, w: w, stats: stats}
 	for i := 0; i < size; i++ {
 		n := &simClusterNode{c: c, id: int32(i)}

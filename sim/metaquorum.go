@@ -25,7 +25,7 @@ import (
 //     or Unknown, and an Unknown one may commit, but only through the log's one order
 //     (it joins the records the next commit or election commits first);
 //   - followers apply committed records after a drawn lag, each on its own;
-//   - a crash may lose the node's metadata disk: it restarts from the committed log
+//   - a crash may lose the node's metadata disk (lossChance): it restarts from the committed log
 //     installed as a snapshot (or as records), as a raft follower gets it from the
 //     leader before it serves.
 //
@@ -51,8 +51,10 @@ var errDeposed = errors.New("sim: metadata leader deposed (outcome unknown)")
 // errNotLeader answers a proposal on a node that does not lead.
 var errNotLeader = errors.New("sim: not the metadata leader")
 
-// Quorum knobs: how often a follower applies late, a crash loses the metadata disk,
-// and how often leadership moves in a World run (mean, virtual µs).
+// Quorum knobs: how often a follower applies late, and how often leadership moves in
+// a World run (mean, virtual µs). metaLossChance is the cluster conformance test's
+// chance that a crash loses the metadata disk (metaLog.lossChance; 0 in a World until
+// it has a disk-loss fault that also wipes the node's partitions).
 const (
 	metaLagChance  = 0.3
 	metaLossChance = 0.15
@@ -272,6 +274,9 @@ func (m *metaLog) elect(not int) {
 	for i := range m.nodes {
 		m.tell(i)
 	}
+	if m.leader < 0 {
+		return // a step the news caused crashed the new leader
+	}
 	m.catchUp(m.leader)
 	m.commitLate()
 }
@@ -357,7 +362,7 @@ func (m *metaLog) stoppedQuorum(n metaNode) {
 		m.electSoon()
 	}
 	m.q[i].gen = 0 // no incarnation runs: queued catch-ups and notices are stale
-	if m.lossR.Chance(metaLossChance) {
+	if m.lossR.Chance(m.lossChance) {
 		m.q[i].lost = true
 		m.w.stats.Faults["meta-disk-lost"]++
 	}
