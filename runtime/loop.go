@@ -168,7 +168,13 @@ func (e env) RemoveLog(tp core.TopicPartition) error {
 
 // ProposeMeta queues the record for the metadata log; MetaApplied and MetaAnswer
 // follow (M2–M4).
-func (e env) ProposeMeta(rec meta.Record, token uint64) { e.n.metaW.submit(rec, token) }
+func (e env) ProposeMeta(rec meta.Record, token uint64) {
+	if e.n.quorum != nil {
+		e.n.quorum.Propose(rec, token)
+		return
+	}
+	e.n.metaW.submit(rec, token)
+}
 
 // SendPeer starts an inter-broker request; its PeerReply arrives as a completion (E7).
 func (e env) SendPeer(p broker.PeerRequest) { e.n.peers.Send(p) }

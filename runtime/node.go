@@ -23,6 +23,7 @@ import (
 	"github.com/sluicemq/sluice/core/replica"
 	"github.com/sluicemq/sluice/disk"
 	kafkanet "github.com/sluicemq/sluice/net"
+	"github.com/sluicemq/sluice/runtime/raftmeta"
 )
 
 // Node is one running Sluice node: the broker actor, its event loop, and the real I/O
@@ -56,6 +57,8 @@ type Node struct {
 	logs    map[core.TopicPartition]*nodeLog // open logs; owned by the loop
 	syncer  *syncer
 	metaW   *metaWriter
+	quorum  *raftmeta.Meta // the metadata log when Options.Voters is set (docs/quorum.md)
+	fatal   sync.Once
 	peers   *kafkanet.Peers // the inter-broker client (Env.SendPeer)
 	started bool
 
@@ -109,6 +112,14 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	go n.loop()
+	if n.quorum != nil {
+		// After the loop runs: the adapter's first inputs wait for it to take them.
+		if err := n.quorum.Run(n.deliverCompletion); err != nil {
+			_ = n.Close()
+			return fmt.Errorf("start the metadata quorum: %w", err)
+		}
+		n.awaitQuorumLeader(ctx)
+	}
 	n.srv.Start()
 	n.lg.Info("node serving", zap.Int32("node", n.opts.Config.NodeID),
 		zap.String("listen", n.srv.Addr()), zap.String("advertise", n.opts.AdvertisedAddr),
@@ -152,27 +163,25 @@ func (n *Node) open(ctx context.Context) error {
 	if n.state, err = disk.OpenPebbleState(ctx, n.stateDir(), n.lg); err != nil {
 		return err // names the directory and the cause
 	}
-	if n.metaLog, err = disk.NewMetaLog(n.state); err != nil {
-		return fmt.Errorf("open metadata log: %w", err)
-	}
-	committed, err := n.metaLog.Load()
+	start, err := n.openMetadata()
 	if err != nil {
-		return fmt.Errorf("load metadata log: %w", err)
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("start interrupted: %w", err)
 	}
 	n.syncer = newSyncer(n.opts.SyncWorkers, n.deliverCompletion)
-	n.metaW = newMetaWriter(n.metaLog, n.deliverCompletion)
 	n.files = disk.NewFileCache(disk.OSFS{}, n.fds.logFiles)
 	n.b = broker.New(n.opts.Config, env{n}, rand.New(rand.NewSource(seed())),
 		broker.WithDecompressor(compress.Codecs{}))
 	// Start runs here, before the loop goroutine exists, so it is still one step at a
 	// time (E5); it opens and recovers every partition log.
-	n.step(broker.Start{Snapshot: committed.Snapshot, SnapshotIndex: committed.SnapshotIndex,
-		Records: committed.Records})
-	// A node without a quorum leads its own metadata log from the start (M7).
-	n.step(broker.MetaLeaderChanged{Leader: n.opts.Config.NodeID, Epoch: 1})
+	n.step(start)
+	if n.quorum == nil {
+		// A node without a quorum leads its own metadata log from the start (M7); a
+		// quorum's adapter reports its leadership itself.
+		n.step(broker.MetaLeaderChanged{Leader: n.opts.Config.NodeID, Epoch: 1})
+	}
 	return n.checkFreeFDs()
 }
 
@@ -260,13 +269,19 @@ func (n *Node) release() error {
 	if n.metaW != nil {
 		n.metaW.stop()
 	}
+	var errs []error
+	if n.quorum != nil {
+		// Before the state store closes: raft's log and stable store live in it.
+		if err := n.quorum.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close the metadata quorum: %w", err))
+		}
+	}
 	n.timers.stop()
 	if n.b != nil {
 		// The loop has stopped, so this goroutine is now the broker's only stepper: sync
 		// every log and save producer state, sparing the next start a log rescan.
 		n.b.Shutdown()
 	}
-	var errs []error
 	for tp, l := range n.logs {
 		if err := l.Sync(); err != nil {
 			errs = append(errs, fmt.Errorf("sync %s: %w", tp, err))

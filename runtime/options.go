@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicemq/sluice/core/broker"
 	kafkanet "github.com/sluicemq/sluice/net"
+	"github.com/sluicemq/sluice/runtime/raftmeta"
 )
 
 // Options configure a Node. Zero values take the defaults named on each field.
@@ -46,6 +47,16 @@ type Options struct {
 	// (Env.SendPeer); PeerOptions bound that client (docs/limits.md).
 	Peers       map[int32]string
 	PeerOptions kafkanet.PeerOptions
+	// Voters, when set, makes the node's metadata log a raft quorum of these voters
+	// (runtime/raftmeta, docs/quorum.md) instead of its own log in the state store.
+	// ControllerListen is where this node's raft transport listens (default: its voter
+	// address). QuorumTiming zero: raftmeta.DefaultTiming().
+	Voters           []raftmeta.Voter
+	ControllerListen string
+	QuorumTiming     raftmeta.Timing
+	// OnFatal is called, once, when the node can no longer serve correctly and must be
+	// restarted (the metadata quorum stopped delivering). Default: log and close.
+	OnFatal func(error)
 	// MaxOpenLogFiles bounds the partition log files held open at once
 	// (sluice.log.max.open.files). Default: derived from the open-file limit.
 	MaxOpenLogFiles int

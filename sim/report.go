@@ -31,14 +31,21 @@ type Result struct {
 	Report   *linearizability.Report
 	Stats    Stats
 	LogTail  string
+	// PendingAtFailure and PendingAtEnd describe every broker's pending work at the
+	// first failure and at the end of a failed run (Broker.Pending; pending.go).
+	PendingAtFailure, PendingAtEnd []string
 }
 
 func (w *World) result(rep *linearizability.Report) Result {
 	w.stats.Events = w.tr.events
 	w.stats.VirtualNs = w.now
+	var atEnd []string
+	if len(w.failures) > 0 {
+		atEnd = w.pendingReport("at the end of the run")
+	}
 	return Result{Seed: w.cfg.Seed, Pass: len(w.failures) == 0, Trace: w.tr.sum(),
 		Config: w.cfg, Failures: w.failures, Report: rep, Stats: w.stats,
-		LogTail: w.LogTail()}
+		LogTail: w.LogTail(), PendingAtFailure: w.pendingAtFail, PendingAtEnd: atEnd}
 }
 
 // Line is the one-line verdict: PASS or FAIL, the seed and the trace hash.
@@ -116,8 +123,9 @@ func sortedCounts(m map[string]int) string {
 
 // WriteArtifacts reruns a failed seed verbosely (the run is deterministic) and writes
 // into dir: summary.txt, events.log (every event and every node's debug log on the
-// virtual clock), history.txt/.json, log-tail.txt (the failing run's last log lines)
-// and porcupine's HTML view of the failing partition or committed-offset register. It
+// virtual clock), history.txt/.json, pending.txt (every broker's pending work at the
+// first failure and at the end; also in summary.txt), log-tail.txt (the failing run's
+// last log lines) and porcupine's HTML view of the failing partition or committed-offset register. It
 // returns an error if the rerun's trace differs, which would itself be a determinism bug.
 func WriteArtifacts(cfg Config, first Result, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -138,7 +146,12 @@ func WriteArtifacts(cfg Config, first Result, dir string) error {
 		b.WriteString(l + "\n")
 	}
 	b.WriteString(res.Line() + "\n")
+	b.WriteString("\n" + pendingText(&res))
 	if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pending.txt"), []byte(pendingText(&res)),
+		0o644); err != nil {
 		return err
 	}
 	// The failing run's own ring-buffered log tail, kept in case the rerun diverges.

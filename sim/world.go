@@ -80,6 +80,7 @@ type World struct {
 	finalExtensions int
 	stopped         bool
 	failures        []Failure
+	pendingAtFail   []string // the brokers' pending work at the first failure (pending.go)
 	stats           Stats
 	ring            *ringWriter
 	logOut          zapcore.WriteSyncer
@@ -187,6 +188,9 @@ func (w *World) after(d int64, kind Kind, actor int32, a, b uint64, fn func()) {
 }
 
 func (w *World) fail(kind, format string, args ...any) {
+	if len(w.failures) == 0 {
+		w.notePending()
+	}
 	if len(w.failures) < 100 {
 		w.failures = append(w.failures, Failure{Kind: kind, Detail: fmt.Sprintf(format, args...)})
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/sluicemq/sluice/core/broker"
 	kafkanet "github.com/sluicemq/sluice/net"
 	"github.com/sluicemq/sluice/runtime"
+	"github.com/sluicemq/sluice/runtime/raftmeta"
 )
 
 func init() {
@@ -30,7 +31,7 @@ func init() {
 }
 
 const nodeSynopsis = "sluice node [--id N] [--listen HOST:PORT] [--advertise HOST:PORT] " +
-	"[--data DIR] [--config FILE]"
+	"[--data DIR] [--config FILE] [--voters ID@HOST:PORT,...] [--controller-listen HOST:PORT]"
 
 // nodeSettings are the settings of `sluice node` that are not broker.Config: they come
 // from flags, or from Kafka's names for them in the config file.
@@ -48,6 +49,10 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 		"(default: the listen address)")
 	data := fs.String("data", "./data", "`DIR` for the partition logs and node state")
 	configFile := fs.String("config", "", "server.properties style `FILE` of key=value settings")
+	voters := fs.String("voters", "", "the metadata quorum, `ID@HOST:PORT,...` (raft "+
+		"transport addresses; default: none, the node keeps its own metadata log)")
+	controllerListen := fs.String("controller-listen", "", "`HOST:PORT` for this node's "+
+		"quorum transport (default: its address in --voters)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` "+
 		"(for go tool pprof)")
 	if _, err := parseCommand(fs, args); err != nil {
@@ -92,9 +97,19 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 		}
 		defer stopProfile()
 	}
-	return serveNode(runtime.Options{ListenAddr: ns.listen, AdvertisedAddr: ns.advertise,
+	opts := runtime.Options{ListenAddr: ns.listen, AdvertisedAddr: ns.advertise,
 		DataDir: ns.data, Config: cfg, Logger: newNodeLogger(stderr), Net: ns.net,
-		MaxOpenLogFiles: ns.maxOpenFiles}, stderr)
+		MaxOpenLogFiles: ns.maxOpenFiles, ControllerListen: *controllerListen}
+	if *voters != "" {
+		vs, err := raftmeta.ParseVoters(*voters)
+		if err != nil {
+			return usageNode(fs, "--voters: %v", err)
+		}
+		opts.Voters = vs
+	} else if *controllerListen != "" {
+		return usageNode(fs, "--controller-listen needs --voters")
+	}
+	return serveNode(opts, stderr)
 }
 
 func usageNode(fs *flag.FlagSet, format string, args ...any) int {
@@ -110,6 +125,13 @@ func serveNode(opts runtime.Options, stderr io.Writer) int {
 	defer func() { _ = lg.Sync() }()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	fatal := make(chan error, 1)
+	opts.OnFatal = func(err error) {
+		select {
+		case fatal <- err:
+		default:
+		}
+	}
 	node := runtime.NewNode(opts)
 	started := make(chan error, 1)
 	go func() { started <- node.Start(ctx) }()
@@ -128,9 +150,15 @@ func serveNode(opts runtime.Options, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice node: %v\n", err)
 		return 1
 	}
-	<-ctx.Done()
-	stop()
-	lg.Info("signal received, shutting down (a second signal kills the node)")
+	select {
+	case <-ctx.Done():
+		stop()
+		lg.Info("signal received, shutting down (a second signal kills the node)")
+	case err := <-fatal:
+		fmt.Fprintf(stderr, "sluice node: %v; restart the node\n", err)
+		_ = node.Close()
+		return 1
+	}
 	if err := node.Close(); err != nil {
 		fmt.Fprintf(stderr, "sluice node: shutdown: %v\n", err)
 		return 1

@@ -73,6 +73,21 @@ func TestNodeCommandReportsBadConfigAndFlags(t *testing.T) {
 	require.Contains(t, stderr.String(), "--id must be between 0 and 2147483647")
 
 	stderr.Reset()
+	require.Equal(t, 2, run([]string{"node", "--voters", "1:127.0.0.1:9093"}, nil, &stderr,
+		&stderr))
+	require.Contains(t, stderr.String(), "--voters: voter \"1:127.0.0.1:9093\": want id@host:port")
+
+	stderr.Reset()
+	require.Equal(t, 2, run([]string{"node", "--controller-listen", "127.0.0.1:9093"}, nil,
+		&stderr, &stderr))
+	require.Contains(t, stderr.String(), "--controller-listen needs --voters")
+
+	stderr.Reset()
+	require.Equal(t, 1, run([]string{"node", "--data", t.TempDir(), "--listen", "127.0.0.1:0",
+		"--voters", "1@127.0.0.1:0,2@127.0.0.1:0"}, nil, &stderr, &stderr))
+	require.Contains(t, stderr.String(), "partitions are not replicated between nodes")
+
+	stderr.Reset()
 	require.Equal(t, 2, run([]string{"node", "stray"}, nil, &stderr, &stderr))
 	require.Contains(t, stderr.String(), `unexpected argument "stray"`)
 

@@ -237,8 +237,8 @@ func reportFailure(o simOpts, run sim.SeedRun, stdout io.Writer) {
 		fmt.Fprintf(stdout, "artifacts: %v\n", err)
 		return
 	}
-	fmt.Fprintf(stdout, "artifacts: %s (summary.txt, events.log, history.txt, porcupine-*.html)\n",
-		dir)
+	fmt.Fprintf(stdout, "artifacts: %s (summary.txt, pending.txt, events.log, history.txt, "+
+		"porcupine-*.html)\n", dir)
 }
 
 // buildCommit can be set at link time (-ldflags "-X main.buildCommit=$(git rev-parse

@@ -55,13 +55,17 @@ func TestSimFailureReproducesAndWritesArtifacts(t *testing.T) {
 		"sluice sim --seed "+seed+" --set log.flush.policy=never --set faults.crash=on")
 	folder := filepath.Join(dir, "seed-"+seed)
 	for _, f := range []string{"summary.txt", "events.log", "history.txt", "history.json",
-		"log-tail.txt"} {
+		"log-tail.txt", "pending.txt"} {
 		st, err := os.Stat(filepath.Join(folder, f))
 		require.NoError(t, err)
 		if f != "log-tail.txt" {
 			require.Greater(t, st.Size(), int64(0), f)
 		}
 	}
+	pending, err := os.ReadFile(filepath.Join(folder, "pending.txt"))
+	require.NoError(t, err)
+	require.Contains(t, string(pending), "pending work at the first failure")
+	require.Contains(t, string(pending), "node 1 (incarnation ")
 	html, err := filepath.Glob(filepath.Join(folder, "porcupine-*.html"))
 	require.NoError(t, err)
 	require.NotEmpty(t, html)

@@ -18,7 +18,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/meta"
@@ -34,74 +33,6 @@ const (
 	// maxTopicNameLen is Kafka's limit (249: the partition directory name adds a suffix).
 	maxTopicNameLen = 249
 )
-
-// adminState is the queue of metadata-changing operations.
-type adminState struct {
-	busy     bool     // an operation is running (waiting for its commits)
-	draining bool     // drainAdmin is on the stack
-	queue    []func() // waiting operations, oldest first
-}
-
-// serialize runs op once every earlier admin operation has finished. op must call done
-// exactly once, after it replied.
-func (b *Broker) serialize(r Request, op func(done func())) {
-	if len(b.admin.queue) >= maxQueuedAdmin {
-		b.lg.Warn("too many admin requests waiting; closing the connection",
-			zap.Uint64("conn", r.Conn), zap.Int("waiting", len(b.admin.queue)))
-		b.env.Reply(Reply{Conn: r.Conn, ID: r.ID, Close: true})
-		return
-	}
-	b.admin.queue = append(b.admin.queue, func() {
-		called := false
-		op(func() {
-			core.Invariant(!called, "B6", "admin operation finished twice")
-			called = true
-			b.admin.busy = false
-			b.drainAdmin()
-		})
-	})
-	b.drainAdmin()
-}
-
-// drainAdmin starts queued operations while none is running. It loops rather than
-// recursing so that operations finishing synchronously do not deepen the stack.
-func (b *Broker) drainAdmin() {
-	if b.admin.draining {
-		return
-	}
-	b.admin.draining = true
-	for !b.admin.busy && len(b.admin.queue) > 0 {
-		op := b.admin.queue[0]
-		b.admin.queue[0] = nil
-		b.admin.queue = b.admin.queue[1:]
-		b.admin.busy = true
-		op()
-	}
-	if len(b.admin.queue) == 0 {
-		b.admin.queue = nil // release the backing array
-	}
-	b.admin.draining = false
-}
-
-// proposeAll proposes recs in order and calls done with each record's commit error once
-// every one of them completed (at once when recs is empty).
-func (b *Broker) proposeAll(recs []meta.Record, done func(errs []error)) {
-	errs := make([]error, len(recs))
-	left := len(recs)
-	if left == 0 {
-		done(errs)
-		return
-	}
-	for i, rec := range recs {
-		b.propose(rec, func(err error) {
-			errs[i] = err
-			left--
-			if left == 0 {
-				done(errs)
-			}
-		})
-	}
-}
 
 // commitFailure is the per-entity answer when a proposed record did not commit. The
 // record was not applied, so a retry is safe: REQUEST_TIMED_OUT is retriable.

@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/meta"
 )
 
@@ -32,46 +33,55 @@ func (b *Broker) handleAlterConfigs(r Request, m *kmsg.AlterConfigsRequest) {
 	changes := make([]configChange, len(m.Resources))
 	for i, res := range m.Resources {
 		changes[i] = configChange{typ: res.ResourceType, name: res.ResourceName,
-			overrides: replaceOverrides(res.Configs)}
+			set: res.Configs}
 	}
-	b.serialize(r, func(done func()) {
-		b.alterConfigs(changes, m.ValidateOnly, func(results []alterResult) {
-			resp := m.ResponseKind().(*kmsg.AlterConfigsResponse)
-			for i, res := range m.Resources {
-				rr := kmsg.NewAlterConfigsResponseResource()
-				rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-				rr.ErrorCode, rr.ErrorMessage = results[i].code, results[i].msg
-				resp.Resources = append(resp.Resources, rr)
-			}
-			b.reply(r, resp)
-			done()
-		})
-	})
+	b.serialize(&opAlterConfigs{adminBase: adminBase{req: r}, changes: changes,
+		validateOnly: m.ValidateOnly})
+}
+
+func alterConfigsResponse(m *kmsg.AlterConfigsRequest,
+	results []alterResult) *kmsg.AlterConfigsResponse {
+	resp := m.ResponseKind().(*kmsg.AlterConfigsResponse)
+	for i, res := range m.Resources {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		rr.ErrorCode, rr.ErrorMessage = results[i].code, results[i].msg
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
 }
 
 // replaceOverrides is AlterConfigs' change: the given entries become the override list.
-func replaceOverrides(in []kmsg.AlterConfigsRequestResourceConfig) overridesFunc {
-	return func(*meta.Topic) ([]meta.Config, int16, string) {
-		out := make([]meta.Config, 0, len(in))
-		for _, c := range in {
-			if code, msg := checkTopicConfig(c.Name, c.Value); code != 0 {
-				return nil, code, msg
-			}
-			out = append(out, meta.Config{Name: c.Name, Value: *c.Value})
+func replaceOverrides(in []kmsg.AlterConfigsRequestResourceConfig) ([]meta.Config, int16,
+	string) {
+	out := make([]meta.Config, 0, len(in))
+	for _, c := range in {
+		if code, msg := checkTopicConfig(c.Name, c.Value); code != 0 {
+			return nil, code, msg
 		}
-		return out, 0, ""
+		out = append(out, meta.Config{Name: c.Name, Value: *c.Value})
 	}
+	return out, 0, ""
 }
 
-// overridesFunc computes a topic's complete new override list from the topic as it is
+// newOverrides computes a topic's complete new override list from the topic as it is
 // when the operation runs, or returns a Kafka error code and message.
-type overridesFunc func(t *meta.Topic) ([]meta.Config, int16, string)
+func (b *Broker) newOverrides(c configChange, t *meta.Topic) ([]meta.Config, int16, string) {
+	if c.incremental {
+		return b.incrementalOverrides(c.ops, t)
+	}
+	return replaceOverrides(c.set)
+}
 
 // configChange is one resource of an AlterConfigs or IncrementalAlterConfigs request.
 type configChange struct {
-	typ       kmsg.ConfigResourceType
-	name      string
-	overrides overridesFunc
+	typ  kmsg.ConfigResourceType
+	name string
+	// The change: set replaces the overrides (AlterConfigs); with incremental, ops
+	// apply in order to the current ones (IncrementalAlterConfigs).
+	set         []kmsg.AlterConfigsRequestResourceConfig
+	ops         []kmsg.IncrementalAlterConfigsRequestResourceConfig
+	incremental bool
 }
 
 // alterResult is the answer for one resource.
@@ -80,11 +90,11 @@ type alterResult struct {
 	msg  *string
 }
 
-// alterConfigs checks every change against the image, proposes one ConfigsAltered
-// record per changed topic (unless validateOnly) and calls finish with one result per
-// change once every record committed.
-func (b *Broker) alterConfigs(changes []configChange, validateOnly bool,
-	finish func([]alterResult)) {
+// alterConfigs checks every change against the image and proposes one ConfigsAltered
+// record per changed topic (unless validateOnly); alterConfigsCommitted answers with
+// one result per change once every record was answered.
+func (b *Broker) alterConfigs(op *opAlterConfigs) {
+	changes, validateOnly := op.changes, op.validateOnly
 	results := make([]alterResult, len(changes))
 	type key struct {
 		typ  kmsg.ConfigResourceType
@@ -112,15 +122,27 @@ func (b *Broker) alterConfigs(changes []configChange, validateOnly bool,
 			at = append(at, i)
 		}
 	}
-	b.proposeAll(recs, func(errs []error) {
-		for j, err := range errs {
-			if err != nil {
-				code, msg := commitFailure(err)
-				results[at[j]] = alterResult{code, strp(msg)}
-			}
+	op.results, op.at = results, at
+	b.proposeAll(op, recs) // then alterConfigsCommitted
+}
+
+// alterConfigsCommitted answers an AlterConfigs or IncrementalAlterConfigs request.
+func (b *Broker) alterConfigsCommitted(op *opAlterConfigs) {
+	for j, err := range op.errs {
+		if err != nil {
+			code, msg := commitFailure(err)
+			op.results[op.at[j]] = alterResult{code, strp(msg)}
 		}
-		finish(results)
-	})
+	}
+	switch m := op.req.Msg.(type) {
+	case *kmsg.AlterConfigsRequest:
+		b.reply(op.req, alterConfigsResponse(m, op.results))
+	case *kmsg.IncrementalAlterConfigsRequest:
+		b.reply(op.req, incrementalAlterConfigsResponse(m, op.results))
+	default:
+		core.Invariant(false, "B11", "config change for a %T", m)
+	}
+	b.adminFinished(op)
 }
 
 // planAlter validates one change and returns its record and whether it changes anything.
@@ -142,7 +164,7 @@ func (b *Broker) planAlter(c configChange) (meta.Record, bool, int16, string) {
 		return meta.Record{}, false, kerr.UnknownTopicOrPartition.Code,
 			fmt.Sprintf("Topic '%s' does not exist.", c.name)
 	}
-	next, code, msg := c.overrides(t)
+	next, code, msg := b.newOverrides(c, t)
 	if code != 0 {
 		return meta.Record{}, false, code, msg
 	}

@@ -33,15 +33,16 @@ type Broker struct {
 	openErrs       map[core.TopicPartition]error
 
 	nextToken   uint64
-	metaWaiters map[uint64]func(err error)
-	timers      map[uint64]func()
-	metaPort    metaPortState // the metadata port's position (metaport.go)
+	metaWaiters map[uint64]metaWaiter  // proposals awaiting their answer, by token
+	timers      map[uint64]brokerTimer // live timers by id (timers.go)
+	metaPort    metaPortState          // the metadata port's position (metaport.go)
 
 	// Producer ids handed out from the current committed block: [nextPID, pidBlockEnd).
 	nextPID, pidBlockEnd int64
-	pidWaiters           []func(pid int64, err error)
+	pidWaiters           []pidWaiter // requests waiting for pidBlockInFlight
 	pidBlockInFlight     bool
 
+	syncs    map[core.TopicPartition]pendingSync // the sync in flight per partition
 	produces produceState
 	fetches  fetchState
 	admin    adminState    // metadata-changing requests run one at a time (admin.go)
@@ -76,8 +77,8 @@ func New(cfg Config, env Env, rnd core.Rand, opts ...Option) *Broker {
 		image:       meta.NewImage(),
 		replicas:    map[core.TopicPartition]*replica.Replica{},
 		openErrs:    map[core.TopicPartition]error{},
-		metaWaiters: map[uint64]func(error){},
-		timers:      map[uint64]func(){},
+		metaWaiters: map[uint64]metaWaiter{},
+		timers:      map[uint64]brokerTimer{},
 	}
 	for _, o := range opts {
 		o(b)
@@ -242,32 +243,6 @@ func (b *Broker) reply(r Request, resp kmsg.Response) {
 func (b *Broker) token() uint64 {
 	b.nextToken++
 	return b.nextToken
-}
-
-// setTimer runs fn at time at (or later) on the broker's thread.
-func (b *Broker) setTimer(at core.Time, fn func()) uint64 {
-	id := b.token()
-	b.timers[id] = fn
-	b.env.SetTimer(at, id)
-	return id
-}
-
-func (b *Broker) timerFired(id uint64) {
-	fn, ok := b.timers[id]
-	if !ok {
-		return // cancelled (E4)
-	}
-	delete(b.timers, id)
-	fn()
-}
-
-// cancelTimer forgets a timer and asks the driver to drop it (E4).
-func (b *Broker) cancelTimer(id uint64) {
-	if _, ok := b.timers[id]; !ok {
-		return
-	}
-	delete(b.timers, id)
-	b.env.CancelTimer(id)
 }
 
 // sortedPartitions returns the hosted partitions in a fixed order.

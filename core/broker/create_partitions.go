@@ -25,10 +25,11 @@ import (
 )
 
 func (b *Broker) handleCreatePartitions(r Request, m *kmsg.CreatePartitionsRequest) {
-	b.serialize(r, func(done func()) { b.createPartitions(r, m, done) })
+	b.serialize(&opCreatePartitions{adminBase: adminBase{req: r}, m: m})
 }
 
-func (b *Broker) createPartitions(r Request, m *kmsg.CreatePartitionsRequest, done func()) {
+func (b *Broker) createPartitions(op *opCreatePartitions) {
+	m := op.m
 	resp := m.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	counts := map[string]int{}
 	for _, t := range m.Topics {
@@ -64,23 +65,26 @@ func (b *Broker) createPartitions(r Request, m *kmsg.CreatePartitionsRequest, do
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	b.proposeAll(recs, func(errs []error) {
-		b.afterOpens(func() {
-			for j, err := range errs {
-				code, msg := int16(0), ""
-				if err != nil {
-					code, msg = commitFailure(err)
-				} else {
-					code, msg = b.unopened(recs[j].Topic, 0, recs[j].Partitions)
-				}
-				if code != 0 {
-					resp.Topics[at[j]].ErrorCode, resp.Topics[at[j]].ErrorMessage = code, strp(msg)
-				}
-			}
-			b.reply(r, resp)
-			done()
-		})
-	})
+	op.resp, op.at = resp, at
+	b.proposeAll(op, recs) // then afterOpens, then createPartitionsOpened
+}
+
+// createPartitionsOpened answers once the records were answered and the new logs opened.
+func (b *Broker) createPartitionsOpened(op *opCreatePartitions) {
+	resp, recs, at := op.resp, op.recs, op.at
+	for j, err := range op.errs {
+		code, msg := int16(0), ""
+		if err != nil {
+			code, msg = commitFailure(err)
+		} else {
+			code, msg = b.unopened(recs[j].Topic, 0, recs[j].Partitions)
+		}
+		if code != 0 {
+			resp.Topics[at[j]].ErrorCode, resp.Topics[at[j]].ErrorMessage = code, strp(msg)
+		}
+	}
+	b.reply(op.req, resp)
+	b.adminFinished(op)
 }
 
 // checkGrowth validates one topic's growth against the image.

@@ -42,10 +42,11 @@ import (
 )
 
 func (b *Broker) handleCreateTopics(r Request, m *kmsg.CreateTopicsRequest) {
-	b.serialize(r, func(done func()) { b.createTopics(r, m, done) })
+	b.serialize(&opCreateTopics{adminBase: adminBase{req: r}, m: m})
 }
 
-func (b *Broker) createTopics(r Request, m *kmsg.CreateTopicsRequest, done func()) {
+func (b *Broker) createTopics(op *opCreateTopics) {
+	m := op.m
 	resp := m.ResponseKind().(*kmsg.CreateTopicsResponse)
 	counts := map[string]int{}
 	for _, t := range m.Topics {
@@ -89,26 +90,29 @@ func (b *Broker) createTopics(r Request, m *kmsg.CreateTopicsRequest, done func(
 		resp.ThrottleMillis = int32(min(b.creation.admin.waitMs(b.now, rate), 1<<31-1))
 		b.logThrottled(resp)
 	}
-	b.proposeAll(recs, func(errs []error) {
-		b.afterOpens(func() {
-			for j, err := range errs {
-				code, msg := int16(0), ""
-				if err != nil {
-					code, msg = commitFailure(err)
-				} else {
-					code, msg = b.unopened(recs[j].Topic, 0, recs[j].Partitions)
-				}
-				if code != 0 {
-					failed := kmsg.NewCreateTopicsResponseTopic()
-					failed.Topic = resp.Topics[at[j]].Topic
-					failed.ErrorCode, failed.ErrorMessage = code, strp(msg)
-					resp.Topics[at[j]] = failed
-				}
-			}
-			b.reply(r, resp)
-			done()
-		})
-	})
+	op.resp, op.at = resp, at
+	b.proposeAll(op, recs) // then afterOpens, then createTopicsOpened
+}
+
+// createTopicsOpened answers once the records were answered and the new logs opened.
+func (b *Broker) createTopicsOpened(op *opCreateTopics) {
+	resp, recs := op.resp, op.recs
+	for j, err := range op.errs {
+		code, msg := int16(0), ""
+		if err != nil {
+			code, msg = commitFailure(err)
+		} else {
+			code, msg = b.unopened(recs[j].Topic, 0, recs[j].Partitions)
+		}
+		if code != 0 {
+			failed := kmsg.NewCreateTopicsResponseTopic()
+			failed.Topic = resp.Topics[op.at[j]].Topic
+			failed.ErrorCode, failed.ErrorMessage = code, strp(msg)
+			resp.Topics[op.at[j]] = failed
+		}
+	}
+	b.reply(op.req, resp)
+	b.adminFinished(op)
 }
 
 // mutationQuota meters a creation of n partitions against

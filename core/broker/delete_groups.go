@@ -20,12 +20,8 @@ import (
 
 func (b *Broker) handleDeleteGroups(r Request, m *kmsg.DeleteGroupsRequest) {
 	resp := m.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	left := 1 // released after the loop, so that synchronous answers cannot reply early
-	finish := func() {
-		if left--; left == 0 {
-			b.reply(r, resp)
-		}
-	}
+	// left is released after the loop, so that synchronous answers cannot reply early.
+	req := &deleteGroupsReq{req: r, resp: resp, left: 1}
 	for _, id := range m.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
@@ -41,22 +37,33 @@ func (b *Broker) handleDeleteGroups(r Request, m *kmsg.DeleteGroupsRequest) {
 		for _, po := range offs {
 			kvs = append(kvs, batch.KV{Key: group.EncodeKey(id, po.TP)})
 		}
-		left++
-		b.writeOffsets(id, kvs, func(code int16) {
-			if rg.ErrorCode = code; code == 0 {
-				for _, po := range offs {
-					b.groups.coord.ApplyOffset(id, po.TP, nil)
-				}
-				if g := b.groups.coord.Group(id); g != nil {
-					g.MetadataDeleted() // even if members came back meanwhile
-				}
-				b.groups.coord.Remove(id)
-				b.groupChanged(id)
-			}
-			finish()
-		})
+		req.left++
+		b.writeOffsets(b.newOffsetWrite(id, kvs, &deleteGroupOwner{parent: req, rg: rg,
+			offs: offs}))
 	}
-	finish()
+	b.deleteGroupsEnded(req)
+}
+
+// groupDeleteWritten removes a deleted group once its tombstones are durable.
+func (b *Broker) groupDeleteWritten(id string, o *deleteGroupOwner, code int16) {
+	if o.rg.ErrorCode = code; code == 0 {
+		for _, po := range o.offs {
+			b.groups.coord.ApplyOffset(id, po.TP, nil)
+		}
+		if g := b.groups.coord.Group(id); g != nil {
+			g.MetadataDeleted() // even if members came back meanwhile
+		}
+		b.groups.coord.Remove(id)
+		b.groupChanged(id)
+	}
+	b.deleteGroupsEnded(o.parent)
+}
+
+// deleteGroupsEnded answers a DeleteGroups request once its last write ended.
+func (b *Broker) deleteGroupsEnded(req *deleteGroupsReq) {
+	if req.left--; req.left == 0 {
+		b.reply(req.req, req.resp)
+	}
 }
 
 func (b *Broker) deletableCode(id string) int16 {

@@ -22,7 +22,7 @@ import (
 )
 
 func (b *Broker) handleDeleteTopics(r Request, m *kmsg.DeleteTopicsRequest) {
-	b.serialize(r, func(done func()) { b.deleteTopics(r, m, done) })
+	b.serialize(&opDeleteTopics{adminBase: adminBase{req: r}, m: m})
 }
 
 // deleteTargets lists the request's entries in one shape for both version families.
@@ -37,7 +37,8 @@ func deleteTargets(m *kmsg.DeleteTopicsRequest) []kmsg.DeleteTopicsRequestTopic 
 	return out
 }
 
-func (b *Broker) deleteTopics(r Request, m *kmsg.DeleteTopicsRequest, done func()) {
+func (b *Broker) deleteTopics(op *opDeleteTopics) {
+	m := op.m
 	resp := m.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	var recs []meta.Record
 	recOf := map[string]int{} // topic → index in recs
@@ -64,24 +65,27 @@ func (b *Broker) deleteTopics(r Request, m *kmsg.DeleteTopicsRequest, done func(
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	b.proposeAll(recs, func(errs []error) {
-		for i, w := range waits {
-			if w >= 0 && errs[w] != nil {
-				code, msg := commitFailure(errs[w])
-				resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, strp(msg)
-			}
+	op.resp, op.waits = resp, waits
+	b.proposeAll(op, recs) // then deleteTopicsCommitted
+}
+
+// deleteTopicsCommitted tombstones the deleted topics' committed offsets, then
+// answers (adminOffsetsWritten).
+func (b *Broker) deleteTopicsCommitted(op *opDeleteTopics) {
+	resp, errs := op.resp, op.errs
+	for i, w := range op.waits {
+		if w >= 0 && errs[w] != nil {
+			code, msg := commitFailure(errs[w])
+			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = code, strp(msg)
 		}
-		deleted := map[string]bool{}
-		for i, rec := range recs {
-			if errs[i] == nil {
-				deleted[rec.Topic] = true
-			}
+	}
+	deleted := map[string]bool{}
+	for i, rec := range op.recs {
+		if errs[i] == nil {
+			deleted[rec.Topic] = true
 		}
-		b.deleteTopicOffsets(deleted, func() {
-			b.reply(r, resp)
-			done()
-		})
-	})
+	}
+	b.deleteTopicOffsets(deleted, op)
 }
 
 // deletionTarget resolves one entry to an existing topic.

@@ -162,12 +162,16 @@ func (b *Broker) parkFetch(r Request, m *kmsg.FetchRequest, have int) {
 	}
 	b.fetches.byConn[r.Conn] = append(b.fetches.byConn[r.Conn], w)
 	b.fetches.count++
-	w.timer = b.setTimer(b.now.AddMillis(int64(m.MaxWaitMillis)), func() {
-		if !w.done {
-			b.hit(pFetchExpired)
-		}
-		b.answerFetch(w)
-	})
+	w.timer = b.setTimer(b.now.AddMillis(int64(m.MaxWaitMillis)),
+		brokerTimer{kind: timerFetchWait, fetch: w})
+}
+
+// fetchWaitEnded answers a parked fetch whose MaxWaitMillis ran out.
+func (b *Broker) fetchWaitEnded(w *fetchWait) {
+	if !w.done {
+		b.hit(pFetchExpired)
+	}
+	b.answerFetch(w)
 }
 
 // fetchDataArrived wakes the fetches parked on tp that now have enough bytes.

@@ -112,24 +112,19 @@ type groupsState struct {
 	// replayed; 0 before. Like Kafka, the topic is created on first need (a
 	// FindCoordinator or a commit), so a node that never sees a group never has it.
 	parts    int32
-	creating bool     // the topic's creation is proposed
-	created  []func() // writes waiting for the creation, run when it ends either way
+	creating bool           // the topic's creation is proposed
+	created  []*offsetWrite // writes waiting for the creation, run when it ends either way
 	timers   map[string]groupTimer
 	writes   map[core.TopicPartition][]*offsetWrite // in append order
 	nWrite   int
 	compact  compactState
+	parked   map[parkedKey]parkedGroupReq // JoinGroup/SyncGroup held by groups (groups_parked.go)
 }
 
 // groupTimer is the one live timer of a group.
 type groupTimer struct {
 	id uint64
 	at core.Time
-}
-
-// offsetWrite is a batch of offset records waiting to become durable.
-type offsetWrite struct {
-	offset int64            // durable once the high-water mark reaches it
-	done   func(code int16) // 0: durable; otherwise the commit error for the client
 }
 
 // isInternalTopic reports topics that only the broker writes.
@@ -165,34 +160,39 @@ func (b *Broker) ensureOffsetsTopic() {
 		return
 	}
 	b.groups.creating = true
-	b.serialize(Request{}, func(done func()) {
-		finish := func() {
-			done()
-			b.offsetsCreationEnded()
+	b.serialize(&opOffsetsTopic{})
+}
+
+// createOffsetsTopic proposes the offsets topic, unless it exists by now.
+func (b *Broker) createOffsetsTopic(op *opOffsetsTopic) {
+	if b.image.Topic(group.OffsetsTopic) != nil {
+		// Created meanwhile: by a client, or our own proposal answered "outcome
+		// unknown" that committed after all. Its logs may still be opening.
+		op.existed = true
+		b.afterOpens(op)
+		return
+	}
+	// Then afterOpens: its partitions' logs (open_queue.go); then offsetsTopicOpened.
+	b.proposeAll(op, []meta.Record{b.offsetsTopicRecord()})
+}
+
+// offsetsTopicOpened loads the offsets topic once it exists and its logs are open, then
+// runs the writes that waited for it.
+func (b *Broker) offsetsTopicOpened(op *opOffsetsTopic) {
+	t := b.image.Topic(group.OffsetsTopic)
+	switch {
+	case op.existed:
+		if t != nil {
+			b.loadOffsets(t)
 		}
-		if b.image.Topic(group.OffsetsTopic) != nil {
-			// Created meanwhile: by a client, or our own proposal answered "outcome
-			// unknown" that committed after all. Its logs may still be opening.
-			b.afterOpens(func() {
-				if t := b.image.Topic(group.OffsetsTopic); t != nil {
-					b.loadOffsets(t)
-				}
-				finish()
-			})
-			return
-		}
-		b.propose(b.offsetsTopicRecord(), func(err error) {
-			b.afterOpens(func() { // its partitions' logs (open_queue.go)
-				if t := b.image.Topic(group.OffsetsTopic); err == nil && t != nil {
-					b.hit(pOffsetsTopicCreate)
-					b.loadOffsets(t)
-				} else {
-					b.lg.Error("cannot create the offsets topic", zap.Error(err))
-				}
-				finish()
-			})
-		})
-	})
+	case op.errs[0] == nil && t != nil:
+		b.hit(pOffsetsTopicCreate)
+		b.loadOffsets(t)
+	default:
+		b.lg.Error("cannot create the offsets topic", zap.Error(op.errs[0]))
+	}
+	b.adminFinished(op)
+	b.offsetsCreationEnded()
 }
 
 // offsetsCreationEnded runs the writes that waited for the offsets topic; they fail
@@ -201,8 +201,12 @@ func (b *Broker) offsetsCreationEnded() {
 	b.groups.creating = false
 	waiting := b.groups.created
 	b.groups.created = nil
-	for _, fn := range waiting {
-		fn()
+	for _, w := range waiting {
+		if b.groups.parts == 0 {
+			b.offsetWriteEnded(w, kerr.CoordinatorNotAvailable.Code) // clients retry
+			continue
+		}
+		b.writeOffsets(w)
 	}
 }
 
@@ -343,116 +347,6 @@ func (b *Broker) coordinatorCode(groupID string) int16 {
 	return 0
 }
 
-// writeOffsets appends offset records (a nil value deletes) for groupID and calls done
-// once they are durable (0) or failed (the error for the client). It never calls done
-// with 0 before the high-water mark covers the batch.
-func (b *Broker) writeOffsets(groupID string, kvs []batch.KV, done func(code int16)) {
-	if len(kvs) == 0 {
-		done(0)
-		return
-	}
-	if b.groups.parts == 0 {
-		if b.groups.nWrite+len(b.groups.created) >= maxOffsetWrites {
-			done(kerr.CoordinatorNotAvailable.Code)
-			return
-		}
-		b.groups.created = append(b.groups.created, func() {
-			if b.groups.parts == 0 {
-				done(kerr.CoordinatorNotAvailable.Code) // creation failed; clients retry
-				return
-			}
-			b.writeOffsets(groupID, kvs, done)
-		})
-		b.ensureOffsetsTopic()
-		return
-	}
-	tp := b.offsetsPartition(groupID)
-	rep, code := b.replicaFor(tp)
-	if code == 0 && b.groups.nWrite >= maxOffsetWrites {
-		code = kerr.RequestTimedOut.Code
-	}
-	if code != 0 {
-		b.hit(pOffsetWriteFailed)
-		done(offsetWriteError(code))
-		return
-	}
-	res := rep.Append(b.now.Millis(), batch.Build(kvs, batch.NoProducer, b.now.Millis()))
-	if res.Err != 0 && rep.Offline() {
-		// As a produce does: the write took the log offline, so the writes waiting for
-		// a sync will never be durable (the log dropped them); answer them now.
-		b.partitionFailed(tp, kerr.KafkaStorageError.Code)
-	}
-	if res.Err != 0 {
-		b.hit(pOffsetWriteFailed)
-		done(offsetWriteError(res.Err))
-		return
-	}
-	b.groups.writes[tp] = append(b.groups.writes[tp], &offsetWrite{res.WaitOffset, done})
-	b.groups.nWrite++
-	b.groups.compact.since[tp] += len(kvs)
-	b.produces.dirty = append(b.produces.dirty, tp)
-	b.requestSyncs()
-	b.offsetWritesDurable(tp)
-}
-
-// offsetWritesDurable completes the writes on tp that the high-water mark now covers,
-// in append order. Called from hwmAdvanced.
-func (b *Broker) offsetWritesDurable(tp core.TopicPartition) {
-	ws := b.groups.writes[tp]
-	rep := b.replicas[tp]
-	if rep == nil {
-		return
-	}
-	covered := rep.HighWatermark
-	if mutantOn("commit-before-durable") {
-		covered = rep.EndOffset
-	}
-	i := 0
-	for i < len(ws) && covered() >= ws[i].offset {
-		i++
-	}
-	if i == 0 {
-		return
-	}
-	b.storeOffsetWrites(tp, ws[i:])
-	for _, w := range ws[:i] {
-		w.done(0)
-	}
-	b.maybeCompactOffsets(tp)
-}
-
-// offsetWritesFailed fails every write waiting on tp. Called from partitionFailed.
-func (b *Broker) offsetWritesFailed(tp core.TopicPartition, code int16) {
-	ws := b.groups.writes[tp]
-	b.storeOffsetWrites(tp, nil)
-	for _, w := range ws {
-		w.done(offsetWriteError(code))
-	}
-}
-
-func (b *Broker) storeOffsetWrites(tp core.TopicPartition, rest []*offsetWrite) {
-	b.groups.nWrite -= len(b.groups.writes[tp]) - len(rest)
-	if len(rest) == 0 {
-		delete(b.groups.writes, tp)
-		return
-	}
-	b.groups.writes[tp] = rest
-}
-
-// offsetWriteError maps a storage error to what Kafka answers for a failed commit.
-func offsetWriteError(code int16) int16 {
-	switch code {
-	case kerr.UnknownTopicOrPartition.Code, kerr.NotEnoughReplicas.Code,
-		kerr.NotEnoughReplicasAfterAppend.Code, kerr.RequestTimedOut.Code:
-		return kerr.CoordinatorNotAvailable.Code
-	case kerr.NotLeaderForPartition.Code, kerr.KafkaStorageError.Code:
-		return kerr.NotCoordinator.Code
-	case kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code, kerr.InvalidFetchSize.Code:
-		return kerr.InvalidCommitOffsetSize.Code
-	}
-	return code
-}
-
 // groupChanged forgets a group left with nothing in it, re-arms its timer and writes
 // its metadata if it changed so (persistGroup). Every handler calls it after touching
 // a group.
@@ -474,7 +368,7 @@ func (b *Broker) groupChanged(id string) {
 	if !ok || armed {
 		return
 	}
-	tid := b.setTimer(at, func() { b.groupTimerFired(id) })
+	tid := b.setTimer(at, brokerTimer{kind: timerGroup, group: id})
 	b.groups.timers[id] = groupTimer{id: tid, at: at}
 }
 
@@ -490,10 +384,7 @@ func (b *Broker) persistGroup(id string) {
 		return
 	}
 	kvs := []batch.KV{{Key: group.EncodeGroupKey(id), Value: w.Value}}
-	b.writeOffsets(id, kvs, func(code int16) {
-		g.MetadataWritten(b.now, w, code)
-		b.groupChanged(id)
-	})
+	b.writeOffsets(b.newOffsetWrite(id, kvs, &groupMetadataOwner{g: g, w: w}))
 }
 
 func (b *Broker) groupTimerFired(id string) {

@@ -69,8 +69,10 @@ func (b *Broker) maybeCompactOffsets(tp core.TopicPartition) {
 	}
 	c.since[tp] = len(live)
 	c.running[tp] = true
-	b.groups.writes[tp] = append(b.groups.writes[tp], &offsetWrite{offset: last,
-		done: func(code int16) { b.offsetsSnapshotDone(tp, incarnation, start, len(live), code) }})
+	w := b.newOffsetWrite("", nil, &snapshotOwner{incarnation: incarnation, start: start,
+		live: len(live)})
+	w.n, w.tp, w.offset, w.appended = len(live), tp, last, true
+	b.groups.writes[tp] = append(b.groups.writes[tp], w)
 	b.groups.nWrite++
 	b.produces.dirty = append(b.produces.dirty, tp)
 	b.requestSyncs()

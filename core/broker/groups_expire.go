@@ -21,7 +21,8 @@ import (
 
 // armOffsetExpiry schedules the next expiry check.
 func (b *Broker) armOffsetExpiry() {
-	b.setTimer(b.now.AddMillis(b.cfg.Groups.RetentionCheckIntervalMs), b.offsetExpiryPass)
+	b.setTimer(b.now.AddMillis(b.cfg.Groups.RetentionCheckIntervalMs),
+		brokerTimer{kind: timerOffsetExpiry})
 }
 
 // offsetExpiryPass deletes every offset due for expiry, group by group, then re-arms.
@@ -59,22 +60,24 @@ func (b *Broker) expireOffsets(id string, tps []core.TopicPartition) {
 		part := tps[:len(chunk)]
 		tps = tps[len(chunk):]
 		b.groups.coord.WriteStarted(id, part)
-		b.writeOffsets(id, chunk, func(code int16) {
-			b.groups.coord.WriteEnded(id, part)
-			if code != 0 {
-				b.lg.Warn("expired offsets not deleted", zap.String("group", id),
-					zap.Int16("code", code))
-				return
-			}
-			for _, tp := range part {
-				b.groups.coord.ApplyOffset(id, tp, nil)
-			}
-			b.hit(pOffsetsExpired)
-			b.lg.Info("committed offsets expired", zap.String("group", id),
-				zap.Int("partitions", len(part)))
-			b.groupChanged(id)
-		})
+		b.writeOffsets(b.newOffsetWrite(id, chunk, &expireOwner{part: part}))
 	}
+}
+
+// expiryWritten applies expired offsets' tombstones once durable.
+func (b *Broker) expiryWritten(id string, part []core.TopicPartition, code int16) {
+	b.groups.coord.WriteEnded(id, part)
+	if code != 0 {
+		b.logWriteFailure("expired offsets not deleted", id, code)
+		return
+	}
+	for _, tp := range part {
+		b.groups.coord.ApplyOffset(id, tp, nil)
+	}
+	b.hit(pOffsetsExpired)
+	b.lg.Info("committed offsets expired", zap.String("group", id),
+		zap.Int("partitions", len(part)))
+	b.groupChanged(id)
 }
 
 // deleteGroupMetadata tombstones a swept group's metadata record and forgets the group
@@ -83,14 +86,17 @@ func (b *Broker) deleteGroupMetadata(id string) {
 	if b.coordinatorCode(id) != 0 {
 		return
 	}
-	b.writeOffsets(id, []batch.KV{{Key: group.EncodeGroupKey(id)}}, func(code int16) {
-		if code != 0 {
-			b.lg.Warn("empty group not deleted", zap.String("group", id),
-				zap.Int16("code", code))
-			return
-		}
-		b.hit(pGroupSwept)
-		b.groups.coord.Forget(id)
-		b.groupChanged(id)
-	})
+	b.writeOffsets(b.newOffsetWrite(id, []batch.KV{{Key: group.EncodeGroupKey(id)}},
+		&sweepOwner{}))
+}
+
+// sweepWritten forgets a swept group once its metadata tombstone is durable.
+func (b *Broker) sweepWritten(id string, code int16) {
+	if code != 0 {
+		b.logWriteFailure("empty group not deleted", id, code)
+		return
+	}
+	b.hit(pGroupSwept)
+	b.groups.coord.Forget(id)
+	b.groupChanged(id)
 }

@@ -20,77 +20,87 @@ import (
 	"github.com/sluicemq/sluice/core/group"
 )
 
-// deleteTopicOffsets tombstones the offsets of every partition of topics and calls done
-// once every tombstone is durable or failed.
-func (b *Broker) deleteTopicOffsets(topics map[string]bool, done func()) {
+// deleteTopicOffsets tombstones the offsets of every partition of topics and continues
+// op once every tombstone is durable or failed.
+func (b *Broker) deleteTopicOffsets(topics map[string]bool, op *opDeleteTopics) {
 	b.deleteOffsetsWhere("topic deleted", func(tp core.TopicPartition) bool {
 		return topics[tp.Topic]
-	}, done)
+	}, op)
 }
 
 // purgeOrphanOffsets tombstones, as an admin operation, offsets whose partition the
 // metadata does not have: left by a crash before a deleted topic's tombstones were
 // durable. Called at start once the offsets are loaded.
 func (b *Broker) purgeOrphanOffsets() {
-	orphan := func(tp core.TopicPartition) bool {
-		t := b.image.Topic(tp.Topic)
-		return t == nil || tp.Partition < 0 || tp.Partition >= t.Partitions
-	}
-	if len(b.groups.coord.OffsetsWhere(orphan)) == 0 {
+	if len(b.groups.coord.OffsetsWhere(orphanOffset(b))) == 0 {
 		return
 	}
 	b.hit(pOffsetsOrphansPurged)
-	b.serialize(Request{}, func(done func()) {
-		b.deleteOffsetsWhere("topic no longer exists", orphan, done)
-	})
+	b.serialize(&opPurgeOrphans{})
+}
+
+// purgeOrphans tombstones the offsets of topics that are gone, as the admin
+// operation queued at start.
+func (b *Broker) purgeOrphans(op *opPurgeOrphans) {
+	b.deleteOffsetsWhere("topic no longer exists", orphanOffset(b), op)
+}
+
+// orphanOffset says whether tp's committed offsets belong to no partition of b's image.
+func orphanOffset(b *Broker) func(core.TopicPartition) bool {
+	return func(tp core.TopicPartition) bool {
+		t := b.image.Topic(tp.Topic)
+		return t == nil || tp.Partition < 0 || tp.Partition >= t.Partitions
+	}
 }
 
 // deleteOffsetsWhere writes tombstones for the offsets drop selects, group by group in
 // bounded batches, applies each batch once durable, and calls done when all ended. A
 // failed batch is logged and its offsets stay (the next start retries them if the
-// topic is still gone).
+// topic is still gone). op counts the writes in flight (adminOffsetWriteEnded) and
+// continues in adminOffsetsWritten when all ended.
 func (b *Broker) deleteOffsetsWhere(why string, drop func(core.TopicPartition) bool,
-	done func()) {
-	left := 1 // released after the loop, so that synchronous answers cannot finish early
-	finish := func() {
-		if left--; left == 0 {
-			done()
-		}
-	}
+	op adminOp) {
+	a := op.base()
+	a.phase = adminOffsets
+	a.left = 1 // released after the loop, so that synchronous answers cannot finish early
 	if b.groups.parts > 0 {
 		for _, e := range b.groups.coord.OffsetsWhere(drop) {
 			for _, part := range chunkTPs(e.Group, e.TPs) {
-				left++
-				b.tombstoneOffsets(why, e.Group, part, finish)
+				a.left++
+				b.tombstoneOffsets(why, e.Group, part, op)
 			}
 		}
 	}
-	finish()
+	b.adminOffsetWriteEnded(op)
 }
 
-func (b *Broker) tombstoneOffsets(why, id string, tps []core.TopicPartition, done func()) {
+func (b *Broker) tombstoneOffsets(why, id string, tps []core.TopicPartition, op adminOp) {
 	kvs := make([]batch.KV, len(tps))
 	for i, tp := range tps {
 		kvs[i] = batch.KV{Key: group.EncodeKey(id, tp)}
 	}
 	b.groups.coord.WriteStarted(id, tps)
-	b.writeOffsets(id, kvs, func(code int16) {
-		b.groups.coord.WriteEnded(id, tps)
-		if code != 0 {
-			b.lg.Error("offsets of a deleted topic not removed", zap.String("group", id),
-				zap.String("why", why), zap.Int("partitions", len(tps)),
-				zap.Int16("code", code))
-		} else {
-			for _, tp := range tps {
-				b.groups.coord.ApplyOffset(id, tp, nil)
-			}
-			b.hit(pOffsetsTopicDeleted)
-			b.lg.Info("committed offsets removed", zap.String("group", id),
-				zap.String("why", why), zap.Int("partitions", len(tps)))
-			b.groupChanged(id)
+	b.writeOffsets(b.newOffsetWrite(id, kvs, &tombstoneOwner{why: why, tps: tps, op: op}))
+}
+
+// tombstonesWritten applies a deleted topic's offsets' tombstones once durable.
+func (b *Broker) tombstonesWritten(id string, o *tombstoneOwner, code int16) {
+	why, tps := o.why, o.tps
+	b.groups.coord.WriteEnded(id, tps)
+	if code != 0 {
+		b.lg.Error("offsets of a deleted topic not removed", zap.String("group", id),
+			zap.String("why", why), zap.Int("partitions", len(tps)),
+			zap.Int16("code", code))
+	} else {
+		for _, tp := range tps {
+			b.groups.coord.ApplyOffset(id, tp, nil)
 		}
-		done()
-	})
+		b.hit(pOffsetsTopicDeleted)
+		b.lg.Info("committed offsets removed", zap.String("group", id),
+			zap.String("why", why), zap.Int("partitions", len(tps)))
+		b.groupChanged(id)
+	}
+	b.adminOffsetWriteEnded(o.op)
 }
 
 // chunkTPs splits a group's partitions into batches of bounded size, as chunkRecords

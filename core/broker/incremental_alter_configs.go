@@ -31,52 +31,51 @@ func (b *Broker) handleIncrementalAlterConfigs(r Request,
 	changes := make([]configChange, len(m.Resources))
 	for i, res := range m.Resources {
 		changes[i] = configChange{typ: res.ResourceType, name: res.ResourceName,
-			overrides: b.incrementalOverrides(res.Configs)}
+			ops: res.Configs, incremental: true}
 	}
-	b.serialize(r, func(done func()) {
-		b.alterConfigs(changes, m.ValidateOnly, func(results []alterResult) {
-			resp := m.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-			for i, res := range m.Resources {
-				rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-				rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-				rr.ErrorCode, rr.ErrorMessage = results[i].code, results[i].msg
-				resp.Resources = append(resp.Resources, rr)
-			}
-			b.reply(r, resp)
-			done()
-		})
-	})
+	b.serialize(&opAlterConfigs{adminBase: adminBase{req: r}, changes: changes,
+		validateOnly: m.ValidateOnly})
+}
+
+func incrementalAlterConfigsResponse(m *kmsg.IncrementalAlterConfigsRequest,
+	results []alterResult) *kmsg.IncrementalAlterConfigsResponse {
+	resp := m.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	for i, res := range m.Resources {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		rr.ErrorCode, rr.ErrorMessage = results[i].code, results[i].msg
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
 }
 
 // incrementalOverrides applies the operations, in order, to the topic's overrides.
-func (b *Broker) incrementalOverrides(
-	ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) overridesFunc {
-	return func(t *meta.Topic) ([]meta.Config, int16, string) {
-		cur := map[string]string{}
-		for _, c := range t.Configs {
-			cur[c.Name] = c.Value
-		}
-		seen := map[string]bool{}
-		for _, op := range ops {
-			if seen[op.Name] {
-				return nil, kerr.InvalidRequest.Code,
-					"Error due to duplicate config keys: " + op.Name
-			}
-			seen[op.Name] = true
-			if LookupTopicConfig(op.Name) == nil {
-				return nil, kerr.InvalidConfig.Code,
-					fmt.Sprintf("Unknown topic config name: %s", op.Name)
-			}
-			if code, msg := b.applyOp(cur, op); code != 0 {
-				return nil, code, msg
-			}
-		}
-		out := make([]meta.Config, 0, len(cur))
-		for n, v := range cur {
-			out = append(out, meta.Config{Name: n, Value: v})
-		}
-		return sortConfigs(out), 0, ""
+func (b *Broker) incrementalOverrides(ops []kmsg.IncrementalAlterConfigsRequestResourceConfig,
+	t *meta.Topic) ([]meta.Config, int16, string) {
+	cur := map[string]string{}
+	for _, c := range t.Configs {
+		cur[c.Name] = c.Value
 	}
+	seen := map[string]bool{}
+	for _, op := range ops {
+		if seen[op.Name] {
+			return nil, kerr.InvalidRequest.Code,
+				"Error due to duplicate config keys: " + op.Name
+		}
+		seen[op.Name] = true
+		if LookupTopicConfig(op.Name) == nil {
+			return nil, kerr.InvalidConfig.Code,
+				fmt.Sprintf("Unknown topic config name: %s", op.Name)
+		}
+		if code, msg := b.applyOp(cur, op); code != 0 {
+			return nil, code, msg
+		}
+	}
+	out := make([]meta.Config, 0, len(cur))
+	for n, v := range cur {
+		out = append(out, meta.Config{Name: n, Value: v})
+	}
+	return sortConfigs(out), 0, ""
 }
 
 // applyOp applies one operation to cur (config name → override).

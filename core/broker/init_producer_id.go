@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/meta"
 )
 
@@ -37,47 +38,60 @@ func (b *Broker) handleInitProducerID(r Request, m *kmsg.InitProducerIDRequest) 
 		b.reply(r, resp)
 		return
 	}
-	b.allocProducerID(func(pid int64, err error) {
-		if err != nil {
-			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		} else {
-			resp.ProducerID, resp.ProducerEpoch = pid, 0
-		}
-		b.reply(r, resp)
-	})
+	b.allocProducerID(pidWaiter{req: r, resp: resp, since: b.now})
 }
 
-// allocProducerID calls done with an unused producer id, committing a new block first
+// pidWaiter is an InitProducerId request waiting for an id.
+type pidWaiter struct {
+	req   Request
+	resp  *kmsg.InitProducerIDResponse
+	since core.Time
+}
+
+// answerPID answers w with pid, or with a retriable error when err is set.
+func (b *Broker) answerPID(w pidWaiter, pid int64, err error) {
+	if err != nil {
+		w.resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+	} else {
+		w.resp.ProducerID, w.resp.ProducerEpoch = pid, 0
+	}
+	b.reply(w.req, w.resp)
+}
+
+// allocProducerID answers w with an unused producer id, committing a new block first
 // when the current one is used up.
-func (b *Broker) allocProducerID(done func(pid int64, err error)) {
+func (b *Broker) allocProducerID(w pidWaiter) {
 	if b.nextPID < b.pidBlockEnd {
 		pid := b.nextPID
 		b.nextPID++
-		done(pid, nil)
+		b.answerPID(w, pid, nil)
 		return
 	}
-	b.pidWaiters = append(b.pidWaiters, done)
+	b.pidWaiters = append(b.pidWaiters, w)
 	if b.pidBlockInFlight {
 		return
 	}
 	b.pidBlockInFlight = true
 	start := b.image.NextProducerID()
 	rec := meta.Record{Kind: meta.KindProducerIDBlock, NextProducerID: start + producerIDBlock}
-	b.propose(rec, func(err error) {
-		b.pidBlockInFlight = false
-		waiters := b.pidWaiters
-		b.pidWaiters = nil
-		if err != nil {
-			b.lg.Error("producer id block not committed", zap.Error(err))
-			for _, w := range waiters {
-				w(-1, err)
-			}
-			return
-		}
-		// The image has applied the block; hand it out from its start.
-		b.nextPID, b.pidBlockEnd = b.image.NextProducerID()-producerIDBlock, b.image.NextProducerID()
+	b.propose(rec, metaWaiter{}) // answered in pidBlockAnswered
+}
+
+// pidBlockAnswered hands out the committed block to the waiting requests, in order.
+func (b *Broker) pidBlockAnswered(err error) {
+	b.pidBlockInFlight = false
+	waiters := b.pidWaiters
+	b.pidWaiters = nil
+	if err != nil {
+		b.lg.Error("producer id block not committed", zap.Error(err))
 		for _, w := range waiters {
-			b.allocProducerID(w)
+			b.answerPID(w, -1, err)
 		}
-	})
+		return
+	}
+	// The image has applied the block; hand it out from its start.
+	b.nextPID, b.pidBlockEnd = b.image.NextProducerID()-producerIDBlock, b.image.NextProducerID()
+	for _, w := range waiters {
+		b.allocProducerID(w)
+	}
 }

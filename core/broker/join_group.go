@@ -38,7 +38,11 @@ func (b *Broker) handleJoinGroup(r Request, m *kmsg.JoinGroupRequest) {
 		req.Protocols = append(req.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
 	}
 	g := b.groups.coord.GetOrCreate(m.Group)
-	g.Join(b.now, req, func(res group.JoinResult) { b.reply(r, joinGroupResponse(m, res)) })
+	b.parkGroupRequest(r, "JoinGroup", m.Group, m.MemberID)
+	g.Join(b.now, req, func(res group.JoinResult) {
+		b.groupAnswered(r)
+		b.reply(r, joinGroupResponse(m, res))
+	})
 	b.groupChanged(m.Group)
 }
 

@@ -39,47 +39,53 @@ func (b *Broker) handleMetadata(r Request, m *kmsg.MetadataRequest) {
 		b.reply(r, b.metadataResponse(m, nil))
 		return
 	}
-	b.serialize(r, func(done func()) {
-		// Re-check: an operation queued before this one may have created or invalidated
-		// some of the topics.
-		failed := map[string]topicError{}
-		pending := newPendingTopics()
-		var recs []meta.Record
-		deferred := 0
-		for _, name := range b.autoCreatable(m) {
-			if !b.autoCreateAdmits(len(recs)) {
-				failed[name] = topicError{code: kerr.LeaderNotAvailable.Code}
-				b.hit(pAutoCreateDeferred)
-				deferred++
-				continue
-			}
-			spec := topicSpec{name: name, partitions: -1, replicationFactor: -1}
-			rec, code, msg := b.planTopic(spec, pending)
-			if code != 0 {
-				failed[name] = topicError{code, msg}
-				continue
-			}
-			b.hit(pAutoCreate)
-			b.creation.auto.spend(rec.Partitions)
-			rec.TopicID = b.newTopicID()
-			recs = append(recs, rec)
+	b.serialize(&opAutoCreate{adminBase: adminBase{req: r}, m: m})
+}
+
+// autoCreate proposes the topics a Metadata request names and may create.
+func (b *Broker) autoCreate(op *opAutoCreate) {
+	// Re-check: an operation queued before this one may have created or invalidated
+	// some of the topics.
+	m := op.m
+	failed := map[string]topicError{}
+	pending := newPendingTopics()
+	var recs []meta.Record
+	deferred := 0
+	for _, name := range b.autoCreatable(m) {
+		if !b.autoCreateAdmits(len(recs)) {
+			failed[name] = topicError{code: kerr.LeaderNotAvailable.Code}
+			b.hit(pAutoCreateDeferred)
+			deferred++
+			continue
 		}
-		if deferred > 0 {
-			b.autoCreateDeferred(deferred)
+		spec := topicSpec{name: name, partitions: -1, replicationFactor: -1}
+		rec, code, msg := b.planTopic(spec, pending)
+		if code != 0 {
+			failed[name] = topicError{code, msg}
+			continue
 		}
-		b.proposeAll(recs, func(errs []error) {
-			for i, err := range errs {
-				if err != nil {
-					code, msg := commitFailure(err)
-					failed[recs[i].Topic] = topicError{code, msg}
-				}
-			}
-			b.afterOpens(func() {
-				b.reply(r, b.metadataResponse(m, failed))
-				done()
-			})
-		})
-	})
+		b.hit(pAutoCreate)
+		b.creation.auto.spend(rec.Partitions)
+		rec.TopicID = b.newTopicID()
+		recs = append(recs, rec)
+	}
+	if deferred > 0 {
+		b.autoCreateDeferred(deferred)
+	}
+	op.failed = failed
+	b.proposeAll(op, recs) // then autoCreateCommitted
+}
+
+// autoCreateCommitted notes the topics whose creation did not commit, then waits for
+// the new logs before answering (adminOpened).
+func (b *Broker) autoCreateCommitted(op *opAutoCreate) {
+	for i, err := range op.errs {
+		if err != nil {
+			code, msg := commitFailure(err)
+			op.failed[op.recs[i].Topic] = topicError{code, msg}
+		}
+	}
+	b.afterOpens(op)
 }
 
 // topicError is a per-topic failure carried from a creation attempt into a response.

@@ -30,13 +30,24 @@ var (
 	errMetaNotLeader = fmt.Errorf("this node does not lead the metadata quorum")
 )
 
-// propose sends rec to the metadata log; done runs once with its answer: nil when it
+// metaWaiter is what waits on one proposal: record i of an admin operation, or (op
+// nil) the producer-id block (init_producer_id.go).
+type metaWaiter struct {
+	op    adminOp
+	i     int
+	since core.Time
+	kind  meta.Kind
+	topic string
+}
+
+// propose sends rec to the metadata log; metaAnswer hands w its answer: nil when it
 // committed (the record was applied before, M4), an error otherwise. Every error is
 // retriable for the client: a rejected or not-leader record never commits; an unknown
 // one may commit later and is then applied like any other record (M3).
-func (b *Broker) propose(rec meta.Record, done func(err error)) {
+func (b *Broker) propose(rec meta.Record, w metaWaiter) {
 	tok := b.token()
-	b.metaWaiters[tok] = done
+	w.since, w.kind, w.topic = b.now, rec.Kind, rec.Topic
+	b.metaWaiters[tok] = w
 	b.env.ProposeMeta(rec, tok)
 }
 
@@ -102,7 +113,11 @@ func (b *Broker) metaAnswer(in MetaAnswer) {
 		return
 	}
 	delete(b.metaWaiters, in.Token)
-	w(err)
+	if w.op == nil {
+		b.pidBlockAnswered(err)
+		return
+	}
+	b.adminAnswered(w.op, w.i, err)
 }
 
 // metaLeaderChanged notes the metadata quorum's leader (M7). A single node leads from

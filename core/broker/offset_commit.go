@@ -82,18 +82,22 @@ func (b *Broker) handleOffsetCommit(r Request, m *kmsg.OffsetCommitRequest) {
 		tps[i] = pc.tp
 	}
 	b.groups.coord.WriteStarted(m.Group, tps) // no expiry tombstone may overtake it
-	b.writeOffsets(m.Group, kvs, func(code int16) {
-		b.groups.coord.WriteEnded(m.Group, tps)
-		for _, pc := range pending {
-			if code != 0 && !mutantOn("commit-ignores-write-error") {
-				pc.part.ErrorCode = code
-				continue
-			}
-			o := pc.offset
-			b.groups.coord.ApplyOffset(m.Group, pc.tp, &o)
+	b.writeOffsets(b.newOffsetWrite(m.Group, kvs, &commitOwner{req: r, resp: resp, tps: tps,
+		pending: pending}))
+}
+
+// commitWritten applies a commit's offsets once durable and answers it.
+func (b *Broker) commitWritten(groupID string, o *commitOwner, code int16) {
+	b.groups.coord.WriteEnded(groupID, o.tps)
+	for _, pc := range o.pending {
+		if code != 0 && !mutantOn("commit-ignores-write-error") {
+			pc.part.ErrorCode = code
+			continue
 		}
-		b.reply(r, resp)
-	})
+		off := pc.offset
+		b.groups.coord.ApplyOffset(groupID, pc.tp, &off)
+	}
+	b.reply(o.req, o.resp)
 }
 
 // commitExpiry is the explicit expiry time a v2–v4 commit asks for, 0 for none.

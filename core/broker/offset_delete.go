@@ -59,15 +59,19 @@ func (b *Broker) handleOffsetDelete(r Request, m *kmsg.OffsetDeleteRequest) {
 	for _, tp := range tps {
 		kvs = append(kvs, batch.KV{Key: group.EncodeKey(m.Group, tp)})
 	}
-	b.writeOffsets(m.Group, kvs, func(code int16) {
-		for i, tp := range tps {
-			if parts[i].ErrorCode = code; code == 0 {
-				b.groups.coord.ApplyOffset(m.Group, tp, nil)
-			}
+	b.writeOffsets(b.newOffsetWrite(m.Group, kvs, &offsetDeleteOwner{req: r, resp: resp,
+		tps: tps, parts: parts}))
+}
+
+// offsetDeleteWritten applies an OffsetDelete's tombstones once durable and answers it.
+func (b *Broker) offsetDeleteWritten(groupID string, o *offsetDeleteOwner, code int16) {
+	for i, tp := range o.tps {
+		if o.parts[i].ErrorCode = code; code == 0 {
+			b.groups.coord.ApplyOffset(groupID, tp, nil)
 		}
-		b.groupChanged(m.Group)
-		b.reply(r, resp)
-	})
+	}
+	b.groupChanged(groupID)
+	b.reply(o.req, o.resp)
 }
 
 // offsetDeleteScope returns which topics' offsets the group still uses, or a

@@ -32,7 +32,7 @@ type openState struct {
 	queue   []core.TopicPartition        // oldest first
 	queued  map[core.TopicPartition]bool // in queue and not given up (deleted)
 	armed   bool                         // a timer to open the next chunk is set
-	waiters []func()                     // run once the queue is empty
+	waiters []adminOp                    // continued once the queue is empty
 	live    bool                         // past the Start replay: queue instead of opening
 }
 
@@ -72,28 +72,27 @@ func (b *Broker) openSome() {
 	if len(b.opens.queue) > 0 {
 		if !b.opens.armed {
 			b.opens.armed = true
-			b.setTimer(b.now, func() {
-				b.opens.armed = false
-				b.openSome()
-			})
+			b.setTimer(b.now, brokerTimer{kind: timerOpenChunk})
 		}
 		return
 	}
 	b.opens.queue = nil // release the backing array
 	waiting := b.opens.waiters
 	b.opens.waiters = nil
-	for _, fn := range waiting {
-		fn()
+	for _, op := range waiting {
+		b.adminOpened(op)
 	}
 }
 
-// afterOpens runs fn once every queued log has been opened (at once if none is queued).
-// Creations run one at a time (serialize), so when a creation's records have committed,
-// the queue holds its partitions and possibly others, never ones queued after it.
-func (b *Broker) afterOpens(fn func()) {
+// afterOpens continues op (adminOpened) once every queued log has been opened (at once
+// if none is queued). Creations run one at a time (serialize), so when a creation's
+// records have committed, the queue holds its partitions and possibly others, never
+// ones queued after it.
+func (b *Broker) afterOpens(op adminOp) {
+	op.base().phase = adminOpening
 	if len(b.opens.queue) == 0 {
-		fn()
+		b.adminOpened(op)
 		return
 	}
-	b.opens.waiters = append(b.opens.waiters, fn)
+	b.opens.waiters = append(b.opens.waiters, op)
 }

@@ -194,7 +194,8 @@ func (b *Broker) parkProduce(p *pendingProduce, waits []produceWait, timeoutMs i
 	if timeoutMs < 0 {
 		timeoutMs = 0
 	}
-	p.timer = b.setTimer(b.now.AddMillis(int64(timeoutMs)), func() { b.produceTimedOut(p) })
+	p.timer = b.setTimer(b.now.AddMillis(int64(timeoutMs)),
+		brokerTimer{kind: timerProduceTimeout, produce: p})
 }
 
 // hwmAdvanced answers the produce waits on tp that the new high-water mark covers.
@@ -290,8 +291,7 @@ func (b *Broker) requestSyncs() {
 			continue
 		}
 		if rep.NeedsSync() {
-			rep.BeginSync()
-			b.env.SyncLog(tp, rep.Incarnation(), b.token(), rep.Log())
+			b.beginSync(tp, rep)
 		}
 		if !rep.FlushAlways() {
 			b.hwmAdvanced(tp)
@@ -300,6 +300,9 @@ func (b *Broker) requestSyncs() {
 }
 
 func (b *Broker) syncDone(in SyncDone) {
+	if s, ok := b.syncs[in.TP]; ok && s.token == in.Token {
+		delete(b.syncs, in.TP)
+	}
 	rep := b.replicas[in.TP]
 	if rep == nil || rep.Incarnation() != in.Incarnation {
 		b.hit(pSyncStale)
@@ -316,9 +319,25 @@ func (b *Broker) syncDone(in SyncDone) {
 		b.hwmAdvanced(in.TP)
 	}
 	if rep.NeedsSync() {
-		rep.BeginSync()
-		b.env.SyncLog(in.TP, rep.Incarnation(), b.token(), rep.Log())
+		b.beginSync(in.TP, rep)
 	}
+}
+
+// pendingSync is the one sync in flight on a partition (R3), kept for Pending.
+type pendingSync struct {
+	token uint64
+	since core.Time
+}
+
+// beginSync starts a sync of tp's log.
+func (b *Broker) beginSync(tp core.TopicPartition, rep *replica.Replica) {
+	rep.BeginSync()
+	tok := b.token()
+	if b.syncs == nil {
+		b.syncs = map[core.TopicPartition]pendingSync{}
+	}
+	b.syncs[tp] = pendingSync{token: tok, since: b.now}
+	b.env.SyncLog(tp, rep.Incarnation(), tok, rep.Log())
 }
 
 // partitionFailed answers every produce waiting on tp with code.

@@ -2,7 +2,7 @@ package broker
 
 // armRetention schedules the next retention pass (log.retention.check.interval.ms).
 func (b *Broker) armRetention() {
-	b.setTimer(b.now.AddMillis(b.cfg.RetentionCheckIntervalMs), b.retentionPass)
+	b.setTimer(b.now.AddMillis(b.cfg.RetentionCheckIntervalMs), brokerTimer{kind: timerRetention})
 }
 
 // retentionPass lets every replica delete its expired or excess segments, in

@@ -18,7 +18,10 @@ import (
 )
 
 func (b *Broker) handleSyncGroup(r Request, m *kmsg.SyncGroupRequest) {
-	answer := func(res group.SyncResult) { b.reply(r, syncGroupResponse(m, res)) }
+	answer := func(res group.SyncResult) {
+		b.groupAnswered(r)
+		b.reply(r, syncGroupResponse(m, res))
+	}
 	if code := b.memberGroupCode(m.Group); code != 0 {
 		answer(group.SyncResult{Err: code})
 		return
@@ -34,6 +37,7 @@ func (b *Broker) handleSyncGroup(r Request, m *kmsg.SyncGroupRequest) {
 		req.Assignments = append(req.Assignments,
 			group.Assignment{MemberID: a.MemberID, Data: a.MemberAssignment})
 	}
+	b.parkGroupRequest(r, "SyncGroup", m.Group, m.MemberID)
 	g.Sync(b.now, req, answer)
 	b.groupChanged(m.Group)
 }

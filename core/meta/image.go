@@ -2,6 +2,7 @@ package meta
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -12,6 +13,9 @@ type Topic struct {
 	Partitions        int32
 	ReplicationFactor int16
 	Configs           []Config // overrides, sorted by name
+	// States holds each partition's replication state, indexed by partition, or is nil
+	// for an unassigned topic (created before replica placement; see Image.Partition).
+	States []PartitionState
 }
 
 // Override returns the override for name, if any.
@@ -24,35 +28,44 @@ func (t *Topic) Override(name string) (string, bool) {
 	return "", false
 }
 
+// Broker is one registered broker as the image knows it.
+type Broker struct {
+	ID          int32
+	Incarnation [16]byte
+	Epoch       int64
+	Host        string
+	Port        int32
+	Rack        string
+	State       BrokerState
+}
+
 // Image is the metadata as of the last applied record.
 type Image struct {
 	topics         map[string]*Topic
 	nextProducerID int64
 	applied        int64 // number of records applied
+	clusterID      string
+	brokers        map[int32]*Broker
+	maxBrokerEpoch int64
 }
 
 // NewImage returns an empty image.
-func NewImage() *Image { return &Image{topics: map[string]*Topic{}} }
+func NewImage() *Image {
+	return &Image{topics: map[string]*Topic{}, brokers: map[int32]*Broker{}}
+}
 
 // Apply folds one committed record into the image. A record that cannot apply (e.g. a
-// deletion of an unknown topic) is a bug in the proposer, which checks before
-// proposing, but commit order can still race two proposals; such records are ignored and
-// reported so the caller can log them.
+// deletion of an unknown topic, a partition change naming an old partition epoch) is
+// refused: it changes nothing and the error says why. The proposer checks before
+// proposing, but commit order can still race two proposals (one answered "unknown"
+// that committed late); the conditions here make such a record harmless.
 func (im *Image) Apply(r Record) error {
 	im.applied++
 	switch r.Kind {
 	case KindTopicCreated:
-		if _, ok := im.topics[r.Topic]; ok {
-			return fmt.Errorf("topic %q already exists", r.Topic)
-		}
-		im.topics[r.Topic] = &Topic{Name: r.Topic, ID: r.TopicID, Partitions: r.Partitions,
-			ReplicationFactor: r.ReplicationFactor, Configs: sortedConfigs(r.Configs)}
+		return im.topicCreated(r)
 	case KindPartitionsAdded:
-		t, ok := im.topics[r.Topic]
-		if !ok || r.Partitions <= t.Partitions {
-			return fmt.Errorf("cannot grow topic %q to %d partitions", r.Topic, r.Partitions)
-		}
-		t.Partitions = r.Partitions
+		return im.partitionsAdded(r)
 	case KindTopicDeleted:
 		if _, ok := im.topics[r.Topic]; !ok {
 			return fmt.Errorf("topic %q does not exist", r.Topic)
@@ -72,10 +85,194 @@ func (im *Image) Apply(r Record) error {
 				im.nextProducerID)
 		}
 		im.nextProducerID = r.NextProducerID
+	case KindClusterCreated:
+		if im.clusterID != "" || r.ClusterID == "" {
+			return fmt.Errorf("cluster id %q cannot replace %q", r.ClusterID, im.clusterID)
+		}
+		im.clusterID = r.ClusterID
+	case KindBrokerRegistered:
+		return im.brokerRegistered(r)
+	case KindBrokerChange:
+		return im.brokerChange(r)
+	case KindPartitionChange:
+		return im.partitionChange(r)
 	default:
 		return fmt.Errorf("unknown metadata record kind %d", r.Kind)
 	}
 	return nil
+}
+
+func (im *Image) topicCreated(r Record) error {
+	if _, ok := im.topics[r.Topic]; ok {
+		return fmt.Errorf("topic %q already exists", r.Topic)
+	}
+	states, err := checkNewStates(r, 0)
+	if err != nil {
+		return err
+	}
+	im.topics[r.Topic] = &Topic{Name: r.Topic, ID: r.TopicID, Partitions: r.Partitions,
+		ReplicationFactor: r.ReplicationFactor, Configs: sortedConfigs(r.Configs),
+		States: states}
+	return nil
+}
+
+func (im *Image) partitionsAdded(r Record) error {
+	t, ok := im.topics[r.Topic]
+	if !ok || r.Partitions <= t.Partitions {
+		return fmt.Errorf("cannot grow topic %q to %d partitions", r.Topic, r.Partitions)
+	}
+	if (t.States == nil) != (len(r.PartitionStates) == 0) {
+		return fmt.Errorf("topic %q: new partitions must be assigned exactly when the "+
+			"topic's are", r.Topic)
+	}
+	states, err := checkNewStates(r, t.Partitions)
+	if err != nil {
+		return err
+	}
+	t.Partitions = r.Partitions
+	if states != nil {
+		t.States = append(t.States, states...)
+	}
+	return nil
+}
+
+// checkNewStates validates the partition states of a record creating partitions
+// from..r.Partitions-1: none (unassigned), or one valid state per new partition.
+func checkNewStates(r Record, from int32) ([]PartitionState, error) {
+	if len(r.PartitionStates) == 0 {
+		return nil, nil
+	}
+	if int32(len(r.PartitionStates)) != r.Partitions-from {
+		return nil, fmt.Errorf("topic %q: %d partition states for %d new partitions",
+			r.Topic, len(r.PartitionStates), r.Partitions-from)
+	}
+	out := make([]PartitionState, len(r.PartitionStates))
+	for i, s := range r.PartitionStates {
+		if err := s.Check(); err != nil {
+			return nil, fmt.Errorf("topic %q partition %d: %w", r.Topic, from+int32(i), err)
+		}
+		out[i] = s.Clone()
+	}
+	return out, nil
+}
+
+func (im *Image) brokerRegistered(r Record) error {
+	if r.NodeID < 0 || r.BrokerEpoch <= im.maxBrokerEpoch {
+		return fmt.Errorf("registration of node %d with epoch %d: the last epoch is %d",
+			r.NodeID, r.BrokerEpoch, im.maxBrokerEpoch)
+	}
+	if r.BrokerState > BrokerShuttingDown {
+		return fmt.Errorf("registration of node %d: unknown state %d", r.NodeID, r.BrokerState)
+	}
+	im.maxBrokerEpoch = r.BrokerEpoch
+	im.brokers[r.NodeID] = &Broker{ID: r.NodeID, Incarnation: r.Incarnation,
+		Epoch: r.BrokerEpoch, Host: r.Host, Port: r.Port, Rack: r.Rack, State: r.BrokerState}
+	return nil
+}
+
+// brokerChange applies only to the registration it names and only when it changes the
+// state, so a late duplicate of a change is harmless.
+func (im *Image) brokerChange(r Record) error {
+	b, ok := im.brokers[r.NodeID]
+	switch {
+	case !ok:
+		return fmt.Errorf("broker %d is not registered", r.NodeID)
+	case b.Epoch != r.BrokerEpoch:
+		return fmt.Errorf("broker %d change for epoch %d, registered at %d", r.NodeID,
+			r.BrokerEpoch, b.Epoch)
+	case r.BrokerState > BrokerShuttingDown:
+		return fmt.Errorf("broker %d: unknown state %d", r.NodeID, r.BrokerState)
+	case b.State == r.BrokerState:
+		return fmt.Errorf("broker %d is already %v", r.NodeID, r.BrokerState)
+	}
+	b.State = r.BrokerState
+	return nil
+}
+
+// partitionChange applies a partition's new state when it is the next one of the same
+// topic (its id: a change decided before a topic was deleted and created again does not
+// apply to the new one): partition epoch one more than now, leader epoch one more
+// exactly when the leader changes, and a new leader from the current ISR unless the
+// record says the election was unclean.
+func (im *Image) partitionChange(r Record) error {
+	t, ok := im.topics[r.Topic]
+	if !ok || r.Partition < 0 || r.Partition >= t.Partitions || t.States == nil {
+		return fmt.Errorf("partition %s-%d does not exist or is unassigned", r.Topic,
+			r.Partition)
+	}
+	if r.TopicID != t.ID {
+		return fmt.Errorf("partition %s-%d: the change is for an earlier topic of the name",
+			r.Topic, r.Partition)
+	}
+	cur, next := &t.States[r.Partition], r.State
+	if err := next.Check(); err != nil {
+		return fmt.Errorf("partition %s-%d: %w", r.Topic, r.Partition, err)
+	}
+	if next.PartitionEpoch != cur.PartitionEpoch+1 {
+		return fmt.Errorf("partition %s-%d: partition epoch %d, current %d", r.Topic,
+			r.Partition, next.PartitionEpoch, cur.PartitionEpoch)
+	}
+	changed := next.Leader != cur.Leader
+	if (changed && next.LeaderEpoch != cur.LeaderEpoch+1) ||
+		(!changed && next.LeaderEpoch != cur.LeaderEpoch) {
+		return fmt.Errorf("partition %s-%d: leader %d epoch %d after leader %d epoch %d",
+			r.Topic, r.Partition, next.Leader, next.LeaderEpoch, cur.Leader, cur.LeaderEpoch)
+	}
+	if changed && next.Leader != NoLeader && !r.Unclean && !slices.Contains(cur.ISR,
+		next.Leader) {
+		return fmt.Errorf("partition %s-%d: leader %d is not in the ISR %v (not unclean)",
+			r.Topic, r.Partition, next.Leader, cur.ISR)
+	}
+	*cur = next.Clone()
+	return nil
+}
+
+// Check says whether a partition state is well formed: replicas distinct and not
+// empty, an ISR that is a non-empty subset of them, a leader that is in the ISR or
+// NoLeader, adding and removing subsets of the replicas, epochs not negative.
+func (s PartitionState) Check() error {
+	switch {
+	case len(s.Replicas) == 0 || hasDup(s.Replicas):
+		return fmt.Errorf("replicas %v must be distinct and not empty", s.Replicas)
+	case len(s.ISR) == 0 || hasDup(s.ISR) || !subset(s.ISR, s.Replicas):
+		return fmt.Errorf("ISR %v must be a non-empty set of replicas %v", s.ISR, s.Replicas)
+	case s.Leader != NoLeader && !slices.Contains(s.ISR, s.Leader):
+		return fmt.Errorf("leader %d is not in the ISR %v", s.Leader, s.ISR)
+	case !subset(s.Adding, s.Replicas) || !subset(s.Removing, s.Replicas):
+		return fmt.Errorf("adding %v and removing %v must be replicas %v", s.Adding,
+			s.Removing, s.Replicas)
+	case s.LeaderEpoch < 0 || s.PartitionEpoch < 0:
+		return fmt.Errorf("negative epoch (leader %d, partition %d)", s.LeaderEpoch,
+			s.PartitionEpoch)
+	}
+	return nil
+}
+
+// Clone returns a copy sharing no slice with s.
+func (s PartitionState) Clone() PartitionState {
+	s.Replicas = slices.Clone(s.Replicas)
+	s.ISR = slices.Clone(s.ISR)
+	s.Adding = slices.Clone(s.Adding)
+	s.Removing = slices.Clone(s.Removing)
+	return s
+}
+
+func hasDup(xs []int32) bool {
+	for i := range xs {
+		if slices.Contains(xs[i+1:], xs[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func subset(xs, of []int32) bool {
+	for _, x := range xs {
+		if !slices.Contains(of, x) {
+			return false
+		}
+	}
+	return true
 }
 
 // Topic returns the named topic, or nil.
@@ -101,8 +298,49 @@ func (im *Image) TopicByID(id [16]byte) *Topic {
 	return nil
 }
 
+// Partition returns a copy of one partition's state. assigned is false for a
+// partition of an unassigned topic (created before replica placement): it has one
+// replica, on the node that hosts it, which leads it in epoch 0. ok is false when the
+// partition does not exist.
+func (im *Image) Partition(topic string, p int32) (s PartitionState, assigned, ok bool) {
+	t := im.topics[topic]
+	if t == nil || p < 0 || p >= t.Partitions {
+		return PartitionState{}, false, false
+	}
+	if t.States == nil {
+		return PartitionState{}, false, true
+	}
+	return t.States[p].Clone(), true, true
+}
+
 // NextProducerID is the first producer id not yet handed out in a committed block.
 func (im *Image) NextProducerID() int64 { return im.nextProducerID }
+
+// ClusterID is the cluster's id, or "" before a ClusterCreated record.
+func (im *Image) ClusterID() string { return im.clusterID }
+
+// Broker returns a copy of a registered broker.
+func (im *Image) Broker(id int32) (Broker, bool) {
+	b, ok := im.brokers[id]
+	if !ok {
+		return Broker{}, false
+	}
+	return *b, true
+}
+
+// Brokers returns every registered broker, by id.
+func (im *Image) Brokers() []Broker {
+	out := make([]Broker, 0, len(im.brokers))
+	for _, b := range im.brokers {
+		out = append(out, *b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// MaxBrokerEpoch is the greatest broker epoch ever registered; the next registration
+// takes a greater one.
+func (im *Image) MaxBrokerEpoch() int64 { return im.maxBrokerEpoch }
 
 func sortedConfigs(in []Config) []Config {
 	out := append([]Config(nil), in...)

@@ -1,6 +1,7 @@
 package meta
 
-// Kind says what a Record changes.
+// Kind says what a Record changes. Kinds are part of the on-disk format (the metadata
+// log stores them as numbers): never renumber one, only add new ones at the end.
 type Kind uint8
 
 const (
@@ -9,6 +10,16 @@ const (
 	KindTopicDeleted
 	KindConfigsAltered
 	KindProducerIDBlock
+	// KindClusterCreated fixes the cluster id; it is the first record a cluster's
+	// controller commits and is never changed after.
+	KindClusterCreated
+	// KindBrokerRegistered registers (or re-registers, with a new incarnation) a broker.
+	KindBrokerRegistered
+	// KindBrokerChange changes a registered broker's state (fenced, unfenced, shutting
+	// down) for the registration whose epoch it names.
+	KindBrokerChange
+	// KindPartitionChange sets one partition's leader, ISR and replicas.
+	KindPartitionChange
 )
 
 func (k Kind) String() string {
@@ -23,6 +34,14 @@ func (k Kind) String() string {
 		return "ConfigsAltered"
 	case KindProducerIDBlock:
 		return "ProducerIDBlock"
+	case KindClusterCreated:
+		return "ClusterCreated"
+	case KindBrokerRegistered:
+		return "BrokerRegistered"
+	case KindBrokerChange:
+		return "BrokerChange"
+	case KindPartitionChange:
+		return "PartitionChange"
 	default:
 		return "Unknown"
 	}
@@ -34,14 +53,61 @@ type Config struct {
 	Value string `json:"value"`
 }
 
+// BrokerState is a registered broker's state as the controller sees it.
+type BrokerState uint8
+
+const (
+	// BrokerFenced: registered but not serving (just registered and not caught up, or
+	// its heartbeats stopped). It leads nothing and is in no ISR. The zero value, so a
+	// registration without a state starts fenced, as in Kafka.
+	BrokerFenced BrokerState = iota
+	// BrokerUnfenced: alive, may lead partitions and be in ISRs.
+	BrokerUnfenced
+	// BrokerShuttingDown: in controlled shutdown; leads nothing, joins no ISR.
+	BrokerShuttingDown
+)
+
+func (s BrokerState) String() string {
+	switch s {
+	case BrokerFenced:
+		return "fenced"
+	case BrokerUnfenced:
+		return "unfenced"
+	case BrokerShuttingDown:
+		return "shutting-down"
+	default:
+		return "state(?)"
+	}
+}
+
+// NoLeader is the leader of a partition that has none.
+const NoLeader int32 = -1
+
+// PartitionState is one partition's replication state: its replicas (the first is the
+// preferred leader), the in-sync replicas, the leader and the two epochs. LeaderEpoch
+// grows by one at every leader change; PartitionEpoch grows by one at every change of
+// any of it, so a request naming an old PartitionEpoch is refused. Adding and Removing
+// are the replicas a reassignment is adding and removing (both subsets of Replicas).
+type PartitionState struct {
+	Replicas       []int32 `json:"replicas"`
+	ISR            []int32 `json:"isr"`
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	PartitionEpoch int32   `json:"partition_epoch"`
+	Adding         []int32 `json:"adding,omitempty"`
+	Removing       []int32 `json:"removing,omitempty"`
+}
+
 // Record is one committed metadata change. Only the fields its Kind names are set.
 // Records are encoded as JSON by the metadata log adapters; field names are part of the
-// on-disk format.
+// on-disk format. Fields added after the first release are omitted when zero, so
+// records of the older kinds encode exactly as before and old records decode unchanged.
 type Record struct {
 	Kind Kind `json:"kind"`
-	// Topic is set for every kind except KindProducerIDBlock.
+	// Topic is set for the topic kinds and PartitionChange.
 	Topic string `json:"topic,omitempty"`
-	// TopicID is the topic's UUID (TopicCreated); a recreated topic gets a new one.
+	// TopicID is the topic's UUID (TopicCreated; PartitionChange names the topic it was
+	// decided for); a recreated topic gets a new one.
 	TopicID [16]byte `json:"topic_id,omitempty"`
 	// Partitions is the new total count (TopicCreated, PartitionsAdded).
 	Partitions int32 `json:"partitions,omitempty"`
@@ -52,4 +118,39 @@ type Record struct {
 	Configs []Config `json:"configs,omitempty"`
 	// NextProducerID is the first id after the block just allocated (ProducerIDBlock).
 	NextProducerID int64 `json:"next_producer_id,omitempty"`
+
+	// PartitionStates are the states of the partitions a TopicCreated or
+	// PartitionsAdded record creates (all of a TopicCreated's, the new ones of a
+	// PartitionsAdded), in partition order. Empty means unassigned: the topic predates
+	// replica placement (a single node's data directory) and every partition lives on
+	// the node that hosts it, as before (Image.Partition says so).
+	PartitionStates []PartitionState `json:"partition_states,omitempty"`
+
+	// ClusterID is the cluster's id (ClusterCreated).
+	ClusterID string `json:"cluster_id,omitempty"`
+
+	// NodeID is the broker's node id (BrokerRegistered, BrokerChange).
+	NodeID int32 `json:"node_id,omitempty"`
+	// Incarnation is the id a broker process draws at start (BrokerRegistered): a
+	// registration with a new one replaces the previous life's.
+	Incarnation [16]byte `json:"incarnation_id,omitzero"`
+	// BrokerEpoch is the registration's epoch (BrokerRegistered: a new one, greater
+	// than every earlier registration's; BrokerChange: the registration it changes).
+	BrokerEpoch int64 `json:"broker_epoch,omitempty"`
+	// Host, Port and Rack are the broker's advertised listener and rack
+	// (BrokerRegistered).
+	Host string `json:"host,omitempty"`
+	Port int32  `json:"port,omitempty"`
+	Rack string `json:"rack,omitempty"`
+	// BrokerState is the broker's new state (BrokerChange), or its state at
+	// registration (BrokerRegistered: fenced unless a snapshot restores another).
+	BrokerState BrokerState `json:"broker_state,omitempty"`
+
+	// Partition is the partition a PartitionChange sets; State its complete new state.
+	Partition int32          `json:"partition,omitempty"`
+	State     PartitionState `json:"state,omitzero"`
+	// Unclean marks a PartitionChange whose new leader was not in the ISR (an unclean
+	// election, unclean.leader.election.enable=true): records acknowledged by the old
+	// ISR may be lost.
+	Unclean bool `json:"unclean,omitempty"`
 }

@@ -140,7 +140,11 @@ func (r *Replica) TruncateTo(offset int64) (int64, error) {
 	}
 	core.Invariant(!r.syncInFlight, "R3", "%s: truncation with a sync in flight", r.tp)
 	if offset >= r.log.EndOffset() {
-		return r.log.EndOffset(), nil
+		// Nothing to cut from the log, but an epoch this replica began at its end and
+		// wrote nothing in (it led briefly) goes: kept, it would be the last epoch the
+		// follower reports, which the leader never had, and the leader would answer
+		// every fetch with the same divergence.
+		return r.log.EndOffset(), r.dropEpochsFrom(r.log.EndOffset())
 	}
 	end, err := r.log.TruncateTo(offset)
 	if err != nil {
@@ -150,12 +154,8 @@ func (r *Replica) TruncateTo(offset int64) (int64, error) {
 		return 0, err
 	}
 	r.lg.Info("truncated a divergent tail", zap.Int64("to", offset), zap.Int64("end", end))
-	if r.epochs.truncateFromEnd(end) {
-		r.epochsDirty = true
-		if err := r.storeEpochs(); err != nil {
-			r.goOffline()
-			return 0, fmt.Errorf("%s: store leader epochs after truncation: %w", r.tp, err)
-		}
+	if err := r.dropEpochsFrom(end); err != nil {
+		return 0, err
 	}
 	// TruncateTo made the log durable up to end.
 	r.durable = end
@@ -169,4 +169,17 @@ func (r *Replica) TruncateTo(offset int64) (int64, error) {
 	}
 	r.checkOffsets()
 	return end, nil
+}
+
+// dropEpochsFrom forgets the epochs that begin at or after end and stores the cache.
+func (r *Replica) dropEpochsFrom(end int64) error {
+	if !r.epochs.truncateFromEnd(end) {
+		return nil
+	}
+	r.epochsDirty = true
+	if err := r.storeEpochs(); err != nil {
+		r.goOffline()
+		return fmt.Errorf("%s: store leader epochs after truncation: %w", r.tp, err)
+	}
+	return nil
 }

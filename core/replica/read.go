@@ -36,6 +36,12 @@ func (r *Replica) Read(offset int64, maxBytes int) ReadResult {
 	if mutantOn("read-past-hwm") {
 		upTo = r.log.EndOffset()
 	}
+	return r.readUpTo(res, offset, maxBytes, upTo)
+}
+
+// readUpTo fills res with the batches from offset to upTo (exclusive), at most maxBytes
+// unless the first alone is larger.
+func (r *Replica) readUpTo(res ReadResult, offset int64, maxBytes int, upTo int64) ReadResult {
 	b, err := r.log.Read(offset, maxBytes, upTo)
 	if err != nil {
 		// As Kafka does on an IOException: the partition goes offline until a restart

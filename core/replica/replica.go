@@ -95,6 +95,7 @@ type Replica struct {
 	// replicated, what every follower last reported (isr.go). Empty on a single node.
 	isr        map[int32]int64
 	replicated map[int32]int64
+	fetchState map[int32]*followerFetchState // followers' fetches, for ISR changes (lag.go)
 
 	refusalLoggedMs int64 // when a refused batch was last logged at info
 	refusalsQuiet   int   // refusals since then, logged at debug only

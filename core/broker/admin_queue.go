@@ -1,0 +1,304 @@
+package broker
+
+// The admin queue and its typed operation records.
+//
+// Every metadata-changing operation is one adminOp record, queued in arrival order and
+// run one at a time (serialize). An operation moves through phases: queued, proposing
+// (its records are proposed; metaWaiters maps each token to it), opening (its records
+// committed; it waits for the logs of new partitions, open_queue.go), writing offsets
+// (a topic deletion tombstones the deleted topics' committed offsets) and done. At each
+// phase change one switch over the record's type (runAdmin, adminCommitted,
+// adminOpened, adminOffsetsWritten) continues it; a type the switch does not know is a
+// bug (B11). The records say what each operation waits for (Pending, pending.go).
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/meta"
+)
+
+// adminState is the queue of metadata-changing operations.
+type adminState struct {
+	busy     bool      // an operation is running (waiting for its commits)
+	draining bool      // drainAdmin is on the stack
+	running  adminOp   // the operation running, nil when none
+	queue    []adminOp // waiting operations, oldest first
+}
+
+// adminPhase is where an admin operation stands.
+type adminPhase uint8
+
+const (
+	adminQueued    adminPhase = iota // waiting behind the running operation
+	adminProposing                   // its records are proposed, answers outstanding
+	adminOpening                     // committed; waiting for new partitions' logs
+	adminOffsets                     // waiting for offset tombstones to be durable
+	adminDone                        // answered and finished
+)
+
+func (p adminPhase) String() string {
+	switch p {
+	case adminQueued:
+		return "queued"
+	case adminProposing:
+		return "proposing"
+	case adminOpening:
+		return "opening-logs"
+	case adminOffsets:
+		return "writing-offsets"
+	case adminDone:
+		return "done"
+	default:
+		return fmt.Sprintf("phase(%d)", uint8(p))
+	}
+}
+
+// adminOp is one queued or running admin operation. The set of types is closed: the
+// op* structs below.
+type adminOp interface{ base() *adminBase }
+
+// adminBase is what every admin operation has.
+type adminBase struct {
+	req    Request // the client request; zero for the broker's own operations
+	queued core.Time
+	phase  adminPhase
+	recs   []meta.Record // proposed, in order
+	errs   []error       // each record's commit error, once answered
+	left   int           // proposals (adminProposing) or offset writes (adminOffsets) due
+}
+
+func (a *adminBase) base() *adminBase { return a }
+
+// opCreateTopics is a CreateTopics request; at[j] is recs[j]'s entry in resp.Topics.
+type opCreateTopics struct {
+	adminBase
+	m    *kmsg.CreateTopicsRequest
+	resp *kmsg.CreateTopicsResponse
+	at   []int
+}
+
+// opCreatePartitions is a CreatePartitions request; at as in opCreateTopics.
+type opCreatePartitions struct {
+	adminBase
+	m    *kmsg.CreatePartitionsRequest
+	resp *kmsg.CreatePartitionsResponse
+	at   []int
+}
+
+// opDeleteTopics is a DeleteTopics request; waits[i] is resp.Topics[i]'s index in recs,
+// or -1.
+type opDeleteTopics struct {
+	adminBase
+	m     *kmsg.DeleteTopicsRequest
+	resp  *kmsg.DeleteTopicsResponse
+	waits []int
+}
+
+// opAutoCreate is a Metadata request that auto-creates topics; failed holds the
+// topics it could not create and why.
+type opAutoCreate struct {
+	adminBase
+	m      *kmsg.MetadataRequest
+	failed map[string]topicError
+}
+
+// opAlterConfigs is an AlterConfigs or IncrementalAlterConfigs request (req.Msg says
+// which); at[j] is recs[j]'s entry in results.
+type opAlterConfigs struct {
+	adminBase
+	changes      []configChange
+	validateOnly bool
+	results      []alterResult
+	at           []int
+}
+
+// opOffsetsTopic creates __consumer_offsets (groups.go); existed: it was there when
+// the operation started, so it only waits for its logs.
+type opOffsetsTopic struct {
+	adminBase
+	existed bool
+}
+
+// opPurgeOrphans tombstones at start the committed offsets of topics that are gone
+// (groups_topics.go).
+type opPurgeOrphans struct{ adminBase }
+
+// adminName names an operation for logs and Pending.
+func adminName(op adminOp) string {
+	switch op := op.(type) {
+	case *opCreateTopics:
+		return "CreateTopics"
+	case *opCreatePartitions:
+		return "CreatePartitions"
+	case *opDeleteTopics:
+		return "DeleteTopics"
+	case *opAutoCreate:
+		return "Metadata(auto-create)"
+	case *opAlterConfigs:
+		if _, ok := op.req.Msg.(*kmsg.IncrementalAlterConfigsRequest); ok {
+			return "IncrementalAlterConfigs"
+		}
+		return "AlterConfigs"
+	case *opOffsetsTopic:
+		return "create-offsets-topic"
+	case *opPurgeOrphans:
+		return "purge-orphan-offsets"
+	default:
+		return fmt.Sprintf("%T", op)
+	}
+}
+
+// serialize queues op to run once every earlier admin operation has finished. Every
+// operation ends in adminFinished, after it replied.
+func (b *Broker) serialize(op adminOp) {
+	a := op.base()
+	if len(b.admin.queue) >= maxQueuedAdmin {
+		b.lg.Warn("too many admin requests waiting; closing the connection",
+			zap.Uint64("conn", a.req.Conn), zap.Int("waiting", len(b.admin.queue)))
+		b.env.Reply(Reply{Conn: a.req.Conn, ID: a.req.ID, Close: true})
+		return
+	}
+	a.queued = b.now
+	b.admin.queue = append(b.admin.queue, op)
+	b.drainAdmin()
+}
+
+// drainAdmin starts queued operations while none is running. It loops rather than
+// recursing so that operations finishing synchronously do not deepen the stack.
+func (b *Broker) drainAdmin() {
+	if b.admin.draining {
+		return
+	}
+	b.admin.draining = true
+	for !b.admin.busy && len(b.admin.queue) > 0 {
+		op := b.admin.queue[0]
+		b.admin.queue[0] = nil
+		b.admin.queue = b.admin.queue[1:]
+		b.admin.busy = true
+		b.admin.running = op
+		b.runAdmin(op)
+	}
+	if len(b.admin.queue) == 0 {
+		b.admin.queue = nil // release the backing array
+	}
+	b.admin.draining = false
+}
+
+// runAdmin starts an operation: it checks it against the image as it is now and
+// proposes its records.
+func (b *Broker) runAdmin(op adminOp) {
+	switch op := op.(type) {
+	case *opCreateTopics:
+		b.createTopics(op)
+	case *opCreatePartitions:
+		b.createPartitions(op)
+	case *opDeleteTopics:
+		b.deleteTopics(op)
+	case *opAutoCreate:
+		b.autoCreate(op)
+	case *opAlterConfigs:
+		b.alterConfigs(op)
+	case *opOffsetsTopic:
+		b.createOffsetsTopic(op)
+	case *opPurgeOrphans:
+		b.purgeOrphans(op)
+	default:
+		core.Invariant(false, "B11", "admin operation of unknown type %T", op)
+	}
+}
+
+// adminFinished ends the running operation and starts the next one.
+func (b *Broker) adminFinished(op adminOp) {
+	a := op.base()
+	core.Invariant(a.phase != adminDone, "B6", "admin operation finished twice")
+	a.phase = adminDone
+	if b.admin.running == op {
+		b.admin.running = nil
+	}
+	b.admin.busy = false
+	b.drainAdmin()
+}
+
+// proposeAll proposes recs in order for op; adminCommitted continues op once every
+// one of them was answered (at once when recs is empty), with each record's commit
+// error in op's errs.
+func (b *Broker) proposeAll(op adminOp, recs []meta.Record) {
+	a := op.base()
+	a.recs, a.errs, a.left = recs, make([]error, len(recs)), len(recs)
+	a.phase = adminProposing
+	if len(recs) == 0 {
+		b.adminCommitted(op)
+		return
+	}
+	for i, rec := range recs {
+		b.propose(rec, metaWaiter{op: op, i: i})
+	}
+}
+
+// adminAnswered records one proposal's answer (metaport.go).
+func (b *Broker) adminAnswered(op adminOp, i int, err error) {
+	a := op.base()
+	a.errs[i] = err
+	a.left--
+	if a.left == 0 {
+		b.adminCommitted(op)
+	}
+}
+
+// adminCommitted continues an operation whose proposals were all answered.
+func (b *Broker) adminCommitted(op adminOp) {
+	switch op := op.(type) {
+	case *opCreateTopics, *opCreatePartitions, *opOffsetsTopic:
+		b.afterOpens(op)
+	case *opAutoCreate:
+		b.autoCreateCommitted(op)
+	case *opDeleteTopics:
+		b.deleteTopicsCommitted(op)
+	case *opAlterConfigs:
+		b.alterConfigsCommitted(op)
+	default: // opPurgeOrphans proposes nothing
+		core.Invariant(false, "B11", "%s: no commit to continue", adminName(op))
+	}
+}
+
+// adminOpened continues an operation that waited for the logs of new partitions.
+func (b *Broker) adminOpened(op adminOp) {
+	switch op := op.(type) {
+	case *opCreateTopics:
+		b.createTopicsOpened(op)
+	case *opCreatePartitions:
+		b.createPartitionsOpened(op)
+	case *opAutoCreate:
+		b.reply(op.req, b.metadataResponse(op.m, op.failed))
+		b.adminFinished(op)
+	case *opOffsetsTopic:
+		b.offsetsTopicOpened(op)
+	default:
+		core.Invariant(false, "B11", "%s: no open to wait for", adminName(op))
+	}
+}
+
+// adminOffsetsWritten continues an operation whose offset tombstones all ended.
+func (b *Broker) adminOffsetsWritten(op adminOp) {
+	switch op := op.(type) {
+	case *opDeleteTopics:
+		b.reply(op.req, op.resp)
+		b.adminFinished(op)
+	case *opPurgeOrphans:
+		b.adminFinished(op)
+	default:
+		core.Invariant(false, "B11", "%s: no offsets to write", adminName(op))
+	}
+}
+
+// adminOffsetWriteEnded counts down an operation's offset tombstones.
+func (b *Broker) adminOffsetWriteEnded(op adminOp) {
+	a := op.base()
+	if a.left--; a.left == 0 {
+		b.adminOffsetsWritten(op)
+	}
+}

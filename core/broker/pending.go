@@ -1,0 +1,257 @@
+package broker
+
+// Pending: what the broker is waiting for, as data.
+//
+// Every piece of work the broker parks is a typed record (timers.go, admin_queue.go,
+// offset_writes.go, produce.go, fetch.go, init_producer_id.go, open_queue.go), so
+// Pending can list it: a test asserts on it, and the simulator prints it in a failed
+// seed's artifacts. The list is sorted and holds no map-order dependence, so two runs
+// of one seed print the same text.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/sluicemq/sluice/core"
+)
+
+// PendingKind names a kind of pending work.
+type PendingKind string
+
+// The kinds Pending reports.
+const (
+	PendingProduce     PendingKind = "produce"      // acks=all, waiting for high-water marks
+	PendingFetch       PendingKind = "fetch"        // long poll, waiting for bytes
+	PendingAdmin       PendingKind = "admin"        // a metadata-changing operation
+	PendingProposal    PendingKind = "proposal"     // a metadata record awaiting its answer
+	PendingProducerID  PendingKind = "producer-id"  // InitProducerId waiting for a block
+	PendingOffsetWrite PendingKind = "offset-write" // a write to __consumer_offsets
+	PendingOpen        PendingKind = "open"         // new partitions' logs still to open
+	PendingSync        PendingKind = "sync"         // an fsync in flight
+	PendingTimer       PendingKind = "timer"        // a group deadline or an open chunk
+	PendingGroup       PendingKind = "group"        // JoinGroup/SyncGroup held by its group
+)
+
+// PendingOp is one piece of work the broker waits on.
+type PendingOp struct {
+	Kind PendingKind
+	// What names the work (the API, the operation, the owner of a write).
+	What string
+	// Waits says what it waits for: tokens, timer ids, offsets, logs to open.
+	Waits string
+	// Since is when it started waiting; AgeMs is how long ago that was when Pending ran.
+	Since core.Time
+	AgeMs int64
+	// Conn and ID name the client request it answers; HasRequest is false for the
+	// broker's own work.
+	Conn, ID   uint64
+	HasRequest bool
+}
+
+func (p PendingOp) String() string {
+	req := "broker"
+	if p.HasRequest {
+		req = fmt.Sprintf("conn=%d req=%d", p.Conn, p.ID)
+	}
+	return fmt.Sprintf("%-12s age=%dms %s %s: %s", p.Kind, p.AgeMs, req, p.What, p.Waits)
+}
+
+// Pending lists the work the broker is waiting for, sorted by kind, then start time,
+// then request, then description. The periodic passes (log retention, offset expiry)
+// are always armed and not listed.
+func (b *Broker) Pending() []PendingOp {
+	var out []PendingOp
+	out = b.pendingTimers(out)
+	out = b.pendingAdmin(out)
+	out = b.pendingProposals(out)
+	for _, w := range b.pidWaiters {
+		out = append(out, PendingOp{Kind: PendingProducerID, What: "InitProducerId",
+			Waits: "a producer-id block to commit", Since: w.since, Conn: w.req.Conn,
+			ID: w.req.ID, HasRequest: true})
+	}
+	out = b.pendingOffsetWrites(out)
+	for _, p := range b.groups.parked {
+		out = append(out, PendingOp{Kind: PendingGroup, What: p.api,
+			Waits: fmt.Sprintf("group %q member %q: the rebalance", p.group, p.member),
+			Since: p.since, Conn: p.req.Conn, ID: p.req.ID, HasRequest: true})
+	}
+	if n := len(b.opens.queued); n > 0 {
+		out = append(out, PendingOp{Kind: PendingOpen, What: "partition logs",
+			Waits: fmt.Sprintf("%d logs to open, %d operations waiting", n,
+				len(b.opens.waiters)), Since: b.now})
+	}
+	for _, tp := range sortedKeys(b.syncs) {
+		s := b.syncs[tp]
+		out = append(out, PendingOp{Kind: PendingSync, What: tp.String(),
+			Waits: fmt.Sprintf("SyncDone token=%d", s.token), Since: s.since})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return pendingLess(out[i], out[j]) })
+	for i := range out {
+		out[i].AgeMs = (b.now - out[i].Since).Millis()
+	}
+	return out
+}
+
+func pendingLess(a, b PendingOp) bool {
+	switch {
+	case a.Kind != b.Kind:
+		return a.Kind < b.Kind
+	case a.Since != b.Since:
+		return a.Since < b.Since
+	case a.Conn != b.Conn:
+		return a.Conn < b.Conn
+	case a.ID != b.ID:
+		return a.ID < b.ID
+	case a.What != b.What:
+		return a.What < b.What
+	}
+	return a.Waits < b.Waits
+}
+
+// pendingTimers lists parked produces and fetches (each has its timer) and the other
+// timers but the periodic passes.
+func (b *Broker) pendingTimers(out []PendingOp) []PendingOp {
+	ids := make([]uint64, 0, len(b.timers))
+	for id := range b.timers {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		t := b.timers[id]
+		timer := fmt.Sprintf("timer=%d due in %dms", id, (t.at - b.now).Millis())
+		switch t.kind {
+		case timerProduceTimeout:
+			p := t.produce
+			out = append(out, PendingOp{Kind: PendingProduce, What: "Produce acks=all",
+				Waits: b.produceWaits(p) + "; " + timer, Since: t.set, Conn: p.req.Conn,
+				ID: p.req.ID, HasRequest: true})
+		case timerFetchWait:
+			w := t.fetch
+			out = append(out, PendingOp{Kind: PendingFetch, What: "Fetch",
+				Waits: fmt.Sprintf("min_bytes=%d on %v; %s", w.m.MinBytes, w.tps, timer),
+				Since: t.set, Conn: w.req.Conn, ID: w.req.ID, HasRequest: true})
+		case timerGroup:
+			out = append(out, PendingOp{Kind: PendingTimer, What: "group " + t.group,
+				Waits: timer, Since: t.set})
+		case timerOpenChunk:
+			out = append(out, PendingOp{Kind: PendingTimer, What: "open next chunk",
+				Waits: timer, Since: t.set})
+		case timerOffsetExpiry, timerRetention:
+		default:
+			core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
+		}
+	}
+	return out
+}
+
+// produceWaits describes the partitions a parked produce still waits on.
+func (b *Broker) produceWaits(p *pendingProduce) string {
+	var parts []string
+	for _, tp := range sortedKeys(b.produces.byTP) {
+		for _, w := range b.produces.byTP[tp] {
+			if w.p != p {
+				continue
+			}
+			s := fmt.Sprintf("%s hwm>=%d", tp, w.offset)
+			if sy, ok := b.syncs[tp]; ok {
+				s += fmt.Sprintf(" (sync token=%d)", sy.token)
+			}
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// pendingAdmin lists the running admin operation and the queued ones.
+func (b *Broker) pendingAdmin(out []PendingOp) []PendingOp {
+	ops := append([]adminOp(nil), b.admin.queue...)
+	if b.admin.running != nil {
+		ops = append([]adminOp{b.admin.running}, ops...)
+	}
+	for i, op := range ops {
+		a := op.base()
+		waits := a.phase.String()
+		switch a.phase {
+		case adminProposing:
+			waits += fmt.Sprintf(": %d of %d answers, tokens %v", a.left, len(a.recs),
+				b.tokensOf(op))
+		case adminOpening:
+			waits += fmt.Sprintf(": %d logs to open", len(b.opens.queued))
+		case adminOffsets:
+			waits += fmt.Sprintf(": %d offset writes", a.left)
+		case adminQueued: // behind every operation listed before it
+			waits += fmt.Sprintf(" behind %d operations", i)
+		}
+		out = append(out, PendingOp{Kind: PendingAdmin, What: adminName(op), Waits: waits,
+			Since: a.queued, Conn: a.req.Conn, ID: a.req.ID, HasRequest: a.req != (Request{})})
+	}
+	return out
+}
+
+// tokensOf returns the proposal tokens op still waits on, ascending.
+func (b *Broker) tokensOf(op adminOp) []uint64 {
+	var toks []uint64
+	for tok, w := range b.metaWaiters {
+		if w.op == op {
+			toks = append(toks, tok)
+		}
+	}
+	sort.Slice(toks, func(i, j int) bool { return toks[i] < toks[j] })
+	return toks
+}
+
+// pendingProposals lists the proposals awaiting their MetaAnswer.
+func (b *Broker) pendingProposals(out []PendingOp) []PendingOp {
+	for tok, w := range b.metaWaiters {
+		p := PendingOp{Kind: PendingProposal, What: "producer-id block", Since: w.since,
+			Waits: fmt.Sprintf("MetaAnswer token=%d for %v", tok, w.kind)}
+		if w.topic != "" {
+			p.Waits += fmt.Sprintf(" %q", w.topic)
+		}
+		if w.op != nil {
+			a := w.op.base()
+			p.What = fmt.Sprintf("%s record %d", adminName(w.op), w.i)
+			p.Conn, p.ID, p.HasRequest = a.req.Conn, a.req.ID, a.req != (Request{})
+		}
+		out = append(out, p)
+	}
+	return out // sorted by the caller: Waits holds the token
+}
+
+// pendingOffsetWrites lists the offset writes waiting for the offsets topic, then
+// those waiting for durability, partition by partition.
+func (b *Broker) pendingOffsetWrites(out []PendingOp) []PendingOp {
+	add := func(w *offsetWrite) {
+		p := PendingOp{Kind: PendingOffsetWrite, What: w.owner.ownerName(),
+			Waits: describeWrite(w), Since: w.since}
+		if w.appended {
+			if s, ok := b.syncs[w.tp]; ok {
+				p.Waits += fmt.Sprintf(" (sync token=%d)", s.token)
+			}
+		}
+		if r, ok := ownerRequest(w.owner); ok {
+			p.Conn, p.ID, p.HasRequest = r.Conn, r.ID, true
+		}
+		out = append(out, p)
+	}
+	for _, w := range b.groups.created {
+		add(w)
+	}
+	for _, tp := range sortedKeys(b.groups.writes) {
+		for _, w := range b.groups.writes[tp] {
+			add(w)
+		}
+	}
+	return out
+}
+
+// sortedKeys returns a partition-keyed map's keys in partition order.
+func sortedKeys[V any](m map[core.TopicPartition]V) []core.TopicPartition {
+	tps := make([]core.TopicPartition, 0, len(m))
+	for tp := range m {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool { return tps[i].Less(tps[j]) })
+	return tps
+}

@@ -1,0 +1,121 @@
+package controller
+
+import (
+	"slices"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/meta"
+)
+
+// Eligible says whether a broker may lead partitions and be in ISRs: registered and
+// unfenced (not fenced, not in controlled shutdown).
+func Eligible(im *meta.Image) func(int32) bool {
+	return func(id int32) bool {
+		b, ok := im.Broker(id)
+		return ok && b.State == meta.BrokerUnfenced
+	}
+}
+
+// Repair returns the state a partition should move to given which brokers are eligible:
+// ineligible members leave the ISR, and a leader that is not eligible is replaced by
+// the first eligible ISR member in replica order (the preferred replica first). When no
+// ISR member is eligible the ISR is kept as it is (each member holds every acknowledged
+// record, so any of them may lead cleanly when it comes back) and the partition has no
+// leader, unless unclean is set: then the first eligible replica outside the ISR leads,
+// alone in the ISR, and the result says the election was unclean (records acknowledged
+// by the old ISR may be lost). changed is false when the partition is as it should be;
+// otherwise next carries the next partition epoch, and the next leader epoch when the
+// leader changed.
+func Repair(s meta.PartitionState, eligible func(int32) bool, unclean bool) (
+	next meta.PartitionState, wasUnclean, changed bool) {
+	next = s.Clone()
+	isr := filter(s.ISR, eligible)
+	if len(isr) > 0 {
+		next.ISR = isr
+	}
+	if next.Leader == meta.NoLeader || !eligible(next.Leader) {
+		next.Leader = meta.NoLeader
+		for _, r := range s.Replicas {
+			if slices.Contains(isr, r) {
+				next.Leader = r
+				break
+			}
+		}
+	}
+	if next.Leader == meta.NoLeader && unclean {
+		for _, r := range s.Replicas {
+			if eligible(r) {
+				next.Leader, next.ISR, wasUnclean = r, []int32{r}, true
+				break
+			}
+		}
+	}
+	return bump(s, next), wasUnclean, !sameState(s, next)
+}
+
+// Preferred returns the state with leadership moved to the preferred replica (the first
+// one) when it is not the leader and may lead: eligible and in the ISR. ok is false
+// when no election is needed or possible; code then says which (ELECTION_NOT_NEEDED,
+// PREFERRED_LEADER_NOT_AVAILABLE).
+func Preferred(s meta.PartitionState, eligible func(int32) bool) (
+	next meta.PartitionState, ok bool, code int16) {
+	p := s.Replicas[0]
+	if s.Leader == p {
+		return s, false, codeElectionNotNeeded
+	}
+	if !eligible(p) || !slices.Contains(s.ISR, p) {
+		return s, false, codePreferredNotAvailable
+	}
+	next = s.Clone()
+	next.Leader = p
+	return bump(s, next), true, 0
+}
+
+// Expired says whether a broker last heard from at last has outlived its session.
+func Expired(last, now core.Time, sessionMs int64) bool {
+	return now >= last.AddMillis(sessionMs)
+}
+
+// ShutdownDone says whether a broker in controlled shutdown is off every partition it
+// can leave: it leads none, and it stays in an ISR only where no eligible member could
+// replace it (there it is the partition's way back to a clean leader).
+func ShutdownDone(im *meta.Image, id int32) bool {
+	eligible := Eligible(im)
+	for _, name := range im.TopicNames() {
+		for _, s := range im.Topic(name).States {
+			if s.Leader == id {
+				return false
+			}
+			if slices.Contains(s.ISR, id) && slices.ContainsFunc(s.ISR, eligible) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// bump sets next's epochs from s: the partition epoch one more, the leader epoch one
+// more when the leader changed.
+func bump(s, next meta.PartitionState) meta.PartitionState {
+	next.PartitionEpoch = s.PartitionEpoch + 1
+	next.LeaderEpoch = s.LeaderEpoch
+	if next.Leader != s.Leader {
+		next.LeaderEpoch = s.LeaderEpoch + 1
+	}
+	return next
+}
+
+func sameState(a, b meta.PartitionState) bool {
+	return a.Leader == b.Leader && slices.Equal(a.ISR, b.ISR) &&
+		slices.Equal(a.Replicas, b.Replicas)
+}
+
+func filter(xs []int32, keep func(int32) bool) []int32 {
+	var out []int32
+	for _, x := range xs {
+		if keep(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,187 @@
+package controller
+
+import (
+	"slices"
+
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/meta"
+)
+
+// reconcile proposes what the cluster needs that no proposal in flight is already
+// doing: the cluster id at the first start, fencing brokers whose session expired, and
+// moving leadership and ISR places off brokers that are not eligible. It runs after
+// every input but scans only when something changed, and proposes at most
+// MaxInFlight records at once. After a rejected proposal it waits RetryBackoffMs.
+func (c *Controller) reconcile() {
+	if !c.active {
+		return
+	}
+	c.fenceExpired() // time passing is a change of its own
+	if c.dirty && c.retry.id == 0 {
+		c.dirty = false
+		c.ensureCluster()
+		c.shutDown()
+		c.repairPartitions()
+	}
+	c.armExpiry()
+}
+
+func (c *Controller) ensureCluster() {
+	if c.image.ClusterID() == "" && !c.isBusy(clusterKey()) && c.roomForMore() {
+		c.propose(Pending{Op: OpCreateCluster, Key: clusterKey(),
+			Record: meta.Record{Kind: meta.KindClusterCreated, ClusterID: c.cfg.ClusterID}})
+	}
+}
+
+// fenceExpired fences every broker (unfenced or shutting down) not heard from within
+// broker.session.timeout.ms.
+func (c *Controller) fenceExpired() {
+	if c.retry.id != 0 {
+		return
+	}
+	for _, b := range c.image.Brokers() {
+		last, ok := c.contacts[b.ID]
+		if !ok {
+			c.contacts[b.ID] = c.now // registered by an earlier controller just now
+			continue
+		}
+		if b.State == meta.BrokerFenced || !Expired(last, c.now, c.cfg.SessionTimeoutMs) ||
+			c.isBusy(brokerKey(b.ID)) || !c.roomForMore() {
+			continue
+		}
+		c.lg.Warn("broker session expired: fencing it", zap.Int32("broker", b.ID),
+			zap.Int64("silent_ms", int64(c.now-last)/1e6))
+		c.propose(Pending{Op: OpFence, Key: brokerKey(b.ID), Record: meta.Record{
+			Kind: meta.KindBrokerChange, NodeID: b.ID, BrokerEpoch: b.Epoch,
+			BrokerState: meta.BrokerFenced}})
+	}
+}
+
+// repairPartitions moves every partition off ineligible brokers (Repair).
+func (c *Controller) repairPartitions() {
+	eligible := Eligible(c.image)
+	for _, name := range c.image.TopicNames() {
+		t := c.image.Topic(name)
+		for p, s := range t.States {
+			k := partitionKey(name, int32(p))
+			if c.isBusy(k) {
+				continue
+			}
+			next, unclean, changed := Repair(s, eligible, c.cfg.UncleanLeaderElection)
+			if !changed {
+				continue
+			}
+			if !c.roomForMore() {
+				c.dirty = true // the rest when answers free room
+				return
+			}
+			if unclean {
+				c.lg.Warn("unclean leader election: the new leader was not in the ISR, "+
+					"records acknowledged by the old ISR may be lost",
+					zap.String("topic", name), zap.Int("partition", p),
+					zap.Int32("leader", next.Leader), zap.Int32s("old_isr", s.ISR))
+			} else if next.Leader == meta.NoLeader && s.Leader != meta.NoLeader {
+				c.lg.Warn("partition has no eligible leader: offline until an ISR member "+
+					"returns", zap.String("topic", name), zap.Int("partition", p),
+					zap.Int32s("isr", next.ISR))
+			}
+			c.propose(Pending{Op: OpRepair, Key: k, Record: meta.Record{
+				Kind: meta.KindPartitionChange, Topic: name, Partition: int32(p), State: next,
+				Unclean: unclean}})
+		}
+	}
+}
+
+// rebalanceLeaders moves leadership back to preferred replicas (the automatic
+// rebalance, every leader.imbalance.check.interval.seconds).
+func (c *Controller) rebalanceLeaders() {
+	eligible := Eligible(c.image)
+	for _, name := range c.image.TopicNames() {
+		for p, s := range c.image.Topic(name).States {
+			k := partitionKey(name, int32(p))
+			if c.isBusy(k) || !c.roomForMore() {
+				continue
+			}
+			if next, ok, _ := Preferred(s, eligible); ok {
+				c.propose(Pending{Op: OpPreferred, Key: k, Record: meta.Record{
+					Kind: meta.KindPartitionChange, Topic: name, Partition: int32(p),
+					State: next}})
+			}
+		}
+	}
+}
+
+// armExpiry sets the expiry timer for the earliest session end still to come of a
+// broker that is not fenced yet. A session already over whose fence could not be
+// proposed yet (a proposal for the broker in flight, no room, a retry backoff) needs no
+// timer: the answer or the retry timer that unblocks it comes with a step.
+func (c *Controller) armExpiry() {
+	var at core.Time
+	found := false
+	for _, b := range c.image.Brokers() {
+		if b.State == meta.BrokerFenced || c.isBusy(brokerKey(b.ID)) {
+			continue
+		}
+		end := c.contacts[b.ID].AddMillis(c.cfg.SessionTimeoutMs)
+		if end <= c.now {
+			continue
+		}
+		if !found || end < at {
+			at, found = end, true
+		}
+	}
+	if !found {
+		c.disarm(&c.expiry)
+		return
+	}
+	if c.expiry.id != 0 && c.expiry.at <= at {
+		return // it fires first and is set again then: no churn at every heartbeat
+	}
+	c.arm(&c.expiry, timerExpiry, at)
+}
+
+// shutDown marks shutting down each broker with a ControlledShutdown waiting that is
+// still unfenced (its ShuttingDown record not proposed yet, or lost to an unknown
+// outcome).
+func (c *Controller) shutDown() {
+	for _, id := range sortedKeys(c.shutdowns) {
+		b, ok := c.image.Broker(id)
+		if !ok || b.State != meta.BrokerUnfenced || c.isBusy(brokerKey(id)) ||
+			!c.roomForMore() || !slices.ContainsFunc(c.shutdowns[id],
+			func(w shutdownWait) bool { return w.epoch == b.Epoch }) {
+			continue
+		}
+		c.propose(Pending{Op: OpShutdown, Key: brokerKey(id), Record: meta.Record{
+			Kind: meta.KindBrokerChange, NodeID: id, BrokerEpoch: b.Epoch,
+			BrokerState: meta.BrokerShuttingDown}})
+	}
+}
+
+// answerShutdowns answers the controlled shutdowns that are done, and those whose
+// registration is gone or was replaced.
+func (c *Controller) answerShutdowns() {
+	for _, id := range sortedKeys(c.shutdowns) {
+		b, ok := c.image.Broker(id)
+		done := ok && b.State != meta.BrokerUnfenced && ShutdownDone(c.image, id)
+		var left []shutdownWait
+		for _, w := range c.shutdowns[id] {
+			switch {
+			case !ok:
+				c.answerParked(w.req, ControlledShutdownResponse{Err: codeNotRegistered})
+			case w.epoch != b.Epoch:
+				c.answerParked(w.req, ControlledShutdownResponse{Err: codeStaleBrokerEpoch})
+			case done:
+				c.answerParked(w.req, ControlledShutdownResponse{})
+			default:
+				left = append(left, w)
+			}
+		}
+		if len(left) == 0 {
+			delete(c.shutdowns, id)
+		} else {
+			c.shutdowns[id] = left
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/disk"
+	"github.com/sluicemq/sluice/runtime/raftmeta"
+)
+
+// raftKeys is the state-store prefix of the raft log and stable store (disk/raftstore).
+var raftKeys = []byte("raft/")
+
+// ErrQuorumOfMany refuses a quorum of more than one voter while brokers do not
+// replicate partitions yet: every node would serve every partition alone, and a
+// client's acknowledged write would live on one machine (issue 8).
+var ErrQuorumOfMany = errors.New("a metadata quorum of more than one voter is not served " +
+	"yet: partitions are not replicated between nodes (issue 8); use one voter")
+
+// openMetadata opens the node's metadata log and returns the Start to step the broker
+// with: the node's own log in the state store (no voters, as always), or a raft quorum
+// (Options.Voters). A data directory keeps the kind it was created with: switching
+// would start from an empty log and forget every topic, so either way is refused.
+func (n *Node) openMetadata() (broker.Start, error) {
+	_, _, hasRaft, err := n.state.First(raftKeys)
+	if err != nil {
+		return broker.Start{}, fmt.Errorf("read the state store: %w", err)
+	}
+	if n.metaLog, err = disk.NewMetaLog(n.state); err != nil {
+		return broker.Start{}, fmt.Errorf("open metadata log: %w", err)
+	}
+	committed, err := n.metaLog.Load()
+	if err != nil {
+		return broker.Start{}, fmt.Errorf("load metadata log: %w", err)
+	}
+	if len(n.opts.Voters) == 0 {
+		if hasRaft {
+			return broker.Start{}, fmt.Errorf("data directory %s belongs to a metadata "+
+				"quorum: start the node with the --voters it was created with",
+				n.opts.DataDir)
+		}
+		n.metaW = newMetaWriter(n.metaLog, n.deliverCompletion)
+		return broker.Start{Snapshot: committed.Snapshot,
+			SnapshotIndex: committed.SnapshotIndex, Records: committed.Records}, nil
+	}
+	if held := committed.SnapshotIndex + uint64(len(committed.Records)); held > 0 {
+		return broker.Start{}, fmt.Errorf("data directory %s holds a single node's "+
+			"metadata (%d records): start it without --voters", n.opts.DataDir, held)
+	}
+	if len(n.opts.Voters) > 1 {
+		return broker.Start{}, ErrQuorumOfMany
+	}
+	return n.openQuorum()
+}
+
+// openQuorum opens the raft adapter over the node's state store; Start runs it once
+// the event loop is up.
+func (n *Node) openQuorum() (broker.Start, error) {
+	timing := n.opts.QuorumTiming
+	if timing == (raftmeta.Timing{}) {
+		timing = raftmeta.DefaultTiming()
+	}
+	m, start, err := raftmeta.Open(raftmeta.Config{
+		NodeID: n.opts.Config.NodeID, Voters: n.opts.Voters, Bind: n.opts.ControllerListen,
+		State: n.state, SnapshotDir: filepath.Join(n.opts.DataDir, "raft-snapshots"),
+		Logger: n.lg.Named("quorum"), Timing: timing, OnFatal: n.onFatal,
+	})
+	if err != nil {
+		return broker.Start{}, err
+	}
+	n.quorum = m
+	n.lg.Info("metadata quorum", zap.Int("voters", len(n.opts.Voters)),
+		zap.String("controller_listen", m.Addr()), zap.Uint64("records", start.LastIndex()))
+	return start, nil
+}
+
+// awaitQuorumLeader waits, before clients are let in, until the quorum has a leader,
+// at most twenty election timeouts: a metadata change proposed earlier would only be
+// refused. A quorum that elects none by then (most voters down) does not keep the node
+// from serving what it has; such changes are answered with retriable errors.
+func (n *Node) awaitQuorumLeader(ctx context.Context) {
+	timing := n.opts.QuorumTiming
+	if timing == (raftmeta.Timing{}) {
+		timing = raftmeta.DefaultTiming()
+	}
+	deadline := time.Now().Add(20 * timing.Election)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if leader, _ := n.quorum.Leader(); leader >= 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // bounded by the deadline above
+	}
+	leader, term := n.quorum.Leader()
+	n.lg.Warn("serving without a metadata quorum leader; metadata changes fail until "+
+		"one is elected", zap.Int32("leader", leader), zap.Uint64("term", term))
+}
+
+// onFatal ends a node that can no longer serve correctly: Options.OnFatal decides
+// what happens (the command exits non-zero so a supervisor restarts it); by default
+// the node closes.
+func (n *Node) onFatal(err error) {
+	n.fatal.Do(func() {
+		n.lg.Error("the node must restart", zap.Error(err))
+		if n.opts.OnFatal != nil {
+			n.opts.OnFatal(err)
+			return
+		}
+		go func() { _ = n.Close() }()
+	})
+}
+
+// QuorumAddr is where the node's metadata quorum transport listens ("" without one).
+func (n *Node) QuorumAddr() string {
+	if n.quorum == nil {
+		return ""
+	}
+	return n.quorum.Addr()
+}

@@ -1,0 +1,91 @@
+package runtime_test
+
+import (
+	"context"
+	stdnet "net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/sluicemq/sluice/runtime"
+	"github.com/sluicemq/sluice/runtime/raftmeta"
+)
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := stdnet.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// quorumNode is a node over dir whose metadata log is a raft quorum of voters, or its
+// own log when voters is nil. It is not closed for the caller.
+func quorumNode(t *testing.T, dir string, voters []raftmeta.Voter) (*runtime.Node, error) {
+	t.Helper()
+	n := runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0", DataDir: dir,
+		Logger: zaptest.NewLogger(t), DrainTimeout: 2 * time.Second, Voters: voters,
+		QuorumTiming: raftmeta.TestTiming()})
+	return n, n.Start(context.Background())
+}
+
+// A node whose metadata log is a quorum of one voter serves as a node with its own log
+// does: topics created through raft are there, with their data, after a restart.
+func TestQuorumOfOneServesAndRemembersTopics(t *testing.T) {
+	dir := t.TempDir()
+	voters := []raftmeta.Voter{{ID: 1, Addr: freeAddr(t)}}
+	n, err := quorumNode(t, dir, voters)
+	require.NoError(t, err)
+	require.Equal(t, voters[0].Addr, n.QuorumAddr())
+	cl := newClient(t, n, kgo.DefaultProduceTopic("q"))
+	createTopic(t, cl, "q", 2) // waits for the quorum to elect itself and commit
+	for _, v := range []string{"a", "b", "c"} {
+		require.NoError(t, cl.ProduceSync(testCtx(t, 10*time.Second),
+			&kgo.Record{Value: []byte(v)}).FirstErr())
+	}
+	cl.Close()
+	require.NoError(t, n.Close())
+
+	n, err = quorumNode(t, dir, voters)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, n.Close()) }()
+	adm := kadm.NewClient(newClient(t, n))
+	td, err := adm.ListTopics(testCtx(t, 10*time.Second), "q")
+	require.NoError(t, err)
+	require.Len(t, td["q"].Partitions, 2, "the topic came back from the raft log")
+	ends, err := adm.ListEndOffsets(testCtx(t, 10*time.Second), "q")
+	require.NoError(t, err)
+	total := int64(0)
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	require.EqualValues(t, 3, total, "and its records")
+}
+
+// A data directory keeps the kind of metadata log it was created with: switching would
+// start from an empty log and forget every topic. A quorum of several voters is refused
+// while partitions are not replicated.
+func TestMetadataLogKindIsKeptAndQuorumsOfManyRefused(t *testing.T) {
+	own := t.TempDir()
+	n := startNode(t, own)
+	createTopic(t, newClient(t, n), "kept", 1)
+	require.NoError(t, n.Close())
+	_, err := quorumNode(t, own, []raftmeta.Voter{{ID: 1, Addr: freeAddr(t)}})
+	require.ErrorContains(t, err, "start it without --voters")
+
+	quorum := t.TempDir()
+	n, err = quorumNode(t, quorum, []raftmeta.Voter{{ID: 1, Addr: freeAddr(t)}})
+	require.NoError(t, err)
+	createTopic(t, newClient(t, n), "kept", 1)
+	require.NoError(t, n.Close())
+	_, err = quorumNode(t, quorum, nil)
+	require.ErrorContains(t, err, "belongs to a metadata quorum")
+
+	_, err = quorumNode(t, t.TempDir(), []raftmeta.Voter{{ID: 1, Addr: freeAddr(t)},
+		{ID: 2, Addr: freeAddr(t)}})
+	require.ErrorIs(t, err, runtime.ErrQuorumOfMany)
+}
