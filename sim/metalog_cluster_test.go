@@ -14,9 +14,13 @@ import (
 	"github.com/sluicemq/sluice/internal/metatest"
 )
 
-// settleBoundUs bounds one Settle of the bare model in virtual time: elections, apply
-// lag and late commits all end well within it when a majority is up.
-const settleBoundUs = 20_000_000
+// settleBoundMs bounds one Settle of the bare model in virtual time: elections, apply
+// lag and late commits all end well within it when a majority is up. passMs is what
+// Pass lets go by: 25 mean commit latencies.
+const (
+	settleBoundMs = 20_000
+	passMs        = 5
+)
 
 // TestMetaQuorumConformance3 and TestMetaQuorumConformance5 run the multi-node
 // conformance suite against the model's quorum (metaquorum.go) in a bare World:
@@ -187,7 +191,7 @@ func (c *simCluster) Snapshot(node int) (bool, error) {
 
 // Settle runs the model's events until done, none are left, or the bound passed.
 func (c *simCluster) Settle(done func() bool) {
-	end := c.w.now + settleBoundUs*us/1000
+	end := c.w.now + settleBoundMs*ms
 	for !done() && c.w.now <= end {
 		if !c.step() {
 			break
@@ -196,15 +200,17 @@ func (c *simCluster) Settle(done func() bool) {
 	c.checkWorld()
 }
 
-// Pass moves leadership with a drawn chance, then lets a little virtual time go by.
+// Pass moves leadership with a drawn chance, then lets passMs of virtual time go by
+// (the clock moves on even when no event is due, so a distant election comes).
 func (c *simCluster) Pass() {
 	if c.w.meta.qr.Chance(0.4) {
 		c.w.meta.moveLeader()
 	}
-	end := c.w.now + 5*c.w.cfg.Timing.MetaMeanUs*us
+	end := c.w.now + passMs*ms
 	for at, ok := c.w.q.peekTime(); ok && at <= end; at, ok = c.w.q.peekTime() {
 		c.step()
 	}
+	c.w.now = end
 	c.checkWorld()
 }
 
