@@ -99,7 +99,7 @@ func TestFullDiskAtStartExitsWithOneMessage(t *testing.T) {
 	require.NoError(t, n.stop())
 	ballast := fillDisk(t, disk)
 
-	code, out, took := runSluice(t, 20*time.Second, nil, "node", "--data", data,
+	code, out, took := runSluice(t, 20*time.Second, nil, "node", "--http-listen=", "--data", data,
 		"--listen", "127.0.0.1:0")
 	require.Equal(t, 1, code, out)
 	require.Less(t, took, 5*time.Second)
@@ -146,7 +146,7 @@ func TestFullDiskWhileRunningIsAStorageErrorAndHeals(t *testing.T) {
 // unavailable"; it must say the directory is in use by another process.
 func TestSecondNodeOnSameDataDirSaysInUse(t *testing.T) {
 	n := startNode(t, "")
-	code, out, took := runSluice(t, 20*time.Second, nil, "node", "--data", n.data,
+	code, out, took := runSluice(t, 20*time.Second, nil, "node", "--http-listen=", "--data", n.data,
 		"--listen", "127.0.0.1:0")
 	require.Equal(t, 1, code, out)
 	require.Less(t, took, 5*time.Second)
@@ -181,7 +181,8 @@ func TestSignalDuringStartStopsTheNode(t *testing.T) {
 	}
 	require.NoError(t, syscall.Mkfifo(filepath.Join(state, "MANIFEST-000001"), 0o644))
 
-	cmd := exec.Command(sluiceBinary(t), "node", "--data", data, "--listen", "127.0.0.1:0")
+	cmd := exec.Command(sluiceBinary(t), "node", "--data", data, "--listen", "127.0.0.1:0",
+		"--http-listen=")
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Start())

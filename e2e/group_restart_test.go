@@ -22,7 +22,8 @@ func restartNodeAt(t *testing.T, old *node, extraArgs ...string) *node {
 	t.Helper()
 	logf, err := os.CreateTemp(t.TempDir(), "node-*.log")
 	require.NoError(t, err)
-	args := append([]string{"node", "--id", "1", "--listen", old.addr, "--data", old.data},
+	args := append([]string{"node", "--id", "1", "--listen", old.addr, "--data", old.data,
+		"--http-listen="},
 		extraArgs...)
 	cmd := exec.Command(sluiceBinary(t), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -35,7 +35,8 @@ func startLimitedNode(t *testing.T, data string, nofile int, extraArgs ...string
 	logf, err := os.CreateTemp(t.TempDir(), "node-*.log")
 	require.NoError(t, err)
 	args := append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, nofile),
-		sluiceBinary(t), "node", "--id", "1", "--listen", addr, "--data", data}, extraArgs...)
+		sluiceBinary(t), "node", "--id", "1", "--listen", addr, "--data", data,
+		"--http-listen="}, extraArgs...)
 	cmd := exec.Command("sh", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	require.NoError(t, cmd.Start())

@@ -90,7 +90,8 @@ func startNode(t *testing.T, data string, extraArgs ...string) *node {
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	logf, err := os.CreateTemp(t.TempDir(), "node-*.log")
 	require.NoError(t, err)
-	args := append([]string{"node", "--id", "1", "--listen", addr, "--data", data}, extraArgs...)
+	args := append([]string{"node", "--id", "1", "--listen", addr, "--data", data,
+		"--http-listen="}, extraArgs...)
 	cmd := exec.Command(sluiceBinary(t), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	require.NoError(t, cmd.Start())

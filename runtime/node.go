@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand"
 	stdnet "net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,15 +53,20 @@ type Node struct {
 	loopDone    chan struct{}
 	stopping    chan struct{} // closed once helpers must stop delivering
 
-	timers  *timers
-	fired   []uint64
-	logs    map[core.TopicPartition]*nodeLog // open logs; owned by the loop
-	syncer  *syncer
-	metaW   *metaWriter
-	quorum  *raftmeta.Meta // the metadata log when Options.Voters is set (docs/quorum.md)
-	fatal   sync.Once
-	peers   *kafkanet.Peers // the inter-broker client (Env.SendPeer)
-	started bool
+	timers *timers
+	fired  []uint64
+	logs   map[core.TopicPartition]*nodeLog // open logs; owned by the loop
+	syncer *syncer
+	metaW  *metaWriter
+	quorum *raftmeta.Meta // the metadata log when Options.Voters is set (docs/quorum.md)
+	fatal  sync.Once
+	peers  *kafkanet.Peers // the inter-broker client (Env.SendPeer)
+	// http serves /healthz, /readyz and /metrics on httpAddr (httpops.go); serving is
+	// set once clients are let in.
+	http     *http.Server
+	httpAddr string
+	serving  atomic.Bool
+	started  bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -121,9 +127,10 @@ func (n *Node) Start(ctx context.Context) error {
 		n.awaitQuorumLeader(ctx)
 	}
 	n.srv.Start()
+	n.serving.Store(true)
 	n.lg.Info("node serving", zap.Int32("node", n.opts.Config.NodeID),
 		zap.String("listen", n.srv.Addr()), zap.String("advertise", n.opts.AdvertisedAddr),
-		zap.String("data", n.opts.DataDir))
+		zap.String("data", n.opts.DataDir), zap.String("http", n.httpAddr))
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -182,7 +189,12 @@ func (n *Node) open(ctx context.Context) error {
 		// quorum's adapter reports its leadership itself.
 		n.step(broker.MetaLeaderChanged{Leader: n.opts.Config.NodeID, Epoch: 1})
 	}
-	return n.checkFreeFDs()
+	if err := n.checkFreeFDs(); err != nil {
+		return err
+	}
+	// Last: its scrapes read the broker under the step lock, which Start above, run
+	// before the loop exists, did not take.
+	return n.startHTTP()
 }
 
 // setAdvertised fills the broker's advertised host and port, defaulting to the address
@@ -261,6 +273,7 @@ func (n *Node) Close() error {
 
 // release stops the helpers and closes logs and state; the loop is not running.
 func (n *Node) release() error {
+	n.stopHTTP()
 	close(n.stopping)
 	n.peers.Close() // its replies are refused from now on (deliverCompletion)
 	if n.syncer != nil {

@@ -57,6 +57,10 @@ type Options struct {
 	// OnFatal is called, once, when the node can no longer serve correctly and must be
 	// restarted (the metadata quorum stopped delivering). Default: log and close.
 	OnFatal func(error)
+	// HTTPListen is host:port for the operator endpoints: /healthz, /readyz and
+	// /metrics (Prometheus). Empty: none (the default here; `sluice node` listens on
+	// 127.0.0.1:9644 unless told --http-listen "").
+	HTTPListen string
 	// MaxOpenLogFiles bounds the partition log files held open at once
 	// (sluice.log.max.open.files). Default: derived from the open-file limit.
 	MaxOpenLogFiles int

@@ -25,7 +25,7 @@ elif [ -n "${BOOTSTRAP:-}" ]; then
 else
   # The node's data goes on the repository's disk, like ./data, so fsync costs are real.
   data=$(mktemp -d "$PWD/bin/bench-data.XXXXXX")
-  bin/sluice node --id 1 --listen "127.0.0.1:$BENCH_PORT" --data "$data" >"$data.log" 2>&1 &
+  bin/sluice node --id 1 --listen "127.0.0.1:$BENCH_PORT" --http-listen "" --data "$data" >"$data.log" 2>&1 &
   node=$!
   trap 'kill "$node" 2>/dev/null; wait "$node" 2>/dev/null; rm -rf "$data" "$data.log"' EXIT
   for _ in $(seq 1 150); do

@@ -39,6 +39,10 @@ type pPart struct {
 	writes   int
 	queue    []*pBatch
 	inflight int
+	// acked: a write of the current session was acknowledged here, when the topic had
+	// been deleted ackDels times. The partition must remember the session from then on.
+	acked   bool
+	ackDels int
 }
 
 type pBatch struct {
@@ -342,6 +346,9 @@ func (p *producer) outcome(pp *pPart, b *pBatch, op int, code int16, offset int6
 	case code == 0:
 		p.w.resolve(op, linearizability.OK, offset, 0)
 		p.remove(pp, b)
+		if p.spec.Idempotent && !pp.acked {
+			pp.acked, pp.ackDels = true, p.w.deleted[pp.tp.Topic]
+		}
 		return false
 	case code == kerr.DuplicateSequenceNumber.Code:
 		p.seqRefused(op, code)
@@ -394,6 +401,9 @@ func (p *producer) fatal(pp *pPart, b *pBatch, op int, code int16) {
 			if code == kerr.OutOfOrderSequenceNumber.Code {
 				p.seqRefused(op, code) // b is the oldest unacknowledged write (gapBehind)
 			}
+			if code == kerr.UnknownProducerID.Code {
+				p.checkStateKept(pp)
+			}
 			p.resetSession()
 			return
 		}
@@ -402,6 +412,22 @@ func (p *producer) fatal(pp *pPart, b *pBatch, op int, code int16) {
 		errName(code))
 	p.w.resolve(op, linearizability.Failed, -1, code)
 	p.remove(pp, b)
+}
+
+// checkStateKept fails the run when a partition that acknowledged a write of the
+// current session answers UNKNOWN_PRODUCER_ID: Kafka keeps a producer's state until
+// producer.id.expiration.ms (a day) has passed, past retention and DeleteRecords too
+// (KIP-360), and so must the broker across restarts (seed 3687). Exempt: the topic was
+// deleted since (a re-created topic starts with no producers), log.flush.policy=never
+// (a crash may lose acknowledged batches) and rot (a rotten batch is cut from the log).
+func (p *producer) checkStateKept(pp *pPart) {
+	if !pp.acked || p.w.deleted[pp.tp.Topic] != pp.ackDels ||
+		p.w.cfg.Broker["log.flush.policy"] == "never" || p.w.cfg.Faults.Rot.On {
+		return
+	}
+	p.w.fail("anomaly", "producer-state-lost %s: %s producer id %d (session %d) had a "+
+		"write acknowledged there, then got UNKNOWN_PRODUCER_ID", pp.tp, p.name, p.pid,
+		p.session)
 }
 
 // resetSession abandons every queued batch (their ops stay unknown) and gets a new
@@ -417,7 +443,7 @@ func (p *producer) resetSession() {
 		for _, b := range pp.queue {
 			b.inflight = false
 		}
-		pp.queue, pp.inflight, pp.nextSeq = nil, 0, 0
+		pp.queue, pp.inflight, pp.nextSeq, pp.acked = nil, 0, 0, false
 	}
 	p.session++
 	p.pid = -1

@@ -24,6 +24,12 @@ var replicaMutants = []struct {
 		{"faults.skew.ms", "10"}}},
 	// The log start lands one past the offset DeleteRecords asked for.
 	{"delete-records-past", "log-start-too-far", [][2]string{{"admin.deleterecords", "on"}}},
+	// Retention deletes a producer's batches with no snapshot covering them: after a
+	// restart the partition has forgotten a producer it acknowledged (seed 3687).
+	{"no-snapshot-before-delete", "producer-state-lost", [][2]string{
+		{"producer.idempotent", "true"}, {"faults.restart", "on"},
+		{"faults.restart.every.ms", "700"}, {"log.retention.ms", "300"},
+		{"log.retention.check.interval.ms", "200"}, {"log.segment.bytes", "1024"}}},
 }
 
 // TestReplicaMutantsAreCaught runs only in the deliberately broken build (build tag

@@ -31,7 +31,8 @@ func init() {
 }
 
 const nodeSynopsis = "sluice node [--id N] [--listen HOST:PORT] [--advertise HOST:PORT] " +
-	"[--data DIR] [--config FILE] [--voters ID@HOST:PORT,...] [--controller-listen HOST:PORT]"
+	"[--data DIR] [--config FILE] [--voters ID@HOST:PORT,...] [--controller-listen HOST:PORT] " +
+	"[--http-listen HOST:PORT]"
 
 // nodeSettings are the settings of `sluice node` that are not broker.Config: they come
 // from flags, or from Kafka's names for them in the config file.
@@ -53,6 +54,8 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 		"transport addresses; default: none, the node keeps its own metadata log)")
 	controllerListen := fs.String("controller-listen", "", "`HOST:PORT` for this node's "+
 		"quorum transport (default: its address in --voters)")
+	httpListen := fs.String("http-listen", "127.0.0.1:9644", "`HOST:PORT` for /healthz, "+
+		"/readyz and /metrics (\"\": none)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` "+
 		"(for go tool pprof)")
 	if _, err := parseCommand(fs, args); err != nil {
@@ -99,7 +102,8 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 	}
 	opts := runtime.Options{ListenAddr: ns.listen, AdvertisedAddr: ns.advertise,
 		DataDir: ns.data, Config: cfg, Logger: newNodeLogger(stderr), Net: ns.net,
-		MaxOpenLogFiles: ns.maxOpenFiles, ControllerListen: *controllerListen}
+		MaxOpenLogFiles: ns.maxOpenFiles, ControllerListen: *controllerListen,
+		HTTPListen: *httpListen}
 	if *voters != "" {
 		vs, err := raftmeta.ParseVoters(*voters)
 		if err != nil {

@@ -63,6 +63,9 @@ var Catalogue = []Mutant{
 	{"replica/snapshot-only-recovery", "core/replica", "idempotence",
 		"after a restart the producer table comes from the snapshot alone, batches after " +
 			"it not rescanned", "./core/replica/"},
+	{"replica/no-snapshot-before-delete", "core/replica", "idempotence",
+		"retention and DeleteRecords delete a producer's batches with no snapshot covering " +
+			"them", "./core/replica/"},
 	// Retention and DeleteRecords.
 	{"replica/retention-seconds", "core/replica", "retention",
 		"retention.ms read as seconds: segments expire 1000x too early", "./core/replica/"},

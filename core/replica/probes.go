@@ -30,9 +30,15 @@ var (
 	pSyncFailed          = probe.Register("replica/fsync-failed")
 	pSnapshotSaved       = probe.Register("replica/producer-snapshot-saved")
 	pRecoverFromSnapshot = probe.Register("replica/recover-from-snapshot")
-	pTimestampMissing    = probe.Register("replica/timestamp-lookup-past-end")
-	pTimestampFound      = probe.Register("replica/timestamp-lookup-found")
-	pEpochsRebuilt       = probe.Register("replica/leader-epochs-rebuilt")
+	// A producer snapshot taken before the log start moves (coverProducers): of the
+	// whole table when all is durable, rebuilt up to the new start otherwise; and a
+	// deletion held because it could not be taken.
+	pSnapshotBeforeDelete  = probe.Register("replica/producer-snapshot-before-delete")
+	pSnapshotRebuilt       = probe.Register("replica/producer-snapshot-rebuilt-before-delete")
+	pDeleteHeldForSnapshot = probe.Register("replica/delete-held-for-producer-snapshot")
+	pTimestampMissing      = probe.Register("replica/timestamp-lookup-past-end")
+	pTimestampFound        = probe.Register("replica/timestamp-lookup-found")
+	pEpochsRebuilt         = probe.Register("replica/leader-epochs-rebuilt")
 )
 
 func (r *Replica) hit(id probe.ID) { r.cfg.Probes.Hit(id) }

@@ -93,15 +93,18 @@ func (r *Replica) checkProducer(h *batch.Header) producerCheck {
 }
 
 // recordProducer notes an appended (or recovered) batch in the producer table.
-func (r *Replica) recordProducer(h *batch.Header) {
+func (r *Replica) recordProducer(h *batch.Header) { r.recordProducerIn(r.producers, h) }
+
+// recordProducerIn notes a batch in table, the replica's or one being rebuilt.
+func (r *Replica) recordProducerIn(table map[int64]*producerEntry, h *batch.Header) {
 	if !h.HasProducer() {
 		return
 	}
-	p := r.producers[h.ProducerID]
+	p := table[h.ProducerID]
 	if p == nil {
-		r.evictProducerIfFull()
+		r.evictProducerIfFull(table)
 		p = &producerEntry{Epoch: h.ProducerEpoch}
-		r.producers[h.ProducerID] = p
+		table[h.ProducerID] = p
 	}
 	if h.ProducerEpoch != p.Epoch {
 		p.Epoch = h.ProducerEpoch
@@ -118,13 +121,13 @@ func (r *Replica) recordProducer(h *batch.Header) {
 		BaseOffset: h.BaseOffset, LastOffset: h.LastOffset()})
 }
 
-func (r *Replica) evictProducerIfFull() {
-	if len(r.producers) < maxProducersPerPartition {
+func (r *Replica) evictProducerIfFull(table map[int64]*producerEntry) {
+	if len(table) < maxProducersPerPartition {
 		return
 	}
 	var victim int64 = -1
 	var oldest int64
-	for id, p := range r.producers {
+	for id, p := range table {
 		lo := p.last().LastOffset
 		// Ties broken by id so the choice never depends on map order.
 		if victim < 0 || lo < oldest || (lo == oldest && id < victim) {
@@ -132,7 +135,7 @@ func (r *Replica) evictProducerIfFull() {
 		}
 	}
 	r.hit(pProducerEvicted)
-	delete(r.producers, victim)
+	delete(table, victim)
 }
 
 // producerSnapshot is the encoded form of the producer table.
@@ -141,15 +144,15 @@ type producerSnapshot struct {
 	Entries []producerEntry `json:"entries"`
 }
 
-func (r *Replica) encodeProducers() []byte {
-	ids := make([]int64, 0, len(r.producers))
-	for id := range r.producers {
+func encodeProducers(table map[int64]*producerEntry) []byte {
+	ids := make([]int64, 0, len(table))
+	for id := range table {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	s := producerSnapshot{IDs: ids}
 	for _, id := range ids {
-		s.Entries = append(s.Entries, *r.producers[id])
+		s.Entries = append(s.Entries, *table[id])
 	}
 	b, err := json.Marshal(s)
 	if err != nil {

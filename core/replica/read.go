@@ -80,6 +80,12 @@ func (r *Replica) DeleteRecordsBefore(offset int64) (int64, int16) {
 		offset++
 	}
 	if offset > r.log.StartOffset() {
+		if err := r.coverProducers(offset); err != nil {
+			r.hit(pDeleteHeldForSnapshot)
+			r.lg.Error("cannot save the producer state before moving the log start",
+				zap.Int64("offset", offset), zap.Error(err))
+			return -1, kerr.KafkaStorageError.Code
+		}
 		r.hit(pDeleteRecordsMoved)
 		if err := r.log.SetStartOffset(offset); err != nil {
 			r.lg.Error("cannot persist log start offset", zap.Error(err))
@@ -136,6 +142,12 @@ func (r *Replica) EnforceRetention(nowMs int64) int {
 		cut, total, n = s.EndOffset, total-s.SizeBytes, n+1
 	}
 	if n == 0 {
+		return 0
+	}
+	if err := r.coverProducers(cut); err != nil {
+		r.hit(pDeleteHeldForSnapshot)
+		r.lg.Warn("retention waits: the producer state before the deletion was not saved",
+			zap.Int64("offset", cut), zap.Error(err))
 		return 0
 	}
 	if err := r.log.DeleteSegmentsBelow(cut); err != nil {

@@ -142,12 +142,7 @@ func (r *Replica) recoverProducers() error {
 	if from >= r.log.EndOffset() || (found && mutantOn("snapshot-only-recovery")) {
 		return nil
 	}
-	return r.log.ScanHeaders(from, func(h batch.Header) error {
-		if h.BaseOffset >= from {
-			r.recordProducer(&h)
-		}
-		return nil
-	})
+	return r.replayAll(r.producers, from)
 }
 
 // checkOffsets asserts invariant R1.
@@ -409,7 +404,7 @@ func (r *Replica) maybeSnapshot() {
 	if r.sinceSnapshot < every || r.durable != r.log.EndOffset() {
 		return
 	}
-	if err := r.log.SaveSnapshot(r.durable, r.encodeProducers()); err != nil {
+	if err := r.log.SaveSnapshot(r.durable, encodeProducers(r.producers)); err != nil {
 		r.lg.Warn("producer snapshot not saved", zap.Error(err))
 		return
 	}
@@ -431,7 +426,7 @@ func (r *Replica) Shutdown() {
 	if r.snapOffset == r.durable {
 		return
 	}
-	if err := r.log.SaveSnapshot(r.durable, r.encodeProducers()); err != nil {
+	if err := r.log.SaveSnapshot(r.durable, encodeProducers(r.producers)); err != nil {
 		r.lg.Warn("producer snapshot at shutdown not saved", zap.Error(err))
 	}
 }
