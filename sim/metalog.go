@@ -47,6 +47,21 @@ type metaLog struct {
 	// it. shift keeps the indexes the node sees gapless after such a phantom record.
 	claimCommitted bool
 	shift          map[int32]uint64
+
+	// The quorum (metaquorum.go), used when more than one node joined.
+	recs     []meta.Record // the committed log, index i+1 at i
+	q        []*quorumNode // per node, in m.nodes' order
+	leader   int           // the leading node's place in m.nodes, or -1
+	epoch    uint64
+	electing bool  // an election is queued
+	qr       *Rand // leadership draws
+	lagR     *Rand // apply-lag draws
+	lossR    *Rand // disk-loss draws
+	// lossChance: a crash loses the node's metadata disk (metaquorum.go).
+	lossChance float64
+	// Planted bugs for the cluster conformance test's own test: a lagging follower
+	// skips a record; a deposed leader's NotLeader answers may still commit.
+	plantSkip, plantNotLeaderCommits bool
 }
 
 // metaNode is a node as the metadata log sees it.
@@ -97,14 +112,21 @@ func newMetaLog(w *World) *metaLog {
 	return &metaLog{w: w, log: lg, r: newStream(w.cfg.Seed, "meta"),
 		errR: newStream(w.cfg.Seed, "metaerr"), unkR: newStream(w.cfg.Seed, "metaunk"),
 		failedIDs: map[[16]byte]bool{}, topics: map[string]*committedTopic{},
-		shift: map[int32]uint64{}}
+		shift: map[int32]uint64{}, epoch: 1, qr: newStream(w.cfg.Seed, "metaquorum"),
+		lagR: newStream(w.cfg.Seed, "metalag"), lossR: newStream(w.cfg.Seed, "metaloss")}
 }
 
-// join adds a node that follows the log.
-func (m *metaLog) join(n metaNode) { m.nodes = append(m.nodes, n) }
+// join adds a node that follows the log. The first one leads at epoch 1.
+func (m *metaLog) join(n metaNode) {
+	m.nodes = append(m.nodes, n)
+	m.q = append(m.q, &quorumNode{local: newLocalLog(), toldLeader: -1})
+}
 
 // start returns what a booting node's incarnation starts from (M1).
 func (m *metaLog) start(n metaNode) (broker.Start, error) {
+	if m.multi() {
+		return m.startQuorum(n)
+	}
 	delete(m.shift, n.metaID())
 	st, err := m.log.Load()
 	return broker.Start{Snapshot: st.Snapshot, SnapshotIndex: st.SnapshotIndex,
@@ -113,6 +135,9 @@ func (m *metaLog) start(n metaNode) (broker.Start, error) {
 
 func (m *metaLog) propose(n metaNode, rec meta.Record, token uint64) {
 	p := &proposal{n: n, gen: n.metaGen(), rec: rec, token: token}
+	if m.multi() && m.proposeQuorum(p) {
+		return
+	}
 	m.pending = append(m.pending, p)
 	tm := m.w.cfg.Timing
 	t := max(m.w.now+m.r.Exp(tm.MetaFloorUs*us, tm.MetaMeanUs*us), m.tail)
@@ -137,6 +162,10 @@ func (m *metaLog) commit(p *proposal) {
 	if p.settled {
 		return
 	}
+	if m.multi() && !m.quorum() {
+		m.depose() // the leader cannot reach a majority: it steps down
+		return
+	}
 	m.settle(p)
 	m.commitLate() // proposed before p: they commit first, if at all
 	if m.injectFailure(p) || m.injectUnknown(p) {
@@ -154,6 +183,11 @@ func (m *metaLog) commitRecord(rec meta.Record) (uint64, bool) {
 	if err != nil {
 		m.w.fail("world", "metadata log append: %v", err)
 		return 0, false
+	}
+	m.recs = append(m.recs, rec)
+	if m.multi() {
+		m.spread()
+		return idx, true
 	}
 	for _, n := range m.nodes {
 		if n.metaUp() {
@@ -210,9 +244,16 @@ func (m *metaLog) injectUnknown(p *proposal) bool {
 		m.late = append(m.late, p)
 		tm := m.w.cfg.Timing
 		d := m.unkR.Exp(tm.MetaFloorUs*us, 10*tm.MetaMeanUs*us)
-		m.w.after(d, KindMetaCommit, p.n.metaID(), p.token, 1, m.commitLate)
+		m.w.after(d, KindMetaCommit, p.n.metaID(), p.token, 1, m.commitLateDue)
 	}
 	return true
+}
+
+// commitLateDue commits the late records when their time comes, if a leader can.
+func (m *metaLog) commitLateDue() {
+	if !m.multi() || m.leader >= 0 && m.quorum() {
+		m.commitLate()
+	}
 }
 
 // commitLate commits the unknown-outcome records still waiting, in order.
@@ -309,6 +350,10 @@ func (m *metaLog) settle(p *proposal) {
 // nodeStopped resolves the stopped node's pending proposals: a random prefix commits
 // (the other live nodes apply it), the rest is lost (M6).
 func (m *metaLog) nodeStopped(n metaNode) {
+	if m.multi() {
+		m.stoppedQuorum(n)
+		return
+	}
 	var mine []*proposal
 	for _, p := range m.pending {
 		if p.n == n {

@@ -127,8 +127,8 @@ func (n *node) boot() {
 		return
 	}
 	n.step(st)
-	// Each node leads the single metadata log from its start (M7; sim/metalog.go).
-	n.input(broker.MetaLeaderChanged{Leader: cfg.NodeID, Epoch: 1})
+	// The model tells it who leads (M7): a single node leads from its start.
+	n.w.meta.booted(n)
 }
 
 // input hands the broker one input, or queues it while the node is paused.

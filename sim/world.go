@@ -136,6 +136,9 @@ func New(cfg Config, opts Options) (*World, error) {
 	for i := 0; i < cfg.Nodes; i++ {
 		w.nodes = append(w.nodes, newNode(w, int32(i)))
 	}
+	if cfg.Nodes > 1 {
+		w.meta.scheduleMoves() // leadership of the metadata quorum moves under load
+	}
 	w.buildClients()
 	return w, nil
 }
