@@ -56,6 +56,8 @@ type pBatch struct {
 	sent     bool
 	opID     int  // idempotent: the one op covering every attempt
 	unknown  bool // some attempt's outcome is unknown
+	// sentDels is how often the topic had been deleted when the batch was first sent.
+	sentDels int
 }
 
 func newProducer(w *World, actor int32, num int, spec ProducerSpec) *producer {
@@ -261,6 +263,9 @@ func (p *producer) sendOne() bool {
 
 // attempt marks b in flight and records the attempt in the history.
 func (p *producer) attempt(pp *pPart, b *pBatch) int {
+	if !b.sent {
+		b.sentDels = p.w.deleted[pp.tp.Topic]
+	}
 	b.inflight, b.sent = true, true
 	pp.inflight++
 	if p.spec.Idempotent && b.opID >= 0 {
@@ -346,8 +351,13 @@ func (p *producer) outcome(pp *pPart, b *pBatch, op int, code int16, offset int6
 	case code == 0:
 		p.w.resolve(op, linearizability.OK, offset, 0)
 		p.remove(pp, b)
-		if p.spec.Idempotent && !pp.acked {
-			pp.acked, pp.ackDels = true, p.w.deleted[pp.tp.Topic]
+		// Claimed only when no deletion was applied between the first send and the
+		// answer: otherwise the write may have landed in the incarnation the deletion
+		// removed, answered before the deletion applied and received after (seed 1055
+		// failed producer-state-lost so, the new incarnation rightly not knowing it).
+		if dels := p.w.deleted[pp.tp.Topic]; p.spec.Idempotent && !pp.acked &&
+			b.sentDels == dels {
+			pp.acked, pp.ackDels = true, dels
 		}
 		return false
 	case code == kerr.DuplicateSequenceNumber.Code:

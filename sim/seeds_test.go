@@ -28,6 +28,7 @@ var regressionSeeds = []uint64{
 	4306, // a slow-disk factor applied to a whole long step, past the spell (harness)
 	3687, // producer state forgotten at a restart after retention deleted its batches (replica)
 	3756, // a late DeleteTopics removed the topic the deleter had found existing (harness)
+	1055, // an ack received after a deletion applied claimed the new incarnation (checker)
 }
 
 func commitSeeds(t *testing.T) []uint64 {
