@@ -28,7 +28,7 @@ const (
 	PendingProducerID  PendingKind = "producer-id"  // InitProducerId waiting for a block
 	PendingOffsetWrite PendingKind = "offset-write" // a write to __consumer_offsets
 	PendingOpen        PendingKind = "open"         // new partitions' logs still to open
-	PendingSync        PendingKind = "sync"         // an fsync in flight
+	PendingSync        PendingKind = "fsync"        // an fsync in flight
 	PendingTimer       PendingKind = "timer"        // a group deadline or an open chunk
 	PendingGroup       PendingKind = "group"        // JoinGroup/SyncGroup held by its group
 )
