@@ -133,6 +133,26 @@ func (m *MemFS) cutFlightsLocked(n *memNode, size int) {
 	}
 }
 
+// flyingLocked is how many of n's first bytes fsyncs in flight (or being issued under
+// Fly) will make durable when they land.
+func (m *MemFS) flyingLocked(n *memNode) int {
+	size := 0
+	cover := func(fl *Flight) {
+		for _, f := range fl.files {
+			if f.node == n {
+				size = max(size, f.size)
+			}
+		}
+	}
+	if m.capture != nil {
+		cover(m.capture)
+	}
+	for _, fl := range m.flights {
+		cover(fl)
+	}
+	return size
+}
+
 // noteLocked records a change to the entries of p's directory.
 func (m *MemFS) noteLocked(kind entryKind, p string, n *memNode) {
 	m.seq++

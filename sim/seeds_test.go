@@ -29,6 +29,7 @@ var regressionSeeds = []uint64{
 	3687, // producer state forgotten at a restart after retention deleted its batches (replica)
 	3756, // a late DeleteTopics removed the topic the deleter had found existing (harness)
 	1055, // an ack received after a deletion applied claimed the new incarnation (checker)
+	4599, // a failed fsync lost bytes an fsync still in flight was landing (disk model)
 }
 
 func commitSeeds(t *testing.T) []uint64 {
