@@ -76,7 +76,8 @@ func (n *Node) stopHTTP() {
 func (n *Node) HTTPAddr() string { return n.httpAddr }
 
 // serveReady answers 200 once the node serves: recovered, listening, and with a
-// metadata quorum, one whose leader is known; 503 with the reason otherwise.
+// metadata quorum, one whose leader is known and with whose controller the node is
+// registered and unfenced; 503 with the reason otherwise.
 func (n *Node) serveReady(w http.ResponseWriter, _ *http.Request) {
 	if why := n.notReady(); why != "" {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -99,6 +100,9 @@ func (n *Node) notReady() string {
 		if leader, _ := n.quorum.Leader(); leader < 0 {
 			return "no metadata quorum leader"
 		}
+	}
+	if st, ok := n.Membership(); ok && (!st.Registered || st.Fenced) {
+		return "not registered with the controller, or fenced"
 	}
 	return ""
 }

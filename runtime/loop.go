@@ -62,9 +62,32 @@ func (n *Node) stepLocked(in broker.Input, fromInbox bool) {
 // (syncer.kick). The caller holds stepMu (or is Start,
 // before any other goroutine runs).
 func (n *Node) step(in broker.Input) {
-	n.b.Step(n.now(), in)
+	now := n.now()
+	switch {
+	case n.cl != nil:
+		if !n.cl.route(now, in) {
+			n.b.Step(now, in)
+		}
+		n.cl.drain(now)
+	case !n.answerNoController(in):
+		n.b.Step(now, in)
+	}
 	n.replier.Flush(len(n.inbox) == 0 && len(n.completions) == 0)
 	n.syncer.kick()
+}
+
+// answerNoController answers a controller RPC (BrokerRegistration, BrokerHeartbeat)
+// on a node without a quorum, which runs no controller: NOT_CONTROLLER.
+func (n *Node) answerNoController(in broker.Input) bool {
+	r, ok := in.(broker.Request)
+	if !ok {
+		return false
+	}
+	if _, ok := controllerRequest(r.Msg); !ok {
+		return false
+	}
+	n.replier.Reply(broker.Reply{Conn: r.Conn, ID: r.ID, Msg: notControllerResponse(r.Msg)})
+	return true
 }
 
 // fireTimers steps every timer that is due, oldest first.

@@ -61,6 +61,7 @@ type Node struct {
 	quorum *raftmeta.Meta // the metadata log when Options.Voters is set (docs/quorum.md)
 	fatal  sync.Once
 	peers  *kafkanet.Peers // the inter-broker client (Env.SendPeer)
+	cl     *cluster        // the controller and lifecycle, with a quorum (cluster.go)
 	// http serves /healthz, /readyz and /metrics on httpAddr (httpops.go); serving is
 	// set once clients are let in.
 	http     *http.Server
@@ -181,6 +182,9 @@ func (n *Node) open(ctx context.Context) error {
 	n.files = disk.NewFileCache(disk.OSFS{}, n.fds.logFiles)
 	n.b = broker.New(n.opts.Config, env{n}, rand.New(rand.NewSource(seed())),
 		broker.WithDecompressor(compress.Codecs{}))
+	if n.quorum != nil {
+		n.cl = newCluster(n)
+	}
 	// Start runs here, before the loop goroutine exists, so it is still one step at a
 	// time (E5); it opens and recovers every partition log.
 	n.step(start)

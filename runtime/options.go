@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/core/controller"
 	kafkanet "github.com/sluicemq/sluice/net"
 	"github.com/sluicemq/sluice/runtime/raftmeta"
 )
@@ -54,6 +55,15 @@ type Options struct {
 	Voters           []raftmeta.Voter
 	ControllerListen string
 	QuorumTiming     raftmeta.Timing
+	// Controller holds the controller's settings (broker.session.timeout.ms, ...); its
+	// NodeID and ClusterID come from Config. Zero: controller.DefaultConfig(). Rack is
+	// this node's rack (broker.rack), given to the controller at registration.
+	Controller controller.Config
+	Rack       string
+	// UnreplicatedQuorum lets a node start with more than one voter although partitions
+	// are not replicated yet (ErrQuorumOfMany): every node then serves every partition
+	// alone. Only for tests of the cluster wiring (registration, heartbeats, fencing).
+	UnreplicatedQuorum bool
 	// OnFatal is called, once, when the node can no longer serve correctly and must be
 	// restarted (the metadata quorum stopped delivering). Default: log and close.
 	OnFatal func(error)
@@ -72,6 +82,9 @@ func (o *Options) defaults() {
 	}
 	if o.DataDir == "" {
 		o.DataDir = "data"
+	}
+	if o.Controller == (controller.Config{}) {
+		o.Controller = controller.DefaultConfig()
 	}
 	if o.Config.TopicDefaults == nil {
 		o.Config = broker.DefaultConfig()

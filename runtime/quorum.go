@@ -53,7 +53,7 @@ func (n *Node) openMetadata() (broker.Start, error) {
 		return broker.Start{}, fmt.Errorf("data directory %s holds a single node's "+
 			"metadata (%d records): start it without --voters", n.opts.DataDir, held)
 	}
-	if len(n.opts.Voters) > 1 {
+	if len(n.opts.Voters) > 1 && !n.opts.UnreplicatedQuorum {
 		return broker.Start{}, ErrQuorumOfMany
 	}
 	return n.openQuorum()

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/core/controller"
 	kafkanet "github.com/sluicemq/sluice/net"
 	"github.com/sluicemq/sluice/runtime"
 	"github.com/sluicemq/sluice/runtime/raftmeta"
@@ -32,14 +33,16 @@ func init() {
 
 const nodeSynopsis = "sluice node [--id N] [--listen HOST:PORT] [--advertise HOST:PORT] " +
 	"[--data DIR] [--config FILE] [--voters ID@HOST:PORT,...] [--controller-listen HOST:PORT] " +
-	"[--http-listen HOST:PORT]"
+	"[--http-listen HOST:PORT] [--rack R]"
 
 // nodeSettings are the settings of `sluice node` that are not broker.Config: they come
 // from flags, or from Kafka's names for them in the config file.
 type nodeSettings struct {
 	listen, advertise, data string
-	net                     kafkanet.Options // connection and request limits
-	maxOpenFiles            int              // sluice.log.max.open.files (0: derived)
+	net                     kafkanet.Options  // connection and request limits
+	maxOpenFiles            int               // sluice.log.max.open.files (0: derived)
+	ctl                     controller.Config // broker.session.timeout.ms, ...
+	rack                    string            // broker.rack
 }
 
 func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
@@ -56,6 +59,8 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 		"quorum transport (default: its address in --voters)")
 	httpListen := fs.String("http-listen", "127.0.0.1:9644", "`HOST:PORT` for /healthz, "+
 		"/readyz and /metrics (\"\": none)")
+	rack := fs.String("rack", "", "the `RACK` this node is in (broker.rack): replicas of a "+
+		"partition go to different racks")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` "+
 		"(for go tool pprof)")
 	if _, err := parseCommand(fs, args); err != nil {
@@ -69,7 +74,8 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	cfg := broker.DefaultConfig()
-	ns := nodeSettings{listen: *listen, advertise: *advertise, data: *data}
+	ns := nodeSettings{listen: *listen, advertise: *advertise, data: *data,
+		ctl: controller.DefaultConfig()}
 	if *configFile != "" {
 		if err := loadConfigFile(*configFile, &cfg, &ns); err != nil {
 			fmt.Fprintf(stderr, "sluice node: %v\n", err)
@@ -92,6 +98,9 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 	if set["data"] {
 		ns.data = *data
 	}
+	if set["rack"] {
+		ns.rack = *rack
+	}
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
 		if err != nil {
@@ -103,7 +112,7 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 	opts := runtime.Options{ListenAddr: ns.listen, AdvertisedAddr: ns.advertise,
 		DataDir: ns.data, Config: cfg, Logger: newNodeLogger(stderr), Net: ns.net,
 		MaxOpenLogFiles: ns.maxOpenFiles, ControllerListen: *controllerListen,
-		HTTPListen: *httpListen}
+		HTTPListen: *httpListen, Controller: ns.ctl, Rack: ns.rack}
 	if *voters != "" {
 		vs, err := raftmeta.ParseVoters(*voters)
 		if err != nil {
@@ -214,10 +223,14 @@ func applySetting(key, value string, cfg *broker.Config, ns *nodeSettings) error
 		ns.data = value
 	case "sluice.log.max.open.files":
 		ns.maxOpenFiles, err = positiveInt(key, value)
+	case "broker.rack":
+		ns.rack = value
 	default:
 		var known bool
 		if known, err = ns.net.Set(key, value); !known {
-			err = cfg.Set(key, value)
+			if known, err = ns.ctl.Set(key, value); !known {
+				err = cfg.Set(key, value)
+			}
 		}
 	}
 	return err
@@ -249,7 +262,11 @@ func listenerAddr(key, value string) (string, error) {
 // printSettings lists what a config file may contain (for `sluice node -h`).
 func printSettings(w io.Writer) {
 	fmt.Fprintln(w, "\nconfig file settings (key=value):")
-	fmt.Fprintln(w, "  listeners, advertised.listeners, log.dirs, sluice.log.max.open.files")
+	fmt.Fprintln(w, "  listeners, advertised.listeners, log.dirs, sluice.log.max.open.files, "+
+		"broker.rack")
+	for _, name := range controller.SettingNames() {
+		fmt.Fprintf(w, "  %s\n", name)
+	}
 	for _, name := range kafkanet.SettingNames() {
 		fmt.Fprintf(w, "  %s\n", name)
 	}

@@ -40,6 +40,10 @@ var SupportedVersions = []VersionRange{
 	{int16(kmsg.IncrementalAlterConfigs), 0, 1},
 	{int16(kmsg.OffsetDelete), 0, 0},
 	{int16(kmsg.DescribeCluster), 0, 1},
+	// The controller's RPCs, served by the node's controller (runtime), not by the
+	// broker actor.
+	{int16(kmsg.BrokerRegistration), 0, 3},
+	{int16(kmsg.BrokerHeartbeat), 0, 1},
 }
 
 // ProduceMinBatchVersion is the first Produce version that carries v2 record batches.

@@ -1,0 +1,244 @@
+package lifecycle
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/controller"
+)
+
+// Config is the node's identity and the lifecycle's timing.
+type Config struct {
+	NodeID      int32
+	ClusterID   string
+	Incarnation [16]byte // drawn at each process start
+	Host        string   // the advertised Kafka listener
+	Port        int32
+	Rack        string
+	// HeartbeatIntervalMs is broker.heartbeat.interval.ms.
+	HeartbeatIntervalMs int64
+	// RequestTimeoutMs bounds one RPC to the controller.
+	RequestTimeoutMs int64
+	// RetryBackoffMs is the wait after a refused or failed RPC.
+	RetryBackoffMs int64
+}
+
+// DefaultConfig returns Kafka's timing.
+func DefaultConfig() Config {
+	return Config{HeartbeatIntervalMs: 2000, RequestTimeoutMs: 5000, RetryBackoffMs: 100}
+}
+
+// Env is what the lifecycle asks of its node. Every method returns at once.
+type Env interface {
+	// Send sends msg to the controller on node to; exactly one Reply{ID: id} follows.
+	Send(to int32, id uint64, msg controller.Message, timeoutMs int64)
+	// SetTimer asks for TimerFired{ID: id} at time at or later.
+	SetTimer(at core.Time, id uint64)
+	// CancelTimer drops a timer that has not fired.
+	CancelTimer(id uint64)
+	// Fatal says the node must stop: it cannot be a member of this cluster.
+	Fatal(err error)
+	Logger() *zap.Logger
+}
+
+// Input is one thing that happens to the lifecycle; the set is closed.
+type Input interface{ isInput() }
+
+// LeaderChanged names the metadata quorum's leader, whose controller is active (-1:
+// none known).
+type LeaderChanged struct{ Leader int32 }
+
+// Applied says the node applied the metadata log up to Index.
+type Applied struct{ Index uint64 }
+
+// Reply answers one Send: the controller's Response, or Err when none came (the
+// request's outcome is unknown).
+type Reply struct {
+	ID   uint64
+	Resp controller.Response
+	Err  error
+}
+
+// TimerFired delivers a timer set with SetTimer.
+type TimerFired struct{ ID uint64 }
+
+func (LeaderChanged) isInput() {}
+func (Applied) isInput()       {}
+func (Reply) isInput()         {}
+func (TimerFired) isInput()    {}
+
+// Status is the node's membership as its lifecycle knows it.
+type Status struct {
+	Leader     int32 // the quorum leader (-1: none known)
+	Registered bool  // the controller answered a registration of this incarnation
+	Epoch      int64 // the broker epoch of that registration
+	Fenced     bool  // as the last heartbeat answer said (true until one says otherwise)
+}
+
+// Lifecycle is the actor.
+type Lifecycle struct {
+	cfg Config
+	env Env
+	lg  *zap.Logger
+	now core.Time
+
+	st       Status
+	applied  uint64
+	inFlight uint64 // the id of the RPC in flight, 0 when none
+	ids      uint64
+	timer    uint64    // the armed timer's id, 0 when none
+	timerAt  core.Time // when it fires
+	nextAt   core.Time // when the next RPC is due
+	stopped  bool
+}
+
+// New returns a lifecycle that has registered nothing yet.
+func New(cfg Config, env Env) *Lifecycle {
+	return &Lifecycle{cfg: cfg, env: env, lg: env.Logger().Named("lifecycle"),
+		st: Status{Leader: -1, Fenced: true}}
+}
+
+// Status returns the membership as known now.
+func (l *Lifecycle) Status() Status { return l.st }
+
+// Step delivers one input at time now.
+func (l *Lifecycle) Step(now core.Time, in Input) {
+	l.now = max(l.now, now)
+	if l.stopped {
+		return
+	}
+	switch in := in.(type) {
+	case LeaderChanged:
+		if in.Leader != l.st.Leader {
+			l.st.Leader = in.Leader
+			l.nextAt = l.now // a new controller: tell it now
+		}
+	case Applied:
+		l.applied = max(l.applied, in.Index)
+	case Reply:
+		l.reply(in)
+	case TimerFired:
+		if in.ID != l.timer {
+			return // cancelled or superseded
+		}
+		l.timer = 0
+	default:
+		panic(fmt.Sprintf("lifecycle: unknown input %T", in))
+	}
+	l.act()
+}
+
+// act sends the RPC that is due, or arms the timer for when one will be.
+func (l *Lifecycle) act() {
+	if l.inFlight != 0 || l.st.Leader < 0 || l.stopped {
+		return
+	}
+	if l.now < l.nextAt {
+		l.arm(l.nextAt)
+		return
+	}
+	l.ids++
+	l.inFlight = l.ids
+	if !l.st.Registered {
+		l.env.Send(l.st.Leader, l.inFlight, controller.RegisterBroker{NodeID: l.cfg.NodeID,
+			Incarnation: l.cfg.Incarnation, ClusterID: l.cfg.ClusterID, Host: l.cfg.Host,
+			Port: l.cfg.Port, Rack: l.cfg.Rack}, l.cfg.RequestTimeoutMs)
+		return
+	}
+	l.env.Send(l.st.Leader, l.inFlight, controller.Heartbeat{NodeID: l.cfg.NodeID,
+		BrokerEpoch: l.st.Epoch, MetadataIndex: l.applied}, l.cfg.RequestTimeoutMs)
+}
+
+// arm sets the one timer for at, replacing an earlier one.
+func (l *Lifecycle) arm(at core.Time) {
+	if l.timer != 0 {
+		if l.timerAt == at {
+			return
+		}
+		l.env.CancelTimer(l.timer)
+	}
+	l.ids++
+	l.timer, l.timerAt = l.ids, at
+	l.env.SetTimer(at, l.timer)
+}
+
+func (l *Lifecycle) reply(in Reply) {
+	if in.ID != l.inFlight {
+		return // an answer to an RPC given up on
+	}
+	l.inFlight = 0
+	if in.Err != nil {
+		l.lg.Debug("controller unreachable", zap.Int32("controller", l.st.Leader),
+			zap.Error(in.Err))
+		l.retryLater()
+		return
+	}
+	switch r := in.Resp.(type) {
+	case controller.RegisterBrokerResponse:
+		l.registered(r)
+	case controller.HeartbeatResponse:
+		l.heartbeatAnswered(r)
+	default:
+		panic(fmt.Sprintf("lifecycle: unexpected response %T", in.Resp))
+	}
+}
+
+func (l *Lifecycle) registered(r controller.RegisterBrokerResponse) {
+	switch r.Err {
+	case 0:
+		l.st.Registered, l.st.Epoch, l.st.Fenced = true, r.BrokerEpoch, true
+		l.lg.Info("registered with the controller", zap.Int32("controller", l.st.Leader),
+			zap.Int64("broker_epoch", r.BrokerEpoch))
+		l.nextAt = l.now // a first heartbeat at once: it may already unfence the node
+	case kerr.InconsistentClusterID.Code:
+		l.stopped = true
+		l.env.Fatal(fmt.Errorf("the cluster refused node %d: its data directory "+
+			"belongs to another cluster than %q (INCONSISTENT_CLUSTER_ID)", l.cfg.NodeID,
+			l.cfg.ClusterID))
+	case kerr.DuplicateBrokerRegistration.Code:
+		l.lg.Warn("another live process is registered with this node id; retrying until "+
+			"its session expires", zap.Int32("node", l.cfg.NodeID))
+		l.retryLater()
+	default:
+		l.refused("registration", r.Err)
+	}
+}
+
+func (l *Lifecycle) heartbeatAnswered(r controller.HeartbeatResponse) {
+	switch r.Err {
+	case 0:
+		if l.st.Fenced != r.Fenced {
+			l.lg.Info("fencing changed", zap.Bool("fenced", r.Fenced),
+				zap.Int64("broker_epoch", l.st.Epoch))
+		}
+		l.st.Fenced = r.Fenced
+		l.nextAt = l.now.AddMillis(l.interval())
+	case kerr.StaleBrokerEpoch.Code, kerr.BrokerIDNotRegistered.Code:
+		l.lg.Warn("the controller no longer knows this registration; registering again",
+			zap.Int64("broker_epoch", l.st.Epoch), zap.Int16("code", r.Err))
+		l.st.Registered, l.st.Fenced = false, true
+		l.nextAt = l.now
+	default:
+		l.refused("heartbeat", r.Err)
+	}
+}
+
+// interval is the heartbeat period: shorter while fenced, so that the controller sees
+// soon that a starting node caught up.
+func (l *Lifecycle) interval() int64 {
+	if l.st.Fenced {
+		return max(l.cfg.HeartbeatIntervalMs/8, l.cfg.RetryBackoffMs, 1)
+	}
+	return max(l.cfg.HeartbeatIntervalMs, 1)
+}
+
+func (l *Lifecycle) refused(what string, code int16) {
+	l.lg.Debug("controller refused "+what, zap.Int16("code", code),
+		zap.String("error", kerr.ErrorForCode(code).Error()))
+	l.retryLater()
+}
+
+func (l *Lifecycle) retryLater() { l.nextAt = l.now.AddMillis(max(l.cfg.RetryBackoffMs, 1)) }

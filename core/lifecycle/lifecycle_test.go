@@ -1,0 +1,150 @@
+package lifecycle
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/controller"
+)
+
+type sent struct {
+	to  int32
+	id  uint64
+	msg controller.Message
+}
+
+type fakeEnv struct {
+	sent   []sent
+	timers map[uint64]core.Time
+	fatal  error
+}
+
+func (e *fakeEnv) Send(to int32, id uint64, msg controller.Message, _ int64) {
+	e.sent = append(e.sent, sent{to, id, msg})
+}
+func (e *fakeEnv) SetTimer(at core.Time, id uint64) { e.timers[id] = at }
+func (e *fakeEnv) CancelTimer(id uint64)            { delete(e.timers, id) }
+func (e *fakeEnv) Fatal(err error)                  { e.fatal = err }
+func (e *fakeEnv) Logger() *zap.Logger              { return zap.NewNop() }
+
+type harness struct {
+	t   *testing.T
+	env *fakeEnv
+	l   *Lifecycle
+	now core.Time
+}
+
+func newHarness(t *testing.T) *harness {
+	cfg := DefaultConfig()
+	cfg.NodeID, cfg.ClusterID, cfg.Host, cfg.Port = 2, "c1", "127.0.0.1", 9093
+	env := &fakeEnv{timers: map[uint64]core.Time{}}
+	return &harness{t: t, env: env, l: New(cfg, env)}
+}
+
+func (h *harness) step(in Input) { h.l.Step(h.now, in) }
+
+// last returns the one RPC sent since the previous call, failing if there is not exactly one.
+func (h *harness) last() sent {
+	h.t.Helper()
+	require.Len(h.t, h.env.sent, 1, "exactly one RPC in flight")
+	s := h.env.sent[0]
+	h.env.sent = nil
+	return s
+}
+
+// advance moves time to the earliest armed timer and fires it.
+func (h *harness) advance() {
+	h.t.Helper()
+	require.Len(h.t, h.env.timers, 1, "one timer armed")
+	for id, at := range h.env.timers {
+		delete(h.env.timers, id)
+		h.now = at
+		h.step(TimerFired{ID: id})
+	}
+}
+
+func TestRegistersWithTheLeaderThenHeartbeatsUntilUnfenced(t *testing.T) {
+	h := newHarness(t)
+	h.step(Applied{Index: 5})
+	require.Empty(t, h.env.sent, "no controller known yet")
+	h.step(LeaderChanged{Leader: 1})
+	reg := h.last()
+	require.Equal(t, int32(1), reg.to)
+	require.Equal(t, controller.RegisterBroker{NodeID: 2, ClusterID: "c1", Host: "127.0.0.1",
+		Port: 9093}, reg.msg)
+	h.step(Reply{ID: reg.id, Resp: controller.RegisterBrokerResponse{BrokerEpoch: 7}})
+	hb := h.last()
+	require.Equal(t, controller.Heartbeat{NodeID: 2, BrokerEpoch: 7, MetadataIndex: 5}, hb.msg)
+	require.Equal(t, Status{Leader: 1, Registered: true, Epoch: 7, Fenced: true}, h.l.Status())
+
+	h.step(Applied{Index: 9})
+	h.step(Reply{ID: hb.id, Resp: controller.HeartbeatResponse{Fenced: true}})
+	require.Empty(t, h.env.sent, "the next heartbeat waits for its interval")
+	start := h.now
+	h.advance()
+	require.Equal(t, int64(250), (h.now - start).Millis(), "fenced: an eighth of 2 s")
+	hb = h.last()
+	require.Equal(t, uint64(9), hb.msg.(controller.Heartbeat).MetadataIndex)
+	h.step(Reply{ID: hb.id, Resp: controller.HeartbeatResponse{}})
+	require.False(t, h.l.Status().Fenced)
+	start = h.now
+	h.advance()
+	require.Equal(t, int64(2000), (h.now - start).Millis(), "unfenced: every 2 s")
+	require.IsType(t, controller.Heartbeat{}, h.last().msg)
+}
+
+func TestStaleEpochRegistersAgain(t *testing.T) {
+	h := newHarness(t)
+	h.step(LeaderChanged{Leader: 1})
+	h.step(Reply{ID: h.last().id, Resp: controller.RegisterBrokerResponse{BrokerEpoch: 3}})
+	hb := h.last()
+	h.step(Reply{ID: hb.id, Resp: controller.HeartbeatResponse{Err: kerr.StaleBrokerEpoch.Code}})
+	require.IsType(t, controller.RegisterBroker{}, h.last().msg)
+	require.False(t, h.l.Status().Registered)
+}
+
+func TestNewLeaderGetsTheNextRPCAndLateRepliesAreIgnored(t *testing.T) {
+	h := newHarness(t)
+	h.step(LeaderChanged{Leader: 1})
+	first := h.last()
+	h.step(Reply{ID: first.id, Resp: controller.RegisterBrokerResponse{
+		Err: kerr.NotController.Code}})
+	require.Empty(t, h.env.sent, "backs off")
+	h.step(LeaderChanged{Leader: 3})
+	reg := h.last()
+	require.Equal(t, int32(3), reg.to, "the new controller at once")
+	h.step(Reply{ID: first.id, Resp: controller.RegisterBrokerResponse{BrokerEpoch: 99}})
+	require.False(t, h.l.Status().Registered, "an answer to an old RPC is ignored")
+	h.step(Reply{ID: reg.id, Err: errors.New("connection refused")})
+	require.Empty(t, h.env.sent)
+	h.advance()
+	require.IsType(t, controller.RegisterBroker{}, h.last().msg, "retried after the backoff")
+}
+
+func TestAnotherClustersControllerStopsTheNode(t *testing.T) {
+	h := newHarness(t)
+	h.step(LeaderChanged{Leader: 1})
+	h.step(Reply{ID: h.last().id, Resp: controller.RegisterBrokerResponse{
+		Err: kerr.InconsistentClusterID.Code}})
+	require.ErrorContains(t, h.env.fatal, "another cluster")
+	h.step(LeaderChanged{Leader: 2})
+	require.Empty(t, h.env.sent, "a refused node sends nothing more")
+}
+
+func TestDuplicateRegistrationRetriesUntilAccepted(t *testing.T) {
+	h := newHarness(t)
+	h.step(LeaderChanged{Leader: 1})
+	for range 3 {
+		h.step(Reply{ID: h.last().id, Resp: controller.RegisterBrokerResponse{
+			Err: kerr.DuplicateBrokerRegistration.Code}})
+		h.advance()
+	}
+	h.step(Reply{ID: h.last().id, Resp: controller.RegisterBrokerResponse{BrokerEpoch: 4}})
+	require.True(t, h.l.Status().Registered)
+	require.Nil(t, h.env.fatal)
+}

@@ -1,0 +1,128 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/core/controller"
+	"github.com/sluicemq/sluice/core/meta"
+	"github.com/sluicemq/sluice/runtime"
+	"github.com/sluicemq/sluice/runtime/raftmeta"
+)
+
+// clusterNode is node id of a quorum of voters over dir, registering with a short
+// session so that a stopped node is fenced within the test's bounds.
+func clusterNode(t *testing.T, id int32, dir string, voters []raftmeta.Voter) *runtime.Node {
+	t.Helper()
+	cfg := broker.DefaultConfig()
+	cfg.NodeID = id
+	ctl := controller.DefaultConfig()
+	ctl.SessionTimeoutMs, ctl.HeartbeatIntervalMs = 1500, 200
+	return runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0", DataDir: dir,
+		Config: cfg, Controller: ctl, Rack: fmt.Sprintf("r%d", id),
+		Logger:       zaptest.NewLogger(t).Named(fmt.Sprintf("n%d", id)),
+		DrainTimeout: 2 * time.Second, Voters: voters, QuorumTiming: raftmeta.TestTiming(),
+		UnreplicatedQuorum: true})
+}
+
+// brokersSeen is the controller image's brokers as node n sees them.
+func brokersSeen(n *runtime.Node) map[int32]meta.Broker {
+	out := map[int32]meta.Broker{}
+	n.ControllerImage(func(im *meta.Image, _ bool) {
+		for _, b := range im.Brokers() {
+			out[b.ID] = b
+		}
+	})
+	return out
+}
+
+// Three nodes with one metadata quorum: each registers with the active controller
+// (over the wire, or locally on the leader's own node) and heartbeats until unfenced;
+// every node's image lists all three with their listeners and racks. A stopped node is
+// fenced once its session expires, and registers again, unfenced, when it restarts.
+func TestClusterNodesRegisterHeartbeatAndAreFencedWhenSilent(t *testing.T) {
+	voters := []raftmeta.Voter{{ID: 1, Addr: freeAddr(t)}, {ID: 2, Addr: freeAddr(t)},
+		{ID: 3, Addr: freeAddr(t)}}
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	nodes := make([]*runtime.Node, 3)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range nodes {
+		nodes[i] = clusterNode(t, int32(i+1), dirs[i], voters)
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = nodes[i].Start(context.Background()) }()
+	}
+	wg.Wait()
+	for i, n := range nodes {
+		require.NoError(t, errs[i])
+		t.Cleanup(func() { _ = n.Close() })
+	}
+
+	allUnfenced := func(want int) func() bool {
+		return func() bool {
+			for _, n := range nodes[:want] {
+				st, ok := n.Membership()
+				if !ok || !st.Registered || st.Fenced {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	require.Eventually(t, allUnfenced(3), 20*time.Second, 20*time.Millisecond,
+		"every node registered and unfenced")
+	for _, n := range nodes {
+		require.Eventually(t, func() bool { return len(brokersSeen(n)) == 3 },
+			10*time.Second, 20*time.Millisecond)
+		for i, other := range nodes {
+			b := brokersSeen(n)[int32(i+1)]
+			require.Equal(t, other.Addr(), fmt.Sprintf("%s:%d", b.Host, b.Port))
+			require.Equal(t, fmt.Sprintf("r%d", i+1), b.Rack)
+		}
+	}
+
+	// Stop a node that does not lead the quorum: the controller fences it.
+	leader := -1
+	for i, n := range nodes {
+		n.ControllerImage(func(_ *meta.Image, active bool) {
+			if active {
+				leader = i
+			}
+		})
+	}
+	require.GreaterOrEqual(t, leader, 0, "one controller is active")
+	victim := (leader + 1) % 3
+	addr := nodes[victim].Addr()
+	require.NoError(t, nodes[victim].Close())
+	watcher := nodes[leader]
+	require.Eventually(t, func() bool {
+		return brokersSeen(watcher)[int32(victim+1)].State == meta.BrokerFenced
+	}, 10*time.Second, 20*time.Millisecond, "a silent node is fenced")
+	epoch := brokersSeen(watcher)[int32(victim+1)].Epoch
+
+	// Restarted over the same directory and address, it registers anew (a greater broker
+	// epoch) and is unfenced.
+	restarted := runtime.NewNode(func() runtime.Options {
+		cfg := broker.DefaultConfig()
+		cfg.NodeID = int32(victim + 1)
+		ctl := controller.DefaultConfig()
+		ctl.SessionTimeoutMs, ctl.HeartbeatIntervalMs = 1500, 200
+		return runtime.Options{ListenAddr: addr, DataDir: dirs[victim], Config: cfg,
+			Controller: ctl, Rack: fmt.Sprintf("r%d", victim+1),
+			Logger: zaptest.NewLogger(t).Named("restarted"), DrainTimeout: 2 * time.Second,
+			Voters: voters, QuorumTiming: raftmeta.TestTiming(), UnreplicatedQuorum: true}
+	}())
+	require.NoError(t, restarted.Start(context.Background()))
+	t.Cleanup(func() { _ = restarted.Close() })
+	require.Eventually(t, func() bool {
+		b := brokersSeen(watcher)[int32(victim+1)]
+		return b.State == meta.BrokerUnfenced && b.Epoch > epoch
+	}, 15*time.Second, 20*time.Millisecond, "the restarted node is registered and unfenced")
+}

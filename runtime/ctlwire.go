@@ -1,0 +1,110 @@
+package runtime
+
+import (
+	"fmt"
+	stdnet "net"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core/controller"
+)
+
+// The controller's RPCs on the wire: BrokerRegistration and BrokerHeartbeat, Kafka's own
+// messages (kmsg), converted to and from the controller's typed messages here so that
+// core/ never sees the codec's shapes. Only the listener named PLAINTEXT is read: Sluice
+// has one listener per node (docs/controller.md, "Broker lifecycle").
+
+// controllerRequest converts a controller RPC a peer sent; ok is false for other keys.
+func controllerRequest(req kmsg.Request) (controller.Message, bool) {
+	switch m := req.(type) {
+	case *kmsg.BrokerRegistrationRequest:
+		reg := controller.RegisterBroker{NodeID: m.BrokerID, Incarnation: m.IncarnationID,
+			ClusterID: m.ClusterID}
+		if len(m.Listeners) > 0 {
+			reg.Host, reg.Port = m.Listeners[0].Host, int32(m.Listeners[0].Port)
+		}
+		if m.Rack != nil {
+			reg.Rack = *m.Rack
+		}
+		return reg, true
+	case *kmsg.BrokerHeartbeatRequest:
+		idx := uint64(0)
+		if m.CurrentMetadataOffset > 0 {
+			idx = uint64(m.CurrentMetadataOffset)
+		}
+		return controller.Heartbeat{NodeID: m.BrokerID, BrokerEpoch: m.BrokerEpoch,
+			MetadataIndex: idx, WantFence: m.WantFence}, true
+	}
+	return nil, false
+}
+
+// controllerResponse converts the controller's answer to the wire response of req.
+func controllerResponse(req kmsg.Request, resp controller.Response) kmsg.Response {
+	out := req.ResponseKind()
+	out.SetVersion(req.GetVersion())
+	switch o := out.(type) {
+	case *kmsg.BrokerRegistrationResponse:
+		o.ErrorCode = resp.ErrCode()
+		if r, ok := resp.(controller.RegisterBrokerResponse); ok {
+			o.BrokerEpoch = r.BrokerEpoch
+		}
+	case *kmsg.BrokerHeartbeatResponse:
+		o.ErrorCode = resp.ErrCode()
+		if r, ok := resp.(controller.HeartbeatResponse); ok {
+			o.IsFenced, o.ShouldShutdown, o.IsCaughtUp = r.Fenced, r.ShuttingDown, !r.Fenced
+		}
+	}
+	return out
+}
+
+// notControllerResponse answers a controller RPC on a node that runs no controller.
+func notControllerResponse(req kmsg.Request) kmsg.Response {
+	msg, _ := controllerRequest(req)
+	var resp controller.Response
+	switch msg.(type) {
+	case controller.RegisterBroker:
+		resp = controller.RegisterBrokerResponse{Err: codeNotController}
+	default:
+		resp = controller.HeartbeatResponse{Err: codeNotController}
+	}
+	return controllerResponse(req, resp)
+}
+
+// wireRequest converts a lifecycle RPC for sending to a peer's controller.
+func wireRequest(msg controller.Message) (kmsg.Request, error) {
+	switch m := msg.(type) {
+	case controller.RegisterBroker:
+		req := kmsg.NewPtrBrokerRegistrationRequest()
+		req.BrokerID, req.ClusterID, req.IncarnationID = m.NodeID, m.ClusterID, m.Incarnation
+		l := kmsg.NewBrokerRegistrationRequestListener()
+		l.Name, l.Host, l.Port = "PLAINTEXT", m.Host, uint16(m.Port)
+		req.Listeners = []kmsg.BrokerRegistrationRequestListener{l}
+		if m.Rack != "" {
+			req.Rack = &m.Rack
+		}
+		return req, nil
+	case controller.Heartbeat:
+		req := kmsg.NewPtrBrokerHeartbeatRequest()
+		req.BrokerID, req.BrokerEpoch = m.NodeID, m.BrokerEpoch
+		req.CurrentMetadataOffset, req.WantFence = int64(m.MetadataIndex), m.WantFence
+		return req, nil
+	}
+	return nil, fmt.Errorf("no wire form for %T", msg)
+}
+
+// wireResponse converts a peer's answer to a lifecycle RPC.
+func wireResponse(resp kmsg.Response) (controller.Response, error) {
+	switch r := resp.(type) {
+	case *kmsg.BrokerRegistrationResponse:
+		return controller.RegisterBrokerResponse{Err: r.ErrorCode, BrokerEpoch: r.BrokerEpoch}, nil
+	case *kmsg.BrokerHeartbeatResponse:
+		return controller.HeartbeatResponse{Err: r.ErrorCode, Fenced: r.IsFenced,
+			ShuttingDown: r.ShouldShutdown}, nil
+	}
+	return nil, fmt.Errorf("unexpected response %T from a controller", resp)
+}
+
+func hostPort(host string, port int32) string {
+	return stdnet.JoinHostPort(host, strconv.Itoa(int(port)))
+}
