@@ -14,8 +14,16 @@ import (
 // 10,000-partition topic froze the node, every other client, for about a minute. Now
 // the logs open a chunk per step and a new log costs no fsync at open
 // (docs/storage.md, docs/limits.md "Topic creation"): while a 5,000-partition topic is
-// created, a normal client keeps producing and consuming within 2 s, and the creation
-// is answered only once every partition is served.
+// created, a normal client keeps producing and consuming within probeBound, and the
+// creation is answered only once every partition is served.
+//
+// The bound separates a frozen node from a loaded machine: before the fix, creating
+// 5,000 partitions froze the node for about half a minute; on an idle machine a probe
+// takes tens of milliseconds. It was 2 s, which a `make test` beside four other
+// builds on two cores (load 17-19) passed: two runs failed with one probe over 2 s.
+// Latency under load is measured by benchmarks, not asserted here.
+const probeBound = 10 * time.Second
+
 func TestHostileBigCreateKeepsOthersServed(t *testing.T) {
 	n := startNode(t, "")
 	adm := kadm.NewClient(mustClient(t, n.addr))
@@ -44,7 +52,7 @@ func TestHostileBigCreateKeepsOthersServed(t *testing.T) {
 		case r = <-done:
 			waiting = false
 		default:
-			n.requireServes("probe", 2*time.Second)
+			n.requireServes("probe", probeBound)
 			probes++
 		}
 	}
