@@ -3,11 +3,13 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sluicemq/sluice/core/broker"
@@ -41,6 +43,36 @@ func brokersSeen(n *runtime.Node) map[int32]meta.Broker {
 		}
 	})
 	return out
+}
+
+// listedBrokers asks n for the cluster's brokers with Metadata and DescribeCluster,
+// checks the two agree (ids, racks, controller), and returns the ids.
+func listedBrokers(t *testing.T, n *runtime.Node) []int32 {
+	t.Helper()
+	cl := newClient(t, n)
+	defer cl.Close()
+	md := kmsg.NewPtrMetadataRequest()
+	mresp, err := md.RequestWith(testCtx(t, 5*time.Second), cl)
+	require.NoError(t, err)
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dresp, err := dc.RequestWith(testCtx(t, 5*time.Second), cl)
+	require.NoError(t, err)
+	require.Zero(t, dresp.ErrorCode)
+	var ids []int32
+	for _, b := range mresp.Brokers {
+		ids = append(ids, b.NodeID)
+		require.NotNil(t, b.Rack)
+		require.Equal(t, fmt.Sprintf("r%d", b.NodeID), *b.Rack)
+	}
+	var dids []int32
+	for _, b := range dresp.Brokers {
+		dids = append(dids, b.NodeID)
+	}
+	require.ElementsMatch(t, ids, dids)
+	require.Equal(t, mresp.ControllerID, dresp.ControllerID)
+	require.Contains(t, ids, mresp.ControllerID)
+	slices.Sort(ids)
+	return ids
 }
 
 // Three nodes with one metadata quorum: each registers with the active controller
@@ -88,6 +120,12 @@ func TestClusterNodesRegisterHeartbeatAndAreFencedWhenSilent(t *testing.T) {
 		}
 	}
 
+	// Clients see the cluster: Metadata and DescribeCluster on any node list the three
+	// with their racks, and name the quorum leader as the controller.
+	for _, n := range nodes {
+		require.Equal(t, []int32{1, 2, 3}, listedBrokers(t, n))
+	}
+
 	// Stop a node that does not lead the quorum: the controller fences it.
 	leader := -1
 	for i, n := range nodes {
@@ -106,6 +144,8 @@ func TestClusterNodesRegisterHeartbeatAndAreFencedWhenSilent(t *testing.T) {
 		return brokersSeen(watcher)[int32(victim+1)].State == meta.BrokerFenced
 	}, 10*time.Second, 20*time.Millisecond, "a silent node is fenced")
 	epoch := brokersSeen(watcher)[int32(victim+1)].Epoch
+	require.Eventually(t, func() bool { return len(listedBrokers(t, watcher)) == 2 },
+		5*time.Second, 20*time.Millisecond, "a fenced broker is not offered to clients")
 
 	// Restarted over the same directory and address, it registers anew (a greater broker
 	// epoch) and is unfenced.

@@ -2,8 +2,8 @@ package broker
 
 // DescribeCluster (key 60), versions 0–1.
 //
-// Returns the cluster id, this node as the controller and as the only broker (with its
-// advertised address), and the "not provided" default for ClusterAuthorizedOperations.
+// Returns the cluster id, the metadata quorum's leader as the controller, the live
+// brokers (cluster_view.go: the registered unfenced ones, else this node), and the "not provided" default for ClusterAuthorizedOperations.
 // From v1 the client names the endpoint type it wants: brokers (1) are served;
 // controllers (2) → UNSUPPORTED_ENDPOINT_TYPE, since this node is not reachable as a
 // KRaft controller endpoint.
@@ -25,10 +25,15 @@ func (b *Broker) handleDescribeCluster(m *kmsg.DescribeClusterRequest) kmsg.Resp
 		resp.ErrorMessage = strp("only the broker endpoint type (1) is served")
 		return resp
 	}
-	resp.ClusterID = b.cfg.ClusterID
-	resp.ControllerID = b.cfg.NodeID
-	br := kmsg.NewDescribeClusterResponseBroker()
-	br.NodeID, br.Host, br.Port = b.cfg.NodeID, b.cfg.AdvertisedHost, b.cfg.AdvertisedPort
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{br}
+	resp.ClusterID = b.clusterID()
+	resp.ControllerID = b.controllerID()
+	for _, v := range b.liveBrokers() {
+		br := kmsg.NewDescribeClusterResponseBroker()
+		br.NodeID, br.Host, br.Port = v.id, v.host, v.port
+		if v.rack != "" {
+			br.Rack = strp(v.rack)
+		}
+		resp.Brokers = append(resp.Brokers, br)
+	}
 	return resp
 }

@@ -120,11 +120,16 @@ func (b *Broker) autoCreatable(m *kmsg.MetadataRequest) []string {
 func (b *Broker) metadataResponse(m *kmsg.MetadataRequest,
 	failed map[string]topicError) *kmsg.MetadataResponse {
 	resp := m.ResponseKind().(*kmsg.MetadataResponse)
-	br := kmsg.NewMetadataResponseBroker()
-	br.NodeID, br.Host, br.Port = b.cfg.NodeID, b.cfg.AdvertisedHost, b.cfg.AdvertisedPort
-	resp.Brokers = []kmsg.MetadataResponseBroker{br}
-	resp.ClusterID = strp(b.cfg.ClusterID)
-	resp.ControllerID = b.cfg.NodeID
+	for _, v := range b.liveBrokers() {
+		br := kmsg.NewMetadataResponseBroker()
+		br.NodeID, br.Host, br.Port = v.id, v.host, v.port
+		if v.rack != "" {
+			br.Rack = strp(v.rack)
+		}
+		resp.Brokers = append(resp.Brokers, br)
+	}
+	resp.ClusterID = strp(b.clusterID())
+	resp.ControllerID = b.controllerID()
 
 	allTopics := m.Topics == nil || (m.Version == 0 && len(m.Topics) == 0)
 	if allTopics {
