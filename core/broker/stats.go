@@ -13,8 +13,14 @@ type PartitionStats struct {
 	HighWatermark int64
 	LogEnd        int64
 	Offline       bool
-	InSync        int // replicas in the ISR, the leader included
+	InSync        int  // replicas in the ISR, the leader included
+	Replicas      int  // replicas assigned to the partition (1 for an unassigned topic)
+	Leader        bool // this node leads the partition
 }
+
+// UnderReplicated says whether this node leads the partition and its ISR holds fewer
+// replicas than are assigned, as Kafka's UnderReplicatedPartitions counts.
+func (s PartitionStats) UnderReplicated() bool { return s.Leader && s.InSync < s.Replicas }
 
 // PartitionStats returns every hosted partition's stats, by topic and partition. It
 // reads and changes nothing; the driver calls it between steps (E5 holds: it is not a
@@ -22,9 +28,13 @@ type PartitionStats struct {
 func (b *Broker) PartitionStats() []PartitionStats {
 	out := make([]PartitionStats, 0, len(b.replicas))
 	for tp, r := range b.replicas {
+		replicas := 1
+		if st, assigned, _ := b.image.Partition(tp.Topic, tp.Partition); assigned {
+			replicas = len(st.Replicas)
+		}
 		out = append(out, PartitionStats{TP: tp, LogStart: r.StartOffset(),
 			HighWatermark: r.HighWatermark(), LogEnd: r.EndOffset(), Offline: r.Offline(),
-			InSync: r.InSyncReplicas()})
+			InSync: r.InSyncReplicas(), Replicas: replicas, Leader: !r.Follower()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].TP.Less(out[j].TP) })
 	return out
