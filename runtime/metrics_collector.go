@@ -18,6 +18,8 @@ type flowCollector struct {
 	committed, lag                           *prometheus.Desc
 	bytesIn, recordsIn, bytesOut, recordsOut *prometheus.Desc
 	connsOpened, connsClosed, quorumTerm     *prometheus.Desc
+	leaderEpoch, partitionEpoch, brokers     *prometheus.Desc
+	metaApplied, quorumCommit, quorumApplied *prometheus.Desc
 }
 
 func (n *Node) newFlowCollector() *flowCollector {
@@ -59,13 +61,30 @@ func (n *Node) newFlowCollector() *flowCollector {
 			"Accepted client connections that have closed.", nil, nil),
 		quorumTerm: d("sluice_quorum_term",
 			"The metadata quorum's current raft term (only with a quorum).", nil, nil),
+		quorumCommit: d("sluice_quorum_commit_index",
+			"Index of the last raft log entry known committed (only with a quorum).",
+			nil, nil),
+		quorumApplied: d("sluice_quorum_applied_index",
+			"Index of the last raft log entry applied here (only with a quorum).", nil, nil),
+		metaApplied: d("sluice_metadata_applied_index",
+			"Index of the last metadata record the broker applied to its image.", nil, nil),
+		leaderEpoch: d("sluice_partition_leader_epoch",
+			"The partition's leader epoch on this node; it rises at every leader election.",
+			tp, nil),
+		partitionEpoch: d("sluice_partition_epoch",
+			"The metadata's partition epoch; it rises at every change of leader, ISR or "+
+				"replicas (0 for a topic without replica placement).", tp, nil),
+		brokers: d("sluice_brokers",
+			"Brokers registered in the metadata, by state (fenced, unfenced, "+
+				"shutting-down).", []string{"state"}, nil),
 	}
 }
 
 func (c *flowCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.lastStable, c.size, c.underReplicated, c.leads,
 		c.committed, c.lag, c.bytesIn, c.recordsIn, c.bytesOut, c.recordsOut,
-		c.connsOpened, c.connsClosed, c.quorumTerm} {
+		c.connsOpened, c.connsClosed, c.quorumTerm, c.quorumCommit, c.quorumApplied,
+		c.metaApplied, c.leaderEpoch, c.partitionEpoch, c.brokers} {
 		ch <- d
 	}
 }
@@ -76,6 +95,8 @@ type flowSnapshot struct {
 	sizes   []int64 // by parts' index; -1 when the log is not open here
 	groups  []broker.GroupOffsetStats
 	traffic map[string]topicTraffic
+	brokers map[string]int
+	applied uint64
 }
 
 func (c *flowCollector) snapshot() flowSnapshot {
@@ -83,7 +104,8 @@ func (c *flowCollector) snapshot() flowSnapshot {
 	n.stepMu.Lock()
 	defer n.stepMu.Unlock()
 	s := flowSnapshot{parts: n.b.PartitionStats(), groups: n.b.GroupOffsetStats(),
-		traffic: map[string]topicTraffic{}}
+		traffic: map[string]topicTraffic{}, brokers: n.b.BrokerStates(),
+		applied: n.b.MetaIndex()}
 	hosted := make(map[string]bool, len(s.parts))
 	s.sizes = make([]int64, len(s.parts))
 	for i, p := range s.parts {
@@ -119,7 +141,13 @@ func (c *flowCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		metric(c.underReplicated, prometheus.GaugeValue, boolValue(p.UnderReplicated()), l...)
 		metric(c.leads, prometheus.GaugeValue, boolValue(p.Leader), l...)
+		metric(c.leaderEpoch, prometheus.GaugeValue, float64(p.LeaderEpoch), l...)
+		metric(c.partitionEpoch, prometheus.GaugeValue, float64(p.PartitionEpoch), l...)
 	}
+	for state, count := range s.brokers {
+		metric(c.brokers, prometheus.GaugeValue, float64(count), state)
+	}
+	metric(c.metaApplied, prometheus.GaugeValue, float64(s.applied))
 	for _, g := range s.groups {
 		l := []string{g.Group, g.TP.Topic, strconv.Itoa(int(g.TP.Partition))}
 		metric(c.committed, prometheus.GaugeValue, float64(g.Committed), l...)
@@ -139,6 +167,9 @@ func (c *flowCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.n.quorum != nil {
 		_, term := c.n.quorum.Leader()
 		metric(c.quorumTerm, prometheus.GaugeValue, float64(term))
+		r := c.n.quorum.Raft()
+		metric(c.quorumCommit, prometheus.GaugeValue, float64(r.CommitIndex()))
+		metric(c.quorumApplied, prometheus.GaugeValue, float64(r.AppliedIndex()))
 	}
 }
 

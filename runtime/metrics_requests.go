@@ -86,7 +86,7 @@ func (m *requestMetrics) resolve(l requestLabel) (prometheus.Counter, prometheus
 }
 
 func apiName(key int16) string {
-	if name := kmsg.NameForKey(key); name != "" {
+	if name := kmsg.NameForKey(key); name != "" && name != "Unknown" {
 		return name
 	}
 	return "Unknown" + strconv.Itoa(int(key))

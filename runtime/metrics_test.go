@@ -60,6 +60,18 @@ func sumFor(fams map[string]*dto.MetricFamily, family string,
 	return sum, found
 }
 
+// histogramSum is the sum of observations of family's series for api.
+func histogramSum(fams map[string]*dto.MetricFamily, family, api string) float64 {
+	for _, m := range fams[family].Metric {
+		for _, l := range m.Label {
+			if l.GetName() == "api" && l.GetValue() == api {
+				return m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return 0
+}
+
 func requireSum(t *testing.T, fams map[string]*dto.MetricFamily, family string,
 	want map[string]string) float64 {
 	t.Helper()
@@ -118,6 +130,7 @@ func TestMetricsFollowProduceAndConsume(t *testing.T) {
 	require.EqualValues(t, 10, requireSum(t, fams, "sluice_partition_last_stable_offset", tp))
 	require.EqualValues(t, 0, requireSum(t, fams, "sluice_partition_under_replicated", tp))
 	require.EqualValues(t, 1, requireSum(t, fams, "sluice_partition_leader", tp))
+	require.Positive(t, requireSum(t, fams, "sluice_metadata_applied_index", nil))
 
 	// The group is stopped: its lag grows with what is produced meanwhile.
 	produceN(t, cl, "m", 10, 5)
@@ -145,6 +158,15 @@ func TestMetricsFollowProduceAndConsume(t *testing.T) {
 	}
 	require.Equal(t, produces, requireSum(t, fams, "sluice_request_duration_seconds",
 		map[string]string{"api": "Produce"}))
+	// The stages split each request's time: together they lie within it (the request
+	// is timed from its decoding to its answer, a little wider) and make most of it.
+	var stages float64
+	for _, m := range fams["sluice_produce_stage_seconds"].Metric {
+		stages += m.GetHistogram().GetSampleSum()
+	}
+	total := histogramSum(fams, "sluice_request_duration_seconds", "Produce")
+	require.LessOrEqual(t, stages, total)
+	require.Greater(t, stages, total/2)
 	require.Positive(t, requireSum(t, fams, "sluice_request_duration_seconds",
 		map[string]string{"api": "Fetch"}))
 	// Each fsync covers what was appended since the previous one: the 15 records of
