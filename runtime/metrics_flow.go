@@ -35,7 +35,7 @@ type flowMetrics struct {
 	parked    map[uint64]*produceTiming                // acks=all produces waiting, by request id
 	nextSync  map[core.TopicPartition][]*produceTiming // waiting for an fsync to be requested
 	syncs     map[uint64]*syncTiming                   // fsyncs requested, by token
-	followers map[uint64]struct{}                      // follower fetches waiting, by request id
+	followers map[uint64]uint64                        // follower fetches waiting: request id -> conn
 	topics    map[string]*topicTraffic
 
 	queue, appendStage, fsync, replication prometheus.Observer
@@ -68,7 +68,7 @@ type topicTraffic struct {
 func newFlowMetrics() *flowMetrics {
 	f := &flowMetrics{parked: map[uint64]*produceTiming{},
 		nextSync: map[core.TopicPartition][]*produceTiming{},
-		syncs:    map[uint64]*syncTiming{}, followers: map[uint64]struct{}{},
+		syncs:    map[uint64]*syncTiming{}, followers: map[uint64]uint64{},
 		topics: map[string]*topicTraffic{},
 		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "sluice_produce_stage_seconds",
@@ -124,11 +124,18 @@ func (f *flowMetrics) beginStep(in broker.Input, received time.Time) {
 			f.cur = &produceTiming{id: in.ID, received: received, start: now}
 		case *kmsg.FetchRequest:
 			if m.ReplicaID >= 0 || m.ReplicaState.ID >= 0 {
-				f.followers[in.ID] = struct{}{}
+				f.followers[in.ID] = in.Conn
 			}
 		}
 	case broker.SyncDone:
 		f.syncCompleted(in.Token)
+	case broker.ConnClosed:
+		// The broker drops the connection's parked fetches without an answer.
+		for id, conn := range f.followers {
+			if conn == in.Conn {
+				delete(f.followers, id)
+			}
+		}
 	}
 }
 
