@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -52,4 +53,16 @@ func TestCountRecordsStopsAtATornBatch(t *testing.T) {
 	require.EqualValues(t, 7, countRecords(b))
 	require.EqualValues(t, 3, countRecords(b[:len(b)-1]))
 	require.Zero(t, countRecords(nil))
+}
+
+// BenchmarkRequestDone is the observer's cost per answered Produce.
+func BenchmarkRequestDone(b *testing.B) {
+	m := newRequestMetrics()
+	resp := kmsg.NewPtrProduceResponse()
+	rt := kmsg.NewProduceResponseTopic()
+	rt.Partitions = append(rt.Partitions, kmsg.NewProduceResponseTopicPartition())
+	resp.Topics = append(resp.Topics, rt)
+	for b.Loop() {
+		m.RequestDone(0, 11, resp, time.Millisecond)
+	}
 }
