@@ -178,7 +178,7 @@ func (c *conn) reserve(h header, bytes, out int) (id uint64, alone bool) {
 	c.mu.Lock()
 	alone = c.q.len() == 0
 	c.q.push(slot{id: id, corr: h.corr, key: h.key, version: h.version, bytes: bytes,
-		out: out})
+		out: out, began: c.srv.clock()})
 	c.inBytes += bytes
 	c.outBytes += out
 	c.mu.Unlock()
@@ -192,12 +192,14 @@ func (c *conn) answer(h header, bytes int, resp kmsg.Response) {
 	if resp != nil {
 		version = resp.GetVersion()
 	}
+	began := c.srv.clock()
 	c.mu.Lock()
 	c.q.push(slot{id: c.srv.nextReq.Add(1), corr: h.corr, key: h.key, version: version,
 		bytes: bytes, done: true, resp: resp})
 	c.inBytes += bytes
 	wake := c.q.headDone()
 	c.mu.Unlock()
+	c.srv.observe(h.key, h.version, resp, began)
 	if wake {
 		signal(c.wake)
 	}

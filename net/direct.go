@@ -146,6 +146,7 @@ func (c *conn) fill(r broker.Reply) bool {
 		return false
 	}
 	s.done, s.resp, s.close = true, r.Msg, r.Close
+	key, version, began := s.key, s.version, s.began
 	if s.out > 0 { // a Fetch: count what it really holds rather than what it asked
 		real := fetchResponseBytes(r.Msg)
 		c.outBytes += real - s.out
@@ -157,6 +158,7 @@ func (c *conn) fill(r broker.Reply) bool {
 	}
 	wake := c.q.headDone()
 	c.mu.Unlock()
+	c.srv.observe(key, version, r.Msg, began)
 	return wake
 }
 

@@ -42,7 +42,13 @@
 // connection and server-wide, with a write timeout that closes a client taking none).
 // While a limit holds a connection back, its reader stops reading the socket: TCP
 // backpressure, never a goroutine or a buffer per waiting request. Server.Stats counts
-// each limit's hits.
+// each limit's hits, and the connections opened and closed.
+//
+// # Metrics
+//
+// With Options.Observer set, each answered request is reported once to it
+// (observe.go) with its key, version, response and the time from its decoding to its
+// answer; without one, no clock is read per request.
 //
 // # Ownership
 //

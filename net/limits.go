@@ -18,12 +18,15 @@ type Stats struct {
 	InFlightWaits         uint64 // reads paused by the per-connection in-flight limits
 	ResponseBudgetWaits   uint64 // reads paused by queued response bytes (conn or node)
 	WriteTimeouts         uint64 // connections closed by sluice.connection.write.timeout.ms
+	ConnsOpened           uint64 // connections accepted (not those closed at once by a cap)
+	ConnsClosed           uint64 // accepted connections that have ended
 }
 
 type counters struct {
 	connsRejected, connsRejectedPerIP, idleClosed, readTimeouts atomic.Uint64
 	requestBudgetWaits, requestBudgetTimeouts, inFlightWaits    atomic.Uint64
 	responseBudgetWaits, writeTimeouts                          atomic.Uint64
+	connsOpened, connsClosed                                    atomic.Uint64
 }
 
 // Stats returns how often each limit was hit so far.
@@ -37,6 +40,8 @@ func (s *Server) Stats() Stats {
 		InFlightWaits:         c.inFlightWaits.Load(),
 		ResponseBudgetWaits:   c.responseBudgetWaits.Load(),
 		WriteTimeouts:         c.writeTimeouts.Load(),
+		ConnsOpened:           c.connsOpened.Load(),
+		ConnsClosed:           c.connsClosed.Load(),
 	}
 }
 

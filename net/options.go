@@ -61,6 +61,9 @@ type Options struct {
 	QueuedMaxResponseBytes int64
 	// Logger receives connection errors. Default: no logging.
 	Logger *zap.Logger
+	// Observer, when set, is told of every request the server answers (the node's
+	// metrics; observe.go). Nil: nothing is observed and no clock is read per request.
+	Observer RequestObserver
 }
 
 func (o *Options) defaults() {

@@ -1,6 +1,10 @@
 package net
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // slot is one in-flight request of a connection, waiting for its response.
 type slot struct {
@@ -8,8 +12,9 @@ type slot struct {
 	corr    int32
 	key     int16
 	version int16
-	bytes   int // size of the request frame, for the in-flight byte bound
-	out     int // response bytes counted for it (Fetch only), until written
+	bytes   int           // size of the request frame, for the in-flight byte bound
+	out     int           // response bytes counted for it (Fetch only), until written
+	began   time.Duration // Server.clock when it was decoded (0: not observed)
 
 	done  bool
 	resp  kmsg.Response // nil when done: nothing is written (acks=0)

@@ -38,6 +38,7 @@ type Server struct {
 
 	nextConn atomic.Uint64
 	nextReq  atomic.Uint64
+	epoch    time.Time // the start of clock(), for request timings (observe.go)
 
 	mu      sync.RWMutex
 	conns   map[uint64]*conn
@@ -59,6 +60,7 @@ func Listen(addr string, sink Sink, opts Options) (*Server, error) {
 		conns: map[uint64]*conn{}, perIP: map[string]int{},
 		reqBudget:  newBudget(opts.QueuedMaxRequestBytes),
 		respBudget: newBudget(opts.QueuedMaxResponseBytes),
+		epoch:      time.Now(),
 	}, nil
 }
 
@@ -122,6 +124,7 @@ func (s *Server) add(nc net.Conn) {
 	s.readers.Add(1)
 	s.goroutines.Add(2)
 	s.mu.Unlock()
+	s.counters.connsOpened.Add(1)
 	go c.readLoop()
 	go c.writeLoop()
 }
@@ -153,6 +156,7 @@ func (s *Server) remove(c *conn) {
 		delete(s.perIP, c.ip)
 	}
 	s.mu.Unlock()
+	s.counters.connsClosed.Add(1)
 }
 
 // Reply hands the node's answer to the connection's writer. It never blocks on the

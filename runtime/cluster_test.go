@@ -45,6 +45,17 @@ func brokersSeen(n *runtime.Node) map[int32]meta.Broker {
 	return out
 }
 
+// metadataBrokers is how many brokers a Metadata request to n lists (-1 on error).
+func metadataBrokers(t *testing.T, n *runtime.Node) int {
+	cl := newClient(t, n)
+	defer cl.Close()
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(testCtx(t, 5*time.Second), cl)
+	if err != nil {
+		return -1
+	}
+	return len(resp.Brokers)
+}
+
 // listedBrokers asks n for the cluster's brokers with Metadata and DescribeCluster,
 // checks the two agree (ids, racks, controller), and returns the ids.
 func listedBrokers(t *testing.T, n *runtime.Node) []int32 {
@@ -123,6 +134,8 @@ func TestClusterNodesRegisterHeartbeatAndAreFencedWhenSilent(t *testing.T) {
 	// Clients see the cluster: Metadata and DescribeCluster on any node list the three
 	// with their racks, and name the quorum leader as the controller.
 	for _, n := range nodes {
+		require.Eventually(t, func() bool { return metadataBrokers(t, n) == 3 },
+			5*time.Second, 20*time.Millisecond, "each node applied every unfencing")
 		require.Equal(t, []int32{1, 2, 3}, listedBrokers(t, n))
 	}
 
@@ -144,8 +157,9 @@ func TestClusterNodesRegisterHeartbeatAndAreFencedWhenSilent(t *testing.T) {
 		return brokersSeen(watcher)[int32(victim+1)].State == meta.BrokerFenced
 	}, 10*time.Second, 20*time.Millisecond, "a silent node is fenced")
 	epoch := brokersSeen(watcher)[int32(victim+1)].Epoch
-	require.Eventually(t, func() bool { return len(listedBrokers(t, watcher)) == 2 },
+	require.Eventually(t, func() bool { return metadataBrokers(t, watcher) == 2 },
 		5*time.Second, 20*time.Millisecond, "a fenced broker is not offered to clients")
+	require.Len(t, listedBrokers(t, watcher), 2)
 
 	// Restarted over the same directory and address, it registers anew (a greater broker
 	// epoch) and is unfenced.

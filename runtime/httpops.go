@@ -41,6 +41,7 @@ func (n *Node) startHTTP() error {
 	reg.MustRegister(collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		n.newCollector(), n.syncer.latency)
+	n.registerFlowMetrics(reg)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))

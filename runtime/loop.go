@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -24,15 +25,15 @@ func (n *Node) loop() {
 	for {
 		select {
 		case in := <-n.completions:
-			n.stepLocked(in, false)
+			n.stepLocked(in, time.Time{}, false)
 			continue
 		default:
 		}
 		select {
 		case in := <-n.completions:
-			n.stepLocked(in, false)
-		case in := <-n.inbox:
-			n.stepLocked(in, true)
+			n.stepLocked(in, time.Time{}, false)
+		case it := <-n.inbox:
+			n.stepLocked(it.in, it.received, true)
 		case <-n.timers.C():
 			n.stepMu.Lock()
 			n.fireTimers()
@@ -46,9 +47,9 @@ func (n *Node) loop() {
 // stepLocked steps one input under stepMu; fromInbox inputs are counted off queued
 // before the lock is released, so a reader that sees queued at 0 knows every input put
 // in the inbox before has been stepped.
-func (n *Node) stepLocked(in broker.Input, fromInbox bool) {
+func (n *Node) stepLocked(in broker.Input, received time.Time, fromInbox bool) {
 	n.stepMu.Lock()
-	n.step(in)
+	n.stepReceived(in, received)
 	if fromInbox {
 		n.queued.Add(-1)
 	}
@@ -61,7 +62,13 @@ func (n *Node) stepLocked(in broker.Input, fromInbox bool) {
 // busy loop moves on to the next input at once. Only then are the step's fsyncs started
 // (syncer.kick). The caller holds stepMu (or is Start,
 // before any other goroutine runs).
-func (n *Node) step(in broker.Input) {
+func (n *Node) step(in broker.Input) { n.stepReceived(in, time.Time{}) }
+
+// stepReceived is step for an input received at a known time (zero: unknown), which
+// the metrics time from (metrics_flow.go). With a quorum, the controller and the
+// lifecycle take their inputs first (cluster.go).
+func (n *Node) stepReceived(in broker.Input, received time.Time) {
+	n.flow.beginStep(in, received)
 	now := n.now()
 	switch {
 	case n.cl != nil:
@@ -72,6 +79,7 @@ func (n *Node) step(in broker.Input) {
 	case !n.answerNoController(in):
 		n.b.Step(now, in)
 	}
+	n.flow.endStep()
 	n.replier.Flush(len(n.inbox) == 0 && len(n.completions) == 0)
 	n.syncer.kick()
 }
@@ -124,20 +132,30 @@ type sink struct{ n *Node }
 // flight is served by the reader, the loop and the writer working side by side.
 func (s sink) Request(r broker.Request, alone bool) {
 	n := s.n
+	received := n.flow.received(r)
 	if alone && n.queued.Load() == 0 && n.stepMu.TryLock() {
-		n.step(r)
+		n.stepReceived(r, received)
 		n.stepMu.Unlock()
 		return
 	}
-	s.put(r)
+	s.putReceived(r, received)
 }
 
 func (s sink) ConnClosed(conn uint64) { s.put(broker.ConnClosed{Conn: conn}) }
 
-func (s sink) put(in broker.Input) {
+func (s sink) put(in broker.Input) { s.putReceived(in, time.Time{}) }
+
+// inboxItem is an input in the inbox, with the time it was received when the metrics
+// time it (zero otherwise).
+type inboxItem struct {
+	in       broker.Input
+	received time.Time
+}
+
+func (s sink) putReceived(in broker.Input, received time.Time) {
 	s.n.queued.Add(1)
 	select {
-	case s.n.inbox <- in:
+	case s.n.inbox <- inboxItem{in: in, received: received}:
 	case <-s.n.stopLoop:
 	}
 }
@@ -151,7 +169,10 @@ var _ broker.Env = env{}
 
 // Reply records the answer in the connection's FIFO, which keeps request order (E1);
 // it is sent when the step ends (Node.step).
-func (e env) Reply(r broker.Reply) { e.n.replier.Reply(r) }
+func (e env) Reply(r broker.Reply) {
+	e.n.flow.replied(r)
+	e.n.replier.Reply(r)
+}
 
 // SetTimer arms a timer; the loop delivers TimerFired at or after at (E4).
 func (e env) SetTimer(at core.Time, id uint64) { e.n.timers.add(e.n.now(), at, id) }
@@ -161,6 +182,8 @@ func (e env) CancelTimer(id uint64) { e.n.timers.cancel(id) }
 
 // SyncLog queues log.Sync on the sync pool; SyncDone follows once it returned (E2).
 func (e env) SyncLog(tp core.TopicPartition, incarnation, token uint64, log replica.Log) {
+	l, _ := log.(*nodeLog)
+	e.n.flow.syncRequested(tp, token, l)
 	e.n.syncer.submit(tp, incarnation, token, log)
 }
 

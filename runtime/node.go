@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluicemq/sluice/compress"
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/batch"
 	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/core/replica"
 	"github.com/sluicemq/sluice/disk"
@@ -45,7 +46,7 @@ type Node struct {
 	replier *kafkanet.Replier // the loop's way to answer requests
 	b       *broker.Broker
 
-	inbox       chan broker.Input // from connection readers: requests, closed connections
+	inbox       chan inboxItem    // from connection readers: requests, closed connections
 	queued      atomic.Int64      // inputs put in the inbox and not yet stepped
 	stepMu      sync.Mutex        // held by whoever steps the broker: the loop or a reader
 	completions chan broker.Input // from the sync pool and the metadata writer
@@ -67,6 +68,8 @@ type Node struct {
 	http     *http.Server
 	httpAddr string
 	serving  atomic.Bool
+	flow     *flowMetrics    // what the steps do, for /metrics; nil without HTTPListen
+	requests *requestMetrics // requests by API, version and error (net's observer)
 	started  bool
 
 	closeOnce sync.Once
@@ -80,7 +83,7 @@ func NewNode(opts Options) *Node {
 	n := &Node{
 		opts:        opts,
 		lg:          opts.Logger,
-		inbox:       make(chan broker.Input, opts.InboxSize),
+		inbox:       make(chan inboxItem, opts.InboxSize),
 		completions: make(chan broker.Input, opts.InboxSize),
 		stopLoop:    make(chan struct{}),
 		loopDone:    make(chan struct{}),
@@ -88,6 +91,10 @@ func NewNode(opts Options) *Node {
 		timers:      newTimers(),
 		logs:        map[core.TopicPartition]*nodeLog{},
 		closed:      make(chan struct{}),
+	}
+	if opts.HTTPListen != "" {
+		n.flow, n.requests = newFlowMetrics(), newRequestMetrics()
+		n.opts.Net.Observer = n.requests
 	}
 	po := opts.PeerOptions
 	if po.Logger == nil {
@@ -322,9 +329,23 @@ type nodeLog struct {
 	*disk.PartitionLog
 	n  *Node
 	tp core.TopicPartition
+	// What was appended since the last fsync was requested, for the fsync batch
+	// histograms (metrics_flow.go); owned by the stepping goroutine.
+	unsyncedRecords, unsyncedBytes int64
 }
 
 var _ replica.Log = (*nodeLog)(nil)
+
+// Append appends as the disk log does, counting the batch for the metrics.
+func (l *nodeLog) Append(nowMs int64, h batch.Header, b []byte) error {
+	if err := l.PartitionLog.Append(nowMs, h, b); err != nil {
+		return err
+	}
+	l.unsyncedRecords += int64(max(h.RecordCount, 0))
+	l.unsyncedBytes += int64(len(b))
+	l.n.flow.appended(l.tp, &h, len(b))
+	return nil
+}
 
 func (l *nodeLog) Close() error {
 	if l.n.logs[l.tp] == l {

@@ -23,7 +23,13 @@ func (b *Broker) liveBrokers() []brokerView {
 		if br.State == meta.BrokerFenced {
 			continue
 		}
-		out = append(out, brokerView{id: br.ID, host: br.Host, port: br.Port, rack: br.Rack})
+		v := brokerView{id: br.ID, host: br.Host, port: br.Port, rack: br.Rack}
+		if br.ID == b.cfg.NodeID {
+			// Its own listener as it is now: a restart may have moved it, and the image
+			// holds the last life's registration until this one's commits.
+			v.host, v.port = b.cfg.AdvertisedHost, b.cfg.AdvertisedPort
+		}
+		out = append(out, v)
 	}
 	if len(out) == 0 {
 		return []brokerView{{id: b.cfg.NodeID, host: b.cfg.AdvertisedHost,

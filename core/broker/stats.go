@@ -13,8 +13,18 @@ type PartitionStats struct {
 	HighWatermark int64
 	LogEnd        int64
 	Offline       bool
-	InSync        int // replicas in the ISR, the leader included
+	InSync        int  // replicas in the ISR, the leader included
+	Replicas      int  // replicas assigned to the partition (1 for an unassigned topic)
+	Leader        bool // this node leads the partition
+	LeaderEpoch   int32
+	// PartitionEpoch is the metadata's partition epoch, which every change of leader,
+	// ISR or replicas raises (0 for an unassigned topic).
+	PartitionEpoch int32
 }
+
+// UnderReplicated says whether this node leads the partition and its ISR holds fewer
+// replicas than are assigned, as Kafka's UnderReplicatedPartitions counts.
+func (s PartitionStats) UnderReplicated() bool { return s.Leader && s.InSync < s.Replicas }
 
 // PartitionStats returns every hosted partition's stats, by topic and partition. It
 // reads and changes nothing; the driver calls it between steps (E5 holds: it is not a
@@ -22,10 +32,25 @@ type PartitionStats struct {
 func (b *Broker) PartitionStats() []PartitionStats {
 	out := make([]PartitionStats, 0, len(b.replicas))
 	for tp, r := range b.replicas {
-		out = append(out, PartitionStats{TP: tp, LogStart: r.StartOffset(),
+		s := PartitionStats{TP: tp, LogStart: r.StartOffset(),
 			HighWatermark: r.HighWatermark(), LogEnd: r.EndOffset(), Offline: r.Offline(),
-			InSync: r.InSyncReplicas()})
+			InSync: r.InSyncReplicas(), Replicas: 1, Leader: !r.Follower(),
+			LeaderEpoch: r.LeaderEpoch()}
+		if st, assigned, _ := b.image.Partition(tp.Topic, tp.Partition); assigned {
+			s.Replicas, s.PartitionEpoch = len(st.Replicas), st.PartitionEpoch
+		}
+		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].TP.Less(out[j].TP) })
+	return out
+}
+
+// BrokerStates counts the brokers registered in the metadata image by state
+// ("fenced", "unfenced", "shutting-down"); empty before any registration.
+func (b *Broker) BrokerStates() map[string]int {
+	out := map[string]int{}
+	for _, br := range b.image.Brokers() {
+		out[br.State.String()]++
+	}
 	return out
 }
