@@ -32,7 +32,7 @@ func init() {
 
 const nodeSynopsis = "sluice node [--id N] [--listen HOST:PORT] [--advertise HOST:PORT] " +
 	"[--data DIR] [--config FILE] [--voters ID@HOST:PORT,...] [--controller-listen HOST:PORT] " +
-	"[--http-listen HOST:PORT]"
+	"[--http-listen HOST:PORT] [--console-admin]"
 
 // nodeSettings are the settings of `sluice node` that are not broker.Config: they come
 // from flags, or from Kafka's names for them in the config file.
@@ -55,7 +55,9 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 	controllerListen := fs.String("controller-listen", "", "`HOST:PORT` for this node's "+
 		"quorum transport (default: its address in --voters)")
 	httpListen := fs.String("http-listen", "127.0.0.1:9644", "`HOST:PORT` for /healthz, "+
-		"/readyz and /metrics (\"\": none)")
+		"/readyz, /metrics and the web console (\"\": none)")
+	consoleAdmin := fs.Bool("console-admin", false, "let the web console create topics, "+
+		"alter configs and reset group offsets (default: read-only)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` "+
 		"(for go tool pprof)")
 	if _, err := parseCommand(fs, args); err != nil {
@@ -103,7 +105,7 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 	opts := runtime.Options{ListenAddr: ns.listen, AdvertisedAddr: ns.advertise,
 		DataDir: ns.data, Config: cfg, Logger: newNodeLogger(stderr), Net: ns.net,
 		MaxOpenLogFiles: ns.maxOpenFiles, ControllerListen: *controllerListen,
-		HTTPListen: *httpListen}
+		HTTPListen: *httpListen, ConsoleAdmin: *consoleAdmin}
 	if *voters != "" {
 		vs, err := raftmeta.ParseVoters(*voters)
 		if err != nil {
