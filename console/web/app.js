@@ -92,7 +92,7 @@ async function pageOverview() {
     h("td", { class: "num" }, b.id), h("td", {}, b.host + ":" + b.port),
     h("td", {}, b.rack === null ? "—" : b.rack),
     h("td", { class: "ok" }, b.state),
-    h("td", {}, [b.controller ? h("span", { class: "tag" }, "controller") : null,
+    h("td", {}, [b.controller ? h("span", { class: "tag" }, "controller") : null, " ",
       b.thisNode ? h("span", { class: "tag" }, "this node") : null]),
     h("td", { class: "num" }, num(b.leaders)), h("td", { class: "num" }, num(b.replicas))));
   const problems = [];
@@ -151,7 +151,7 @@ async function pageTopics() {
 
 function createTopicForm() {
   const name = h("input", { name: "name", required: true, placeholder: "topic name",
-    pattern: "[a-zA-Z0-9._-]{1,249}" });
+    pattern: "[a-zA-Z0-9._\\-]{1,249}" });
   const parts = h("input", { name: "partitions", type: "number", min: 1, value: 1 });
   const rf = h("input", { name: "rf", type: "number", min: 1, value: 1 });
   const status = h("span", { class: "muted" });
@@ -350,7 +350,7 @@ async function pageGroup(name) {
       { text: "High watermark", cls: "num" }, { text: "Lag", cls: "num" }, "Member"], lags,
     { id: "lag" }),
   ];
-  if (info.admin) out.push(resetOffsetsForm(g));
+  if (info.admin) out.push(...resetOffsetsForm(g));
   return out;
 }
 
@@ -421,15 +421,18 @@ function drawCharts() {
   const box = document.getElementById("charts");
   if (!box) return;
   const now = samples.length ? samples[samples.length - 1].time : Date.now();
+  // The window grows with the history this tab holds: one minute, up to five.
+  const held = samples.length ? now - samples[0].time : 0;
+  const span = Math.min(SPAN_MS, Math.max(60000, held));
   const s = chartSeries();
   box.replaceChildren(
     drawLineChart("Produce rate", "records/s", [{ name: "all topics", points: s.produce }],
-      SPAN_MS, now),
+      span, now),
     drawLineChart("Consume rate", "committed offsets/s", [{ name: "all groups",
-      points: s.consume }], SPAN_MS, now),
-    drawLineChart("Consumer lag", "records", s.lag, SPAN_MS, now),
+      points: s.consume }], span, now),
+    drawLineChart("Consumer lag", "records", s.lag, span, now),
     drawLineChart("p99 latency", "ms", s.p99.map((x) => ({ name: x.name.replace(/^sluice_/,
-      "").replace(/_seconds$/, ""), points: x.points })), SPAN_MS, now));
+      "").replace(/_seconds$/, ""), points: x.points })), span, now));
   document.getElementById("samples").textContent = `${samples.length} sample(s) over the ` +
     "last " + Math.round((now - (samples.length ? samples[0].time : now)) / 1000) + " s";
 }
@@ -473,6 +476,7 @@ async function route() {
   if (my !== routing) return; // a later navigation won
   main.replaceChildren(...[content].flat());
   main.dataset.page = page;
+  main.dataset.hash = hash;
   for (const a of document.querySelectorAll("nav a")) {
     a.classList.toggle("active", a.dataset.nav === page.replace(/^(topic|group)$/, "$1s"));
   }

@@ -23,7 +23,7 @@ function fmtNum(v) {
   if (Math.abs(v) >= 1e6) return (v / 1e6).toFixed(1) + "M";
   if (Math.abs(v) >= 1e3) return (v / 1e3).toFixed(1) + "k";
   if (v !== 0 && Math.abs(v) < 1) return v.toPrecision(2);
-  return String(Math.round(v * 10) / 10);
+  return String(Math.round(v * 100) / 100);
 }
 
 // drawLineChart renders series ([{name, points: [[ms, value], ...]}]) into an SVG over
@@ -50,10 +50,12 @@ function drawLineChart(title, unit, series, spanMs, now) {
     label.textContent = fmtNum(v);
     svg.appendChild(label);
   }
-  for (let m = 0; m * 60000 <= spanMs; m++) {
-    const tx = x(now - m * 60000);
+  const step = spanMs <= 90000 ? 15000 : 60000;
+  for (let m = 0; m * step <= spanMs; m++) {
+    const tx = x(now - m * step);
     const label = svgEl("text", { x: tx, y: H - 6, "text-anchor": "middle" });
-    label.textContent = m === 0 ? "now" : "-" + m + "m";
+    label.textContent = m === 0 ? "now" : step < 60000 ? "-" + (m * step) / 1000 + "s" :
+      "-" + m + "m";
     svg.appendChild(label);
   }
   svg.appendChild(svgEl("line", { x1: L, x2: L, y1: T, y2: H - B, class: "axis" }));
