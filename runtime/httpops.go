@@ -58,7 +58,9 @@ func (n *Node) startHTTP() error {
 		_ = l.Close()
 		return fmt.Errorf("start the console: %w", err)
 	}
-	mux.Handle("/", con.Handler()) // the web console and its API (package console)
+	// The web console and its API (package console); its only writes are admin POSTs.
+	mux.Handle("GET /", con.Handler())
+	mux.Handle("POST /api/admin/", con.Handler())
 	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: httpReadHeaderTimeout,
 		ReadTimeout: httpReadTimeout, WriteTimeout: httpWriteTimeout,
 		IdleTimeout: httpIdleTimeout, MaxHeaderBytes: httpMaxHeaderBytes,
