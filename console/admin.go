@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"go.uber.org/zap"
 )
 
 // admin guards an action that changes the cluster: 403 unless the console runs with
@@ -41,8 +43,8 @@ func (c *Console) admin(f func(ctx context.Context, r *http.Request, body []byte
 		}
 		v, err := f(ctx, r, body)
 		if err == nil {
-			c.lg.Info("console admin action", zapString("path", r.URL.Path),
-				zapString("body", string(body)))
+			c.lg.Info("console admin action", zap.String("path", r.URL.Path),
+				zap.String("body", string(body)))
 		}
 		return v, err
 	}
@@ -66,7 +68,7 @@ func sameOrigin(r *http.Request) *httpError {
 }
 
 func decodeStrict(body []byte, v any) *httpError {
-	d := json.NewDecoder(bytesReader(body))
+	d := json.NewDecoder(bytes.NewReader(body))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
 		return errf(http.StatusBadRequest, "malformed request: %v", err)

@@ -205,6 +205,9 @@ func (c *Console) classify(err error) *httpError {
 	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
+		if ke.Retriable { // the broker cannot answer now (no leader, no coordinator)
+			return errf(http.StatusServiceUnavailable, "%v; retry shortly", err)
+		}
 		// A Kafka error answers a well-formed request the broker refused.
 		return errf(http.StatusBadRequest, "%v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap"
 )
 
 // nodeMetrics is what the console reads from the node's Prometheus registry: facts of
@@ -23,7 +24,7 @@ func (c *Console) gather() nodeMetrics {
 	}
 	fams, err := c.opts.Gatherer.Gather()
 	if err != nil {
-		c.lg.Debug("console: gathering the node's metrics", zapError(err))
+		c.lg.Debug("console: gathering the node's metrics", zap.Error(err))
 	}
 	for _, f := range fams {
 		m.fams[f.GetName()] = f

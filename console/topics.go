@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"go.uber.org/zap"
 )
 
 type topicSummary struct {
@@ -67,11 +68,11 @@ func (c *Console) offsets(ctx context.Context, topics ...string) (kadm.ListedOff
 	}
 	starts, err := c.adm.ListStartOffsets(ctx, topics...)
 	if err != nil {
-		c.lg.Debug("console: list start offsets", zapError(err))
+		c.lg.Debug("console: list start offsets", zap.Error(err))
 	}
 	ends, err := c.adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
-		c.lg.Debug("console: list end offsets", zapError(err))
+		c.lg.Debug("console: list end offsets", zap.Error(err))
 	}
 	return starts, ends
 }
