@@ -490,6 +490,12 @@ async function start() {
   mode.textContent = info.admin ? "admin enabled" : "read-only";
   mode.classList.toggle("admin", info.admin);
   window.addEventListener("hashchange", route);
+  // A click on the tab already shown draws it anew (no hashchange fires).
+  for (const a of document.querySelectorAll("nav a, a.brand")) {
+    a.addEventListener("click", () => {
+      if (a.getAttribute("href") === (location.hash || "#/")) route();
+    });
+  }
   await route();
   poll();
   setInterval(poll, 2000);
