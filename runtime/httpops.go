@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/console"
 )
 
 // The node's HTTP listener for operators (issue 9): /healthz, /readyz and /metrics in
@@ -50,10 +52,21 @@ func (n *Node) startHTTP() error {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		MaxRequestsInFlight: httpMaxScrapes, Timeout: httpWriteTimeout / 2,
 		ErrorLog: zap.NewStdLog(n.lg.Named("metrics"))}))
+	con, err := console.New(console.Options{KafkaAddr: n.srv.Addr(),
+		NodeID: n.opts.Config.NodeID, Admin: n.opts.ConsoleAdmin, Gatherer: reg,
+		Logger: n.lg.Named("console")})
+	if err != nil {
+		_ = l.Close()
+		return fmt.Errorf("start the console: %w", err)
+	}
+	// The web console and its API (package console); its only writes are admin POSTs.
+	mux.Handle("GET /", con.Handler())
+	mux.Handle("POST /api/admin/", con.Handler())
 	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: httpReadHeaderTimeout,
 		ReadTimeout: httpReadTimeout, WriteTimeout: httpWriteTimeout,
 		IdleTimeout: httpIdleTimeout, MaxHeaderBytes: httpMaxHeaderBytes,
 		ErrorLog: zap.NewStdLog(n.lg.Named("http"))}
+	n.http.RegisterOnShutdown(con.Close)
 	n.httpAddr = l.Addr().String()
 	go func() {
 		if err := n.http.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -71,6 +71,9 @@ type Options struct {
 	// /metrics (Prometheus). Empty: none (the default here; `sluice node` listens on
 	// 127.0.0.1:9644 unless told --http-listen "").
 	HTTPListen string
+	// ConsoleAdmin lets the web console on HTTPListen create topics, alter configs and
+	// reset group offsets (`--console-admin`); without it the console is read-only.
+	ConsoleAdmin bool
 	// MaxOpenLogFiles bounds the partition log files held open at once
 	// (sluice.log.max.open.files). Default: derived from the open-file limit.
 	MaxOpenLogFiles int

@@ -33,7 +33,7 @@ func init() {
 
 const nodeSynopsis = "sluice node [--id N] [--listen HOST:PORT] [--advertise HOST:PORT] " +
 	"[--data DIR] [--config FILE] [--voters ID@HOST:PORT,...] [--controller-listen HOST:PORT] " +
-	"[--http-listen HOST:PORT] [--rack R]"
+	"[--http-listen HOST:PORT] [--rack R] [--console-admin]"
 
 // nodeSettings are the settings of `sluice node` that are not broker.Config: they come
 // from flags, or from Kafka's names for them in the config file.
@@ -58,9 +58,11 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 	controllerListen := fs.String("controller-listen", "", "`HOST:PORT` for this node's "+
 		"quorum transport (default: its address in --voters)")
 	httpListen := fs.String("http-listen", "127.0.0.1:9644", "`HOST:PORT` for /healthz, "+
-		"/readyz and /metrics (\"\": none)")
+		"/readyz, /metrics and the web console (\"\": none)")
 	rack := fs.String("rack", "", "the `RACK` this node is in (broker.rack): replicas of a "+
 		"partition go to different racks")
+	consoleAdmin := fs.Bool("console-admin", false, "let the web console create topics, "+
+		"alter configs and reset group offsets (default: read-only)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` "+
 		"(for go tool pprof)")
 	if _, err := parseCommand(fs, args); err != nil {
@@ -112,7 +114,8 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 	opts := runtime.Options{ListenAddr: ns.listen, AdvertisedAddr: ns.advertise,
 		DataDir: ns.data, Config: cfg, Logger: newNodeLogger(stderr), Net: ns.net,
 		MaxOpenLogFiles: ns.maxOpenFiles, ControllerListen: *controllerListen,
-		HTTPListen: *httpListen, Controller: ns.ctl, Rack: ns.rack}
+		HTTPListen: *httpListen, Controller: ns.ctl, Rack: ns.rack,
+		ConsoleAdmin: *consoleAdmin}
 	if *voters != "" {
 		vs, err := raftmeta.ParseVoters(*voters)
 		if err != nil {
