@@ -52,6 +52,7 @@ type call struct {
 	corr     uint64
 	c        *conn
 	sent     int64
+	key      int16 // API key (for the timeline)
 	done     func(resp kmsg.Response, err error)
 	finished bool
 }
@@ -88,7 +89,7 @@ func (cb *clientBase) send(req kmsg.Request, timeoutMs int64, done func(kmsg.Res
 	}
 	req.SetVersion(cb.vers[req.Key()])
 	cb.nextCorr++
-	cl := &call{corr: cb.nextCorr, c: cb.c, sent: cb.w.now, done: done}
+	cl := &call{corr: cb.nextCorr, c: cb.c, sent: cb.w.now, key: req.Key(), done: done}
 	if cb.w.logging() {
 		cb.w.logf(cb.name, "send %s v%d corr %d on conn %d", kmsg.NameForKey(req.Key()),
 			req.GetVersion(), cl.corr, cb.c.id)
@@ -122,6 +123,7 @@ func (cb *clientBase) finish(cl *call, resp kmsg.Response, err error) {
 	if err == nil {
 		cb.lastOK = cb.w.now
 	}
+	cb.w.tlRequest(cb, cl, resp, err)
 	cl.done(resp, err)
 }
 

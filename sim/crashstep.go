@@ -1,6 +1,10 @@
 package sim
 
-import "github.com/sluicemq/sluice/core/broker"
+import (
+	"strconv"
+
+	"github.com/sluicemq/sluice/core/broker"
+)
 
 // A crash can land inside a multi-step I/O sequence, not only between events: half the
 // crash faults arm a tripwire on the node's disk (MemFS.FreezeAfter) instead of crashing
@@ -21,7 +25,12 @@ func (n *node) armCrash() {
 		return
 	}
 	n.armed = true
-	n.fs.FreezeAfter(1 + n.tripR.Intn(maxTripOps))
+	k := 1 + n.tripR.Intn(maxTripOps)
+	n.fs.FreezeAfter(k)
+	if n.w.tl != nil {
+		n.w.tlMark(n.id, "armed", "crash armed: the power fails right after "+
+			strconv.Itoa(k)+" more disk operations, inside a step (or in 200 ms)")
+	}
 	gen := n.gen
 	n.w.after(armedCrashMs*ms, KindFault, n.id, uint64(fCrash), 1, func() {
 		if n.gen == gen && n.armed {

@@ -29,6 +29,7 @@
 // Entry points: Draw(seed) gives a configuration, Config.Set overrides it, New builds
 // the world, Run runs it and returns a Result; RunSeeds runs a range over several
 // goroutines (one world per goroutine, each single-threaded); WriteArtifacts reruns a
-// failure verbosely and writes its event log and porcupine view. docs/simulation.md is
-// the user guide.
+// failure verbosely and writes its event log, porcupine view and timeline.html (a run
+// made with Options.Timeline writes the latter with SeedRun.WriteTimeline).
+// docs/simulation.md is the user guide.
 package sim

@@ -69,28 +69,36 @@ func (w *World) injectFault(k faultKind) {
 		w.scheduleRestart(n)
 	case fSlowDisk:
 		n.slowUntil = max(n.slowUntil, w.now+w.duration(k))
+		w.tlSpell(n, k, n.slowUntil)
 	case fDiskErrors:
 		n.errUntil = max(n.errUntil, w.now+w.duration(k))
+		w.tlSpell(n, k, n.errUntil)
 	case fClog:
 		n.clogUntil = max(n.clogUntil, w.now+w.duration(k))
+		w.tlSpell(n, k, n.clogUntil)
 	case fReset:
 		conns := w.openConns()
 		if len(conns) == 0 {
 			return
 		}
-		w.resetConn(conns[w.faultR.Intn(len(conns))])
+		c := conns[w.faultR.Intn(len(conns))]
+		w.tlReset(c)
+		w.resetConn(c)
 	case fPartition:
 		w.partition(w.duration(k))
 	case fPause:
 		n.pause(w.duration(k))
 	case fMetaErrors:
 		n.metaErrUntil = max(n.metaErrUntil, w.now+w.duration(k))
+		w.tlSpell(n, k, n.metaErrUntil)
 	case fReadErrors:
 		n.readErrUntil = max(n.readErrUntil, w.now+w.duration(k))
+		w.tlSpell(n, k, n.readErrUntil)
 	case fRot:
 		if !n.rot() {
 			return
 		}
+		w.tlMark(n.id, "rot", "bit rot or stale blocks injected on the disk")
 	case fRestart:
 		if !n.up {
 			return
@@ -131,12 +139,14 @@ func (w *World) partition(d int64) {
 	for _, dir := range dirs {
 		b[dir] = max(b[dir], w.now+d)
 	}
+	w.tlPartition(cl, b[toNode], b[toClient])
 }
 
 // heal ends the safety phase: no new faults, every spell over, every node up.
 func (w *World) heal() {
 	w.phase = phaseHeal
 	w.healAt = w.now
+	w.tlMark(-1, "heal", "faults stop: spells end, nodes restart, producers drain")
 	for _, b := range w.blocked {
 		b[toNode], b[toClient] = min(b[toNode], w.now), min(b[toClient], w.now)
 	}
@@ -192,6 +202,7 @@ func (w *World) stuckClients() []string {
 
 func (w *World) startFinal() {
 	w.phase = phaseFinal
+	w.tlMark(-1, "final", "final read of every partition begins")
 	w.final = newFinalReader(w, int32(100+len(w.clients)))
 	w.final.start()
 }

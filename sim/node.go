@@ -103,6 +103,7 @@ func (n *node) brokerNow() core.Time { return core.Time(epochNs + n.w.now + n.sk
 func (n *node) boot() {
 	n.gen++
 	n.up = true
+	n.w.tlNodeUp(n)
 	n.busyUntil, n.heldReplies = 0, nil
 	// A process's open files die with it: each incarnation has its own handle cache,
 	// small enough that segment files are evicted (fsynced first) and reopened often.
@@ -217,6 +218,7 @@ func (n *node) restartProcess() {
 // stop discards the incarnation.
 func (n *node) stop(why string) {
 	n.lg.Info("node stopping", zap.String("why", why))
+	n.w.tlNodeDown(n, why)
 	n.up, n.paused, n.pending, n.b = false, false, nil, nil
 	n.hadDiskErr = false
 	n.disarm()
@@ -255,6 +257,7 @@ func (n *node) pause(d int64) {
 		return
 	}
 	n.paused = true
+	n.w.tlPause(n, true)
 	n.pauseID++
 	id, gen := n.pauseID, n.gen
 	n.w.after(d, KindResume, n.id, id, 0, func() {
@@ -270,6 +273,7 @@ func (n *node) resume() {
 		return
 	}
 	n.paused = false
+	n.w.tlPause(n, false)
 	n.drain()
 }
 
@@ -288,6 +292,9 @@ func (n *node) diskFault(op disk.Op, path string) error {
 	}
 	n.hadDiskErr = true
 	n.w.stats.Faults["disk-error-"+op.String()]++
+	if n.w.tl != nil {
+		n.w.tlMark(n.id, "diskerror", "injected "+op.String()+" error")
+	}
 	if op == disk.OpSync {
 		// The log truncates what this fsync did not make durable (fsyncgate): acks=1
 		// writes not yet synced are lost as in a power loss, and their offsets reused.
@@ -307,6 +314,9 @@ func (n *node) readFault(op disk.Op) error {
 	}
 	n.hadDiskErr = true
 	n.w.stats.Faults["disk-error-"+op.String()]++
+	if n.w.tl != nil {
+		n.w.tlMark(n.id, "diskerror", "injected "+op.String()+" error (EIO)")
+	}
 	return syscall.EIO
 }
 

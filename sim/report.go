@@ -125,8 +125,9 @@ func sortedCounts(m map[string]int) string {
 // into dir: summary.txt, events.log (every event and every node's debug log on the
 // virtual clock), history.txt/.json, pending.txt (every broker's pending work at the
 // first failure and at the end; also in summary.txt), log-tail.txt (the failing run's
-// last log lines) and porcupine's HTML view of the failing partition or committed-offset register. It
-// returns an error if the rerun's trace differs, which would itself be a determinism bug.
+// last log lines), porcupine's HTML view of the failing partition or committed-offset
+// register, and timeline.html (timeline_page.go), which links that view. It returns an
+// error if the rerun's trace differs, which would itself be a determinism bug.
 func WriteArtifacts(cfg Config, first Result, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -136,7 +137,7 @@ func WriteArtifacts(cfg Config, first Result, dir string) error {
 		return err
 	}
 	defer events.Close()
-	w, err := New(cfg, Options{Verbose: events})
+	w, err := New(cfg, Options{Verbose: events, Timeline: true})
 	if err != nil {
 		return err
 	}
@@ -169,26 +170,33 @@ func WriteArtifacts(cfg Config, first Result, dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "history.json"), raw, 0o644); err != nil {
 		return err
 	}
+	var views []string // porcupine's pages, linked from timeline.html
 	if res.Report != nil {
 		for _, g := range res.Report.Registers {
 			if g.Result != "Illegal" {
 				continue
 			}
-			path := filepath.Join(dir, fmt.Sprintf("porcupine-offsets-%s-%s.html", g.Key.Group,
-				g.Key.TP))
-			err := linearizability.VisualizeRegister(w.History(), g.Key, path, 30*time.Second)
+			name := fmt.Sprintf("porcupine-offsets-%s-%s.html", g.Key.Group, g.Key.TP)
+			err := linearizability.VisualizeRegister(w.History(), g.Key,
+				filepath.Join(dir, name), 30*time.Second)
 			if err != nil {
 				return err
 			}
+			views = append(views, name)
 			break
 		}
 		if tp, ok := res.Report.Failing(); ok {
-			path := filepath.Join(dir, fmt.Sprintf("porcupine-%s.html", tp))
-			err := linearizability.Visualize(w.History(), tp, path, 30*time.Second)
+			name := fmt.Sprintf("porcupine-%s.html", tp)
+			err := linearizability.Visualize(w.History(), tp, filepath.Join(dir, name),
+				30*time.Second)
 			if err != nil {
 				return err
 			}
+			views = append(views, name)
 		}
+	}
+	if _, err := w.writeTimeline(&res, dir, views); err != nil {
+		return err
 	}
 	if res.Trace != first.Trace {
 		return fmt.Errorf("the verbose rerun's trace %s differs from the run's %s: the "+

@@ -13,6 +13,7 @@ type SeedRun struct {
 	Err    error // the configuration was invalid
 	// Coverage is what the run reached, with Options.Coverage (else nil).
 	Coverage *Coverage
+	world    *World // kept with Options.Timeline, for WriteTimeline
 }
 
 // RunOne draws the seed's configuration, applies the overrides (name=value pairs, in
@@ -33,7 +34,11 @@ func RunOne(seed uint64, sets [][2]string, safetyMs int64, opts Options) SeedRun
 		return SeedRun{Config: cfg, Err: err}
 	}
 	res := w.Run()
-	return SeedRun{Result: res, Config: cfg, Wall: time.Since(start), Coverage: w.cov}
+	run := SeedRun{Result: res, Config: cfg, Wall: time.Since(start), Coverage: w.cov}
+	if opts.Timeline {
+		run.world = w
+	}
+	return run
 }
 
 // RunSeeds runs seeds [from, to] on `workers` goroutines, each world single-threaded

@@ -47,6 +47,9 @@ type Options struct {
 	// Coverage, when set, counts the code probes of core/ and the (API, error code)
 	// pairs the broker answers (coverage.go). It changes nothing in the run.
 	Coverage bool
+	// Timeline, when set, records node states, fault spells and client requests for
+	// timeline.html (timeline.go; SeedRun.WriteTimeline). It changes nothing in the run.
+	Timeline bool
 }
 
 // World is one seeded, single-threaded simulation of a Sluice cluster and its clients.
@@ -95,6 +98,7 @@ type World struct {
 	// reports success: a re-created topic then recovers the deleted one's records.
 	mutantKeepLogs bool
 	cov            *Coverage // nil unless Options.Coverage
+	tl             *timeline // nil unless Options.Timeline
 }
 
 // Failure is one reason a run failed.
@@ -112,6 +116,9 @@ func New(cfg Config, opts Options) (*World, error) {
 		decoded: map[decodedKey][]linearizability.Record{}, pids: map[[2]int64]string{},
 		deleted: map[string]int{}}
 	w.q.limit = maxQueuedEvents
+	if opts.Timeline {
+		w.tl = newTimeline()
+	}
 	if opts.Coverage {
 		w.cov = NewCoverage()
 		w.cov.Seeds = 1
@@ -193,6 +200,9 @@ func (w *World) fail(kind, format string, args ...any) {
 	}
 	if len(w.failures) < 100 {
 		w.failures = append(w.failures, Failure{Kind: kind, Detail: fmt.Sprintf(format, args...)})
+		if w.tl != nil {
+			w.tlMark(-1, "failure", w.failures[len(w.failures)-1].String())
+		}
 	}
 }
 

@@ -8,8 +8,8 @@ package main
 //
 // The last line of a single-seed run reads "PASS seed=N trace=HASH ..." or "FAIL ...";
 // the exit status is 0 on pass and 1 on failure. A failure prints the command that
-// reproduces it on this commit and writes its event log, history and porcupine view to
-// --out/seed-N.
+// reproduces it on this commit and writes its event log, history, porcupine view and
+// timeline.html to --out/seed-N; --html writes timeline.html for a passing seed too.
 
 import (
 	"bufio"
@@ -58,6 +58,7 @@ type simOpts struct {
 	verbose  bool
 	events   string
 	coverage bool
+	html     bool
 }
 
 func runSim(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -75,6 +76,8 @@ func runSim(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.verbose, "v", false, "print the configuration and summary of every run")
 	fs.StringVar(&o.events, "events", "", "write the event log and debug logs of the "+
 		"run to this file (--seed)")
+	fs.BoolVar(&o.html, "html", false, "write timeline.html (nodes, clients, faults and "+
+		"operations on the virtual clock) to --out/seed-N for a passing seed too (--seed)")
 	fs.BoolVar(&o.coverage, "coverage", false, "report the (API, error code) pairs and "+
 		"the code probes of core/ the seeds reached, and those never reached")
 	help := fs.Bool("help-settings", false, "list the names --set accepts")
@@ -93,6 +96,11 @@ func runSim(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if o.seeds != "" {
+		if o.html {
+			fmt.Fprintln(stderr, "sim: --html takes one --seed (a failing seed of a range "+
+				"gets timeline.html in its artifacts anyway)")
+			return 2
+		}
 		from, to, err := parseRange(o.seeds)
 		if err != nil {
 			fmt.Fprintf(stderr, "sim: --seeds: %v\n", err)
@@ -144,6 +152,7 @@ func simOne(o simOpts, stdout, stderr io.Writer) int {
 		opts.Verbose = buf
 	}
 	opts.Coverage = o.coverage
+	opts.Timeline = o.html
 	run := sim.RunOne(o.seed, o.sets, o.safetyMs(), opts)
 	if run.Err != nil {
 		fmt.Fprintf(stderr, "sim: %v\n", run.Err)
@@ -157,6 +166,14 @@ func simOne(o simOpts, stdout, stderr io.Writer) int {
 	}
 	if !res.Pass {
 		reportFailure(o, run, stdout)
+	} else if o.html {
+		// A failure's artifacts hold the page already; a passing seed gets it here.
+		path, err := run.WriteTimeline(filepath.Join(o.out, fmt.Sprintf("seed-%d", o.seed)), nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "sim: timeline: %v\n", err)
+			return 2
+		}
+		fmt.Fprintf(stdout, "timeline: %s\n", path)
 	}
 	if run.Coverage != nil {
 		run.Coverage.WriteReport(stdout)
@@ -237,8 +254,8 @@ func reportFailure(o simOpts, run sim.SeedRun, stdout io.Writer) {
 		fmt.Fprintf(stdout, "artifacts: %v\n", err)
 		return
 	}
-	fmt.Fprintf(stdout, "artifacts: %s (summary.txt, pending.txt, events.log, history.txt, "+
-		"porcupine-*.html)\n", dir)
+	fmt.Fprintf(stdout, "artifacts: %s (timeline.html, summary.txt, pending.txt, events.log, "+
+		"history.txt, porcupine-*.html)\n", dir)
 }
 
 // buildCommit can be set at link time (-ldflags "-X main.buildCommit=$(git rev-parse

@@ -55,7 +55,7 @@ func TestSimFailureReproducesAndWritesArtifacts(t *testing.T) {
 		"sluice sim --seed "+seed+" --set log.flush.policy=never --set faults.crash=on")
 	folder := filepath.Join(dir, "seed-"+seed)
 	for _, f := range []string{"summary.txt", "events.log", "history.txt", "history.json",
-		"log-tail.txt", "pending.txt"} {
+		"log-tail.txt", "pending.txt", "timeline.html"} {
 		st, err := os.Stat(filepath.Join(folder, f))
 		require.NoError(t, err)
 		if f != "log-tail.txt" {
@@ -74,6 +74,27 @@ func TestSimFailureReproducesAndWritesArtifacts(t *testing.T) {
 	_, again := simRun(t, "--seed", seed, "--set", "log.flush.policy=never",
 		"--set", "faults.crash=on", "--out", t.TempDir())
 	require.Equal(t, strings.Fields(lastLine(out))[2], strings.Fields(lastLine(again))[2])
+}
+
+// TestSimHTMLWritesTimelineForAPassingSeed: --html writes timeline.html for a passing
+// seed, and the trace is the one the seed has without it.
+func TestSimHTMLWritesTimelineForAPassingSeed(t *testing.T) {
+	dir := t.TempDir()
+	code, out := simRun(t, "--seed", "3", "--html", "--out", dir)
+	require.Equal(t, 0, code, out)
+	path := filepath.Join(dir, "seed-3", "timeline.html")
+	require.Contains(t, out, "timeline: "+path+"\n")
+	page, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(page), "<title>Sluice simulator timeline, seed 3</title>")
+	require.Contains(t, string(page), `"name":"node0"`)
+	_, plain := simRun(t, "--seed", "3")
+	require.Equal(t, strings.Fields(lastLine(plain))[2], strings.Fields(lastLine(out))[2],
+		"--html changes nothing in the run")
+
+	code, out = simRun(t, "--seeds", "1..2", "--html")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, "--html takes one --seed")
 }
 
 func TestSimRangeListsFailingSeeds(t *testing.T) {
