@@ -118,6 +118,9 @@ func (c *cluster) route(now core.Time, in broker.Input) bool {
 		}
 		c.peerReply(now, in)
 	case broker.Request:
+		if c.n.answerDescribeQuorum(in) {
+			return true
+		}
 		msg, ok := controllerRequest(in.Msg)
 		if !ok {
 			return false

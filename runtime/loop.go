@@ -84,12 +84,16 @@ func (n *Node) stepReceived(in broker.Input, received time.Time) {
 	n.syncer.kick()
 }
 
-// answerNoController answers a controller RPC (BrokerRegistration, BrokerHeartbeat)
-// on a node without a quorum, which runs no controller: NOT_CONTROLLER.
+// answerNoController answers, on a node without a quorum, DescribeQuorum (a quorum of
+// one) and the controller RPCs (BrokerRegistration, BrokerHeartbeat): it runs no
+// controller, so NOT_CONTROLLER.
 func (n *Node) answerNoController(in broker.Input) bool {
 	r, ok := in.(broker.Request)
 	if !ok {
 		return false
+	}
+	if n.answerDescribeQuorum(r) {
+		return true
 	}
 	if _, ok := controllerRequest(r.Msg); !ok {
 		return false

@@ -39,6 +39,8 @@ var SupportedVersions = []VersionRange{
 	{int16(kmsg.DeleteGroups), 0, 2},
 	{int16(kmsg.IncrementalAlterConfigs), 0, 1},
 	{int16(kmsg.OffsetDelete), 0, 0},
+	// Served by the node (runtime/describe_quorum.go), not by the broker actor.
+	{int16(kmsg.DescribeQuorum), 0, 1},
 	{int16(kmsg.DescribeCluster), 0, 1},
 	// The controller's RPCs, served by the node's controller (runtime), not by the
 	// broker actor.

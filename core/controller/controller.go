@@ -31,6 +31,9 @@ type Controller struct {
 	active   bool
 	epoch    uint64 // the quorum leader epoch last announced
 	contacts Contacts
+	// progress is what each broker's last valid heartbeat said it applied, and when
+	// (DescribeQuorum's log end offsets); volatile, like contacts.
+	progress map[int32]Progress
 
 	pending map[uint64]*Pending // by token
 	busy    map[Key]int         // proposals in flight per key
@@ -73,8 +76,9 @@ type timerSlot struct {
 func New(cfg Config, env Env, rnd core.Rand) *Controller {
 	return &Controller{cfg: cfg, env: env, rnd: rnd, lg: env.Logger().Named("controller"),
 		image: meta.NewImage(), registeredAt: map[int32]uint64{},
-		notApplied: map[uint64]error{}, contacts: Contacts{}, pending: map[uint64]*Pending{},
-		busy: map[Key]int{}, timers: map[uint64]timerKind{},
+		notApplied: map[uint64]error{}, contacts: Contacts{}, progress: map[int32]Progress{},
+		pending: map[uint64]*Pending{},
+		busy:    map[Key]int{}, timers: map[uint64]timerKind{},
 		shutdowns: map[int32][]shutdownWait{}, elections: map[uint64]*election{},
 		parked: map[uint64]bool{}}
 }
@@ -169,7 +173,7 @@ func (c *Controller) leaderChanged(in LeaderChanged) {
 // registered broker gets a full session from now to reach this controller.
 func (c *Controller) activate() {
 	c.active, c.dirty = true, true
-	c.contacts = Contacts{}
+	c.contacts, c.progress = Contacts{}, map[int32]Progress{}
 	for _, b := range c.image.Brokers() {
 		c.contacts[b.ID] = c.now
 	}

@@ -457,3 +457,20 @@ func TestNotLeaderForAnEarlierTermKeepsTheControllerActive(t *testing.T) {
 	h.settle()
 	require.Equal(t, "c", h.image.ClusterID())
 }
+
+// Each valid heartbeat records how far its broker applied the log (DescribeQuorum's
+// log end offsets); a refused one records nothing, and a new activation starts afresh.
+func TestHeartbeatsRecordProgress(t *testing.T) {
+	h := newHarness(t, testConfig(), 1)
+	h.settle()
+	epoch := h.register(1, 1, "")
+	h.advance(5)
+	h.beat(1, epoch)
+	p, ok := h.c.Progress()[1]
+	require.True(t, ok)
+	require.Positive(t, p.Index)
+	require.Equal(t, h.now, p.At)
+	require.Equal(t, codeStaleBrokerEpoch, h.beat(1, epoch-1).Err)
+	require.Len(t, h.c.Progress(), 1, "a stale heartbeat records nothing")
+	require.Equal(t, p, h.c.Progress()[1])
+}

@@ -94,6 +94,7 @@ func (c *Controller) heartbeat(id uint64, m Heartbeat) {
 	d := DecideHeartbeat(c.image, c.registeredAt[m.NodeID], m)
 	if d.Valid {
 		c.contacts[m.NodeID] = c.now
+		c.progress[m.NodeID] = Progress{Index: m.MetadataIndex, At: c.now}
 	}
 	if d.Propose && !c.isBusy(brokerKey(m.NodeID)) {
 		c.propose(Pending{Op: OpUnfence, Key: brokerKey(m.NodeID), Record: d.Record})

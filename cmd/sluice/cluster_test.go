@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	stdnet "net"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/core/controller"
+	"github.com/sluicemq/sluice/runtime"
+	"github.com/sluicemq/sluice/runtime/raftmeta"
+)
+
+// A single node is a quorum of one: it leads, it is the controller and the only
+// broker.
+func TestClusterDescribeSingleNode(t *testing.T) {
+	addr := startTestNode(t)
+	out, _ := cli(t, addr, 0, "", "cluster", "describe")
+	require.Contains(t, out, "cluster id:   sluice-dev-cluster\ncontroller:   1\n")
+	require.Regexp(t, `quorum:       leader 1, epoch 1, high-water mark \d+`, out)
+	require.Regexp(t, `(?m)^1\s+voter \(leader\)\s+\d+\s+0\s+\d+$`, out)
+	require.Regexp(t, `(?m)^1\s+`+regexp.QuoteMeta(addr)+`\s+-\s+live$`, out)
+	_, errOut := cli(t, addr, 2, "", "cluster", "frobnicate")
+	require.Contains(t, errOut, `unknown action "frobnicate"`)
+}
+
+// Three nodes of one quorum: the leader reports every voter with its log end and lag
+// (from heartbeats), and every broker with its rack.
+func TestClusterDescribeThreeNodes(t *testing.T) {
+	free := func() string {
+		l, err := stdnet.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer l.Close()
+		return l.Addr().String()
+	}
+	voters := []raftmeta.Voter{{ID: 1, Addr: free()}, {ID: 2, Addr: free()},
+		{ID: 3, Addr: free()}}
+	nodes := make([]*runtime.Node, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		cfg := broker.DefaultConfig()
+		cfg.NodeID = int32(i + 1)
+		ctl := controller.DefaultConfig()
+		ctl.HeartbeatIntervalMs = 100
+		nodes[i] = runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0",
+			DataDir: t.TempDir(), Config: cfg, Controller: ctl, Rack: fmt.Sprintf("r%d", i+1),
+			Voters: voters, QuorumTiming: raftmeta.TestTiming(), UnreplicatedQuorum: true,
+			DrainTimeout: 2 * time.Second})
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = nodes[i].Start(context.Background()) }()
+	}
+	wg.Wait()
+	for i, n := range nodes {
+		require.NoError(t, errs[i])
+		t.Cleanup(func() { _ = n.Close() })
+	}
+	require.Eventually(t, func() bool {
+		for _, n := range nodes {
+			if st, _ := n.Membership(); !st.Registered || st.Fenced {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 20*time.Millisecond)
+	// Every voter heartbeats to the leader and is caught up; brokers listed with racks.
+	var out string
+	require.Eventually(t, func() bool {
+		code, stdout, _ := runCLI(t, "", "cluster", "describe", "--bootstrap",
+			nodes[2].Addr(), "--timeout", "5s")
+		out = stdout
+		return code == 0 && len(regexp.MustCompile(`(?m)^\d\s+voter.*\s0\s+\d+$`).
+			FindAllString(stdout, -1)) == 3 &&
+			len(regexp.MustCompile(`(?m)^\d\s+127\.0\.0\.1:\d+\s+r\d\s+live$`).
+				FindAllString(stdout, -1)) == 3
+	}, 10*time.Second, 50*time.Millisecond, "last output:\n%s", out)
+	require.Regexp(t, `(?m)^\d\s+voter \(leader\)`, out)
+	t.Log("\n" + out)
+}
