@@ -37,6 +37,7 @@ type flowMetrics struct {
 	syncs     map[uint64]*syncTiming                   // fsyncs requested, by token
 	followers map[uint64]uint64                        // follower fetches waiting: request id -> conn
 	topics    map[string]*topicTraffic
+	slow      *slowLog // logs slow produces with their stages; nil: off
 
 	queue, appendStage, fsync, replication prometheus.Observer
 	stages                                 *prometheus.HistogramVec
@@ -245,12 +246,15 @@ func (f *flowMetrics) replied(r broker.Reply) {
 		now := time.Now()
 		f.queue.Observe(t.start.Sub(t.received).Seconds())
 		f.appendStage.Observe(now.Sub(t.start).Seconds())
+		f.slowProduce(t, now, false)
 		return
 	}
 	if t := f.parked[r.ID]; t != nil {
 		delete(f.parked, r.ID)
 		t.done = true
-		f.finishParked(t, time.Now())
+		now := time.Now()
+		f.finishParked(t, now)
+		f.slowProduce(t, now, true)
 		return
 	}
 	if resp, ok := r.Msg.(*kmsg.FetchResponse); ok {

@@ -92,9 +92,24 @@ func NewNode(opts Options) *Node {
 		logs:        map[core.TopicPartition]*nodeLog{},
 		closed:      make(chan struct{}),
 	}
+	var obs observers
 	if opts.HTTPListen != "" {
 		n.flow, n.requests = newFlowMetrics(), newRequestMetrics()
-		n.opts.Net.Observer = n.requests
+		obs = append(obs, n.requests)
+	}
+	if opts.SlowRequest > 0 {
+		slow := &slowLog{lg: opts.Logger, threshold: opts.SlowRequest, stages: n.flow != nil}
+		if n.flow != nil {
+			n.flow.slow = slow
+		}
+		obs = append(obs, slow)
+	}
+	switch len(obs) {
+	case 0:
+	case 1:
+		n.opts.Net.Observer = obs[0]
+	default:
+		n.opts.Net.Observer = obs
 	}
 	po := opts.PeerOptions
 	if po.Logger == nil {

@@ -74,6 +74,10 @@ type Options struct {
 	// ConsoleAdmin lets the web console on HTTPListen create topics, alter configs and
 	// reset group offsets (`--console-admin`); without it the console is read-only.
 	ConsoleAdmin bool
+	// SlowRequest is sluice.request.slow.log.ms: a request answered later than this is
+	// logged with its stages (slowlog.go). Zero: no slow-request log (the default here;
+	// `sluice node` logs requests slower than 1 s).
+	SlowRequest time.Duration
 	// MaxOpenLogFiles bounds the partition log files held open at once
 	// (sluice.log.max.open.files). Default: derived from the open-file limit.
 	MaxOpenLogFiles int

@@ -33,7 +33,8 @@ func init() {
 
 const nodeSynopsis = "sluice node [--id N] [--listen HOST:PORT] [--advertise HOST:PORT] " +
 	"[--data DIR] [--config FILE] [--voters ID@HOST:PORT,...] [--controller-listen HOST:PORT] " +
-	"[--http-listen HOST:PORT] [--rack R] [--console-admin]"
+	"[--http-listen HOST:PORT] [--rack R] [--console-admin] [--log-format console|json] " +
+	"[--log-level debug|info|warn|error]"
 
 // nodeSettings are the settings of `sluice node` that are not broker.Config: they come
 // from flags, or from Kafka's names for them in the config file.
@@ -43,6 +44,7 @@ type nodeSettings struct {
 	maxOpenFiles            int               // sluice.log.max.open.files (0: derived)
 	ctl                     controller.Config // broker.session.timeout.ms, ...
 	rack                    string            // broker.rack
+	slowRequest             time.Duration     // sluice.request.slow.log.ms
 }
 
 func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
@@ -63,6 +65,9 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 		"partition go to different racks")
 	consoleAdmin := fs.Bool("console-admin", false, "let the web console create topics, "+
 		"alter configs and reset group offsets (default: read-only)")
+	logFormat := fs.String("log-format", "json", "`FORMAT` of the log on stderr: json (one "+
+		"object per line, for collectors) or console (for people)")
+	logLevel := fs.String("log-level", "info", "least `LEVEL` logged: debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` "+
 		"(for go tool pprof)")
 	if _, err := parseCommand(fs, args); err != nil {
@@ -77,7 +82,7 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 
 	cfg := broker.DefaultConfig()
 	ns := nodeSettings{listen: *listen, advertise: *advertise, data: *data,
-		ctl: controller.DefaultConfig()}
+		ctl: controller.DefaultConfig(), slowRequest: time.Second}
 	if *configFile != "" {
 		if err := loadConfigFile(*configFile, &cfg, &ns); err != nil {
 			fmt.Fprintf(stderr, "sluice node: %v\n", err)
@@ -111,8 +116,12 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 		}
 		defer stopProfile()
 	}
+	lg, err := newNodeLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		return usageNode(fs, "%v", err)
+	}
 	opts := runtime.Options{ListenAddr: ns.listen, AdvertisedAddr: ns.advertise,
-		DataDir: ns.data, Config: cfg, Logger: newNodeLogger(stderr), Net: ns.net,
+		DataDir: ns.data, Config: cfg, Logger: lg, Net: ns.net, SlowRequest: ns.slowRequest,
 		MaxOpenLogFiles: ns.maxOpenFiles, ControllerListen: *controllerListen,
 		HTTPListen: *httpListen, Controller: ns.ctl, Rack: ns.rack,
 		ConsoleAdmin: *consoleAdmin}
@@ -228,6 +237,12 @@ func applySetting(key, value string, cfg *broker.Config, ns *nodeSettings) error
 		ns.maxOpenFiles, err = positiveInt(key, value)
 	case "broker.rack":
 		ns.rack = value
+	case "sluice.request.slow.log.ms":
+		var v int
+		if v, err = strconv.Atoi(value); err != nil || v < 0 {
+			return fmt.Errorf("%s: want milliseconds >= 0 (0: off), got %q", key, value)
+		}
+		ns.slowRequest = time.Duration(v) * time.Millisecond
 	default:
 		var known bool
 		if known, err = ns.net.Set(key, value); !known {
@@ -266,7 +281,7 @@ func listenerAddr(key, value string) (string, error) {
 func printSettings(w io.Writer) {
 	fmt.Fprintln(w, "\nconfig file settings (key=value):")
 	fmt.Fprintln(w, "  listeners, advertised.listeners, log.dirs, sluice.log.max.open.files, "+
-		"broker.rack")
+		"broker.rack, sluice.request.slow.log.ms")
 	for _, name := range controller.SettingNames() {
 		fmt.Fprintf(w, "  %s\n", name)
 	}
@@ -278,15 +293,29 @@ func printSettings(w io.Writer) {
 	}
 }
 
-// newNodeLogger is a production-style zap logger (JSON, info and above, sampled so that
-// a flood of bad connections cannot drown the log) writing to stderr.
-func newNodeLogger(stderr io.Writer) *zap.Logger {
+// newNodeLogger is a production-style zap logger writing to stderr: JSON (one object per
+// line) or console (aligned text for people), from level up, sampled so that a flood of
+// bad connections cannot drown the log.
+func newNodeLogger(stderr io.Writer, format, level string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil || lvl > zapcore.ErrorLevel {
+		return nil, fmt.Errorf("--log-level: want debug, info, warn or error, got %q", level)
+	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(stderr)),
-		zap.InfoLevel)
+	var encoder zapcore.Encoder
+	switch format {
+	case "json":
+		encoder = zapcore.NewJSONEncoder(enc)
+	case "console":
+		enc.EncodeLevel = zapcore.CapitalLevelEncoder
+		encoder = zapcore.NewConsoleEncoder(enc)
+	default:
+		return nil, fmt.Errorf("--log-format: want json or console, got %q", format)
+	}
+	core := zapcore.NewCore(encoder, zapcore.Lock(zapcore.AddSync(stderr)), lvl)
 	core = zapcore.NewSamplerWithOptions(core, time.Second, 100, 100)
-	return zap.New(core, zap.AddCaller(), zap.AddStacktrace(zap.ErrorLevel))
+	return zap.New(core, zap.AddCaller(), zap.AddStacktrace(zap.ErrorLevel)), nil
 }
 
 // startCPUProfile profiles the process until the returned function is called.
