@@ -25,6 +25,7 @@ import (
 	kafkanet "github.com/sluicemq/sluice/net"
 	"github.com/sluicemq/sluice/runtime"
 	"github.com/sluicemq/sluice/runtime/raftmeta"
+	"github.com/sluicemq/sluice/settings"
 )
 
 func init() {
@@ -222,6 +223,11 @@ func loadConfigFile(path string, cfg *broker.Config, ns *nodeSettings) error {
 }
 
 func applySetting(key, value string, cfg *broker.Config, ns *nodeSettings) error {
+	// The table first: an unknown name or a value outside its range is refused with a
+	// message naming the setting and its range, whoever owns it.
+	if err := settings.CheckKnown(key, value); err != nil {
+		return err
+	}
 	var err error
 	switch key {
 	case "listeners":
@@ -279,17 +285,10 @@ func listenerAddr(key, value string) (string, error) {
 
 // printSettings lists what a config file may contain (for `sluice node -h`).
 func printSettings(w io.Writer) {
-	fmt.Fprintln(w, "\nconfig file settings (key=value):")
-	fmt.Fprintln(w, "  listeners, advertised.listeners, log.dirs, sluice.log.max.open.files, "+
-		"broker.rack, sluice.request.slow.log.ms")
-	for _, name := range controller.SettingNames() {
-		fmt.Fprintf(w, "  %s\n", name)
-	}
-	for _, name := range kafkanet.SettingNames() {
-		fmt.Fprintf(w, "  %s\n", name)
-	}
-	for _, name := range broker.SettingNames() {
-		fmt.Fprintf(w, "  %s\n", name)
+	fmt.Fprintln(w, "\nconfig file settings (key=value; `sluice config list` shows each one's "+
+		"type, default, range and meaning):")
+	for _, st := range settings.All() {
+		fmt.Fprintf(w, "  %s\n", st.Name)
 	}
 }
 

@@ -49,10 +49,16 @@ func TestNodeConfigFileErrorsNameTheLine(t *testing.T) {
 	for text, want := range map[string]string{
 		"num.partitions=3\n\nretention.msx=5\n": `line 3: unknown setting "retention.msx"`,
 		"num.partitions\n":                      `line 1: expected key=value, got "num.partitions"`,
-		"num.partitions=zero\n":                 `line 1: num.partitions: not a number: "zero"`,
-		"listeners=SSL://:9093\n":               `line 1: listeners: only PLAINTEXT listeners`,
-		"log.dirs=/a,/b\n":                      `line 1: log.dirs: Sluice keeps its data in one`,
-		"max.connections.per.ip=0\n":            `line 1: max.connections.per.ip: want an integer`,
+		"num.partitions=zero\n": `line 1: num.partitions: "zero" is not an integer ` +
+			`(range [1, 2^31-1])`,
+		"num.partitions=0\n": `line 1: num.partitions: 0 is outside its range [1, 2^31-1]`,
+		"log.flush.policy=sometimes\n": `line 1: log.flush.policy: "sometimes" is not one of ` +
+			`always, never`,
+		"broker.session.timeout.ms=-5\n": `line 1: broker.session.timeout.ms: -5 is outside`,
+		"listeners=SSL://:9093\n":        `line 1: listeners: only PLAINTEXT listeners`,
+		"log.dirs=/a,/b\n":               `line 1: log.dirs: Sluice keeps its data in one`,
+		"max.connections.per.ip=0\n": `line 1: max.connections.per.ip: 0 is outside its ` +
+			`range [1, 2^31-1]`,
 	} {
 		path := writeConfig(t, text)
 		cfg := broker.DefaultConfig()

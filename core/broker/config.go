@@ -145,7 +145,12 @@ func (c *Config) Set(name, value string) error {
 	case "default.replication.factor":
 		var v int32
 		err = setInt32(&v, value)
-		c.DefaultReplicationFactor = int16(v)
+		if err == nil && (v < 1 || v > math.MaxInt16) {
+			err = fmt.Errorf("%d is outside [1, %d]", v, math.MaxInt16)
+		}
+		if err == nil {
+			c.DefaultReplicationFactor = int16(v)
+		}
 	case "sluice.max.partitions":
 		var v int32
 		err = setInt32(&v, value)

@@ -1,0 +1,156 @@
+package settings
+
+import "math"
+
+const (
+	i32 = math.MaxInt32
+	i64 = math.MaxInt64
+)
+
+func intS(sc Scope, name string, def string, lo, hi int64, doc string) Setting {
+	return Setting{Name: name, Scope: sc, Kind: Int, Default: def, Min: lo, Max: hi, Doc: doc}
+}
+
+func boolS(sc Scope, name string, def string, doc string) Setting {
+	return Setting{Name: name, Scope: sc, Kind: Bool, Default: def, Doc: doc}
+}
+
+func strS(sc Scope, name string, def string, doc string) Setting {
+	return Setting{Name: name, Scope: sc, Kind: String, Default: def, Doc: doc}
+}
+
+func topicS(name, alias string, kind Kind, def string, lo, hi int64, choices []string,
+	doc string) Setting {
+	return Setting{Name: name, Alias: alias, Scope: Topic, Kind: kind, Default: def, Min: lo,
+		Max: hi, Choices: choices, Doc: doc}
+}
+
+// table is every setting. Defaults are Kafka's where Kafka has the setting; the tests in
+// this package hold each to what its owner does.
+var table = []Setting{
+	// The node command (cmd/sluice).
+	strS(Node, "listeners", "PLAINTEXT://127.0.0.1:9092",
+		"the one listener for Kafka clients (--listen); PLAINTEXT only"),
+	strS(Node, "advertised.listeners", "",
+		"the listener clients are told to use (--advertise; default: listeners)"),
+	{Name: "log.dirs", Alias: "log.dir", Scope: Node, Kind: String, Default: "./data",
+		Doc: "the one data directory: partition logs and node state (--data)"},
+	intS(Node, "sluice.log.max.open.files", "", 1, i32,
+		"partition log files held open at once (default: derived from the open-file limit)"),
+	strS(Node, "broker.rack", "", "the node's rack (--rack): replicas spread across racks"),
+	intS(Node, "sluice.request.slow.log.ms", "1000", 0, i64,
+		"log requests answered later than this, with their stages (0: off)"),
+
+	// The wire server (net.Options).
+	intS(Connections, "socket.request.max.bytes", "104857600", 1, i32,
+		"largest request frame; a bigger one closes the connection"),
+	intS(Connections, "max.connections", "10000", 1, i32,
+		"connections open at once (lowered at start to fit the open-file limit)"),
+	intS(Connections, "max.connections.per.ip", "1000", 1, i32,
+		"connections open at once from one address"),
+	strS(Connections, "max.connections.per.ip.overrides", "",
+		"per-address caps, ip:n,ip:n"),
+	intS(Connections, "connections.max.idle.ms", "600000", 1, 31_536_000_000,
+		"an idle connection is closed after this long"),
+	intS(Connections, "sluice.request.read.timeout.ms", "30000", 1, 31_536_000_000,
+		"a request frame must arrive whole within this long (slow-loris bound)"),
+	intS(Connections, "sluice.connection.write.timeout.ms", "30000", 1, 31_536_000_000,
+		"a client that does not read its responses for this long is disconnected"),
+	intS(Connections, "queued.max.request.bytes", "268435456", -1, i64,
+		"request bytes read and not yet answered, node-wide (-1: unbounded; not 0)"),
+	intS(Connections, "sluice.queued.max.response.bytes", "536870912", -1, i64,
+		"response bytes waiting to be written, node-wide (-1: unbounded; not 0)"),
+	intS(Connections, "sluice.connection.max.inflight.requests", "1000", 1, i32,
+		"requests read and not yet answered on one connection"),
+	intS(Connections, "sluice.connection.max.inflight.bytes", "67108864", 1, i32,
+		"request bytes read and not yet answered on one connection"),
+	intS(Connections, "sluice.connection.max.queued.response.bytes", "67108864", 1, i32,
+		"response bytes waiting to be written on one connection"),
+
+	// The broker actor (broker.Config).
+	{Name: "node.id", Alias: "broker.id", Scope: Broker, Kind: Int, Default: "1", Min: 0,
+		Max: i32, Doc: "the node's id in the cluster (--id)"},
+	strS(Broker, "cluster.id", "sluice-dev-cluster",
+		"the cluster's id; a node of another cluster is refused"),
+	boolS(Broker, "auto.create.topics.enable", "true",
+		"Metadata and Produce for an unknown topic create it"),
+	intS(Broker, "num.partitions", "3", 1, i32, "partitions of an auto-created topic"),
+	intS(Broker, "default.replication.factor", "1", 1, math.MaxInt16,
+		"replicas of an auto-created topic"),
+	intS(Broker, "log.retention.check.interval.ms", "300000", 1, i64,
+		"how often retention looks for segments to delete"),
+	intS(Broker, "sluice.max.partitions", "0", 0, i32,
+		"partitions the node hosts at most; creates past it are refused (0: derived)"),
+	intS(Broker, "sluice.producer.snapshot.interval.batches", "20000", 1, i32,
+		"durable batches of a partition between snapshots of its producer table"),
+	intS(Broker, "offsets.topic.num.partitions", "8", 1, i32,
+		"partitions of __consumer_offsets, fixed when it is created"),
+	intS(Broker, "offset.metadata.max.bytes", "4096", 0, i32,
+		"largest metadata string of a committed offset"),
+	intS(Broker, "group.min.session.timeout.ms", "6000", 0, i32,
+		"shortest session a group member may ask for"),
+	intS(Broker, "group.max.session.timeout.ms", "1800000", 0, i32,
+		"longest session a group member may ask for"),
+	intS(Broker, "group.initial.rebalance.delay.ms", "3000", 0, i32,
+		"wait for more members before a new group's first rebalance"),
+	intS(Broker, "group.max.size", "10000", 1, i32, "members one group may have"),
+	intS(Broker, "offsets.retention.minutes", "10080", 1, i32,
+		"committed offsets of an empty group are kept this long"),
+	intS(Broker, "offsets.retention.check.interval.ms", "600000", 1, i32,
+		"how often expired offsets are looked for"),
+	intS(Broker, "fetch.max.bytes", "57671680", 1024, i32,
+		"record bytes in one consumer Fetch response at most"),
+	intS(Broker, "replica.fetch.response.max.bytes", "10485760", 0, i32,
+		"record bytes in one follower Fetch response at most"),
+	intS(Broker, "sluice.auto.create.topics.max.per.request", "20", 0, i32,
+		"topics one Metadata request may auto-create (0: none)"),
+	intS(Broker, "sluice.auto.create.partitions.per.sec", "50", 0, i32,
+		"rate of partitions auto-creation may create (0: none)"),
+	intS(Broker, "sluice.controller.mutation.rate", "0", 0, i32,
+		"partitions CreateTopics may create per second (0: unlimited)"),
+	intS(Broker, "sluice.open.logs.per.step", "64", 1, i32,
+		"new partition logs opened per step of the event loop"),
+
+	// Topic configs; the alias is the broker-wide default's name.
+	topicS("cleanup.policy", "log.cleanup.policy", Enum, "delete", 0, 0,
+		[]string{"delete"}, "only delete is supported; compaction comes later"),
+	topicS("index.interval.bytes", "log.index.interval.bytes", Int, "4096", 0, i32, nil,
+		"bytes between sparse index entries"),
+	topicS("log.flush.policy", "", Enum, "always", 0, 0, []string{"always", "never"},
+		"always: fsync before acks=all is answered and data is read; never: trust the "+
+			"page cache (a machine crash may lose acknowledged writes)"),
+	topicS("max.message.bytes", "message.max.bytes", Int, "1048588", 0, 1<<30, nil,
+		"largest batch accepted"),
+	topicS("message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms", Int,
+		"3600000", 0, i64, nil, "how far ahead of the broker's clock a CreateTime "+
+			"timestamp may be"),
+	topicS("message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms", Int,
+		"9223372036854775807", 0, i64, nil, "how far behind the broker's clock a "+
+			"CreateTime timestamp may be"),
+	topicS("message.timestamp.type", "log.message.timestamp.type", Enum, "CreateTime", 0, 0,
+		[]string{"CreateTime", "LogAppendTime"}, "which timestamp batches carry"),
+	topicS("min.insync.replicas", "", Int, "1", 1, 1<<15, nil,
+		"replicas that must hold a write before acks=all is answered"),
+	topicS("retention.bytes", "log.retention.bytes", Int, "-1", -1, 1<<62, nil,
+		"per-partition size bound (-1: none)"),
+	topicS("retention.ms", "log.retention.ms", Int, "604800000", -1, 1<<62, nil,
+		"age bound of whole segments (-1: none)"),
+	topicS("segment.bytes", "log.segment.bytes", Int, "1073741824", 14, i32, nil,
+		"segment roll size"),
+	topicS("segment.ms", "log.roll.ms", Int, "604800000", 1, 1<<62, nil, "segment roll age"),
+
+	// The controller and the broker lifecycle (controller.Config).
+	intS(Controller, "broker.session.timeout.ms", "9000", 1, i64,
+		"a broker not heard from this long is fenced"),
+	intS(Controller, "broker.heartbeat.interval.ms", "2000", 1, i64,
+		"how often a broker heartbeats; below the session timeout"),
+	boolS(Controller, "unclean.leader.election.enable", "false",
+		"elect a replica outside the ISR when none in it is alive (may lose acknowledged "+
+			"records)"),
+	boolS(Controller, "auto.leader.rebalance.enable", "true",
+		"move leadership back to preferred replicas periodically"),
+	intS(Controller, "leader.imbalance.check.interval.seconds", "300", 1, i64,
+		"how often leadership is rebalanced"),
+	intS(Controller, "sluice.controller.max.inflight.records", "256", 1, i32,
+		"controller proposals in flight at once"),
+}
