@@ -265,6 +265,13 @@ func (b *Broker) adminCommitted(op adminOp) {
 	}
 }
 
+// afterOpens continues op in adminOpened once the replica manager has opened every
+// log queued so far (open_queue.go).
+func (b *Broker) afterOpens(op adminOp) {
+	op.base().phase = adminOpening
+	b.post(msgAwaitOpens{op})
+}
+
 // adminOpened continues an operation that waited for the logs of new partitions.
 func (b *Broker) adminOpened(op adminOp) {
 	switch op := op.(type) {

@@ -59,9 +59,10 @@ func (p PendingOp) String() string {
 
 // Pending lists the work the broker is waiting for, sorted by kind, then start time,
 // then request, then description. The periodic passes (log retention, offset expiry)
-// are always armed and not listed.
+// are always armed and not listed. It is the concatenation of each part's list.
 func (b *Broker) Pending() []PendingOp {
 	var out []PendingOp
+	out = b.replicaManager.pending(out)
 	out = b.pendingTimers(out)
 	out = b.pendingAdmin(out)
 	out = b.pendingProposals(out)
@@ -76,21 +77,55 @@ func (b *Broker) Pending() []PendingOp {
 			Waits: fmt.Sprintf("group %q member %q: the rebalance", p.group, p.member),
 			Since: p.since, Conn: p.req.Conn, ID: p.req.ID, HasRequest: true})
 	}
-	if n := len(b.opens.queued); n > 0 {
-		out = append(out, PendingOp{Kind: PendingOpen, What: "partition logs",
-			Waits: fmt.Sprintf("%d logs to open, %d operations waiting", n,
-				len(b.opens.waiters)), Since: b.now})
-	}
-	for _, tp := range sortedKeys(b.syncs) {
-		s := b.syncs[tp]
-		out = append(out, PendingOp{Kind: PendingSync, What: tp.String(),
-			Waits: fmt.Sprintf("SyncDone token=%d", s.token), Since: s.since})
-	}
 	sort.SliceStable(out, func(i, j int) bool { return pendingLess(out[i], out[j]) })
 	for i := range out {
 		out[i].AgeMs = (b.now - out[i].Since).Millis()
 	}
 	return out
+}
+
+// pending lists the replica manager's parked produces and fetches, the open queue and
+// the fsyncs in flight.
+func (rm *replicaManager) pending(out []PendingOp) []PendingOp {
+	for _, id := range rm.timerIDs() {
+		t := rm.timers[id]
+		timer := rm.describeTimer(id)
+		switch t.kind {
+		case timerProduceTimeout:
+			p := t.produce
+			out = append(out, PendingOp{Kind: PendingProduce, What: "Produce acks=all",
+				Waits: rm.produceWaits(p) + "; " + timer, Since: t.set, Conn: p.req.Conn,
+				ID: p.req.ID, HasRequest: true})
+		case timerFetchWait:
+			w := t.fetch
+			out = append(out, PendingOp{Kind: PendingFetch, What: "Fetch",
+				Waits: fmt.Sprintf("min_bytes=%d on %v; %s", w.m.MinBytes, w.tps, timer),
+				Since: t.set, Conn: w.req.Conn, ID: w.req.ID, HasRequest: true})
+		case timerOpenChunk:
+			out = append(out, PendingOp{Kind: PendingTimer, What: "open next chunk",
+				Waits: timer, Since: t.set})
+		case timerGroup, timerOffsetExpiry, timerRetention: // not ours, or not listed
+		default:
+			core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
+		}
+	}
+	if n := len(rm.opens.queued); n > 0 {
+		out = append(out, PendingOp{Kind: PendingOpen, What: "partition logs",
+			Waits: fmt.Sprintf("%d logs to open, %d operations waiting", n,
+				len(rm.opens.waiters)), Since: rm.now})
+	}
+	for _, tp := range sortedKeys(rm.syncs) {
+		s := rm.syncs[tp]
+		out = append(out, PendingOp{Kind: PendingSync, What: tp.String(),
+			Waits: fmt.Sprintf("SyncDone token=%d", s.token), Since: s.since})
+	}
+	return out
+}
+
+// syncToken is the token of the fsync in flight on tp, if any.
+func (rm *replicaManager) syncToken(tp core.TopicPartition) (uint64, bool) {
+	s, ok := rm.syncs[tp]
+	return s.token, ok
 }
 
 func pendingLess(a, b PendingOp) bool {
@@ -109,52 +144,42 @@ func pendingLess(a, b PendingOp) bool {
 	return a.Waits < b.Waits
 }
 
-// pendingTimers lists parked produces and fetches (each has its timer) and the other
-// timers but the periodic passes.
-func (b *Broker) pendingTimers(out []PendingOp) []PendingOp {
-	ids := make([]uint64, 0, len(b.timers))
-	for id := range b.timers {
+// timerIDs returns the live timers' ids, ascending.
+func (n *node) timerIDs() []uint64 {
+	ids := make([]uint64, 0, len(n.timers))
+	for id := range n.timers {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
-		t := b.timers[id]
-		timer := fmt.Sprintf("timer=%d due in %dms", id, (t.at - b.now).Millis())
-		switch t.kind {
-		case timerProduceTimeout:
-			p := t.produce
-			out = append(out, PendingOp{Kind: PendingProduce, What: "Produce acks=all",
-				Waits: b.produceWaits(p) + "; " + timer, Since: t.set, Conn: p.req.Conn,
-				ID: p.req.ID, HasRequest: true})
-		case timerFetchWait:
-			w := t.fetch
-			out = append(out, PendingOp{Kind: PendingFetch, What: "Fetch",
-				Waits: fmt.Sprintf("min_bytes=%d on %v; %s", w.m.MinBytes, w.tps, timer),
-				Since: t.set, Conn: w.req.Conn, ID: w.req.ID, HasRequest: true})
-		case timerGroup:
+	return ids
+}
+
+// describeTimer says when timer id is due, for Pending.
+func (n *node) describeTimer(id uint64) string {
+	return fmt.Sprintf("timer=%d due in %dms", id, (n.timers[id].at - n.now).Millis())
+}
+
+// pendingTimers lists the group timers (the replica manager lists its own).
+func (b *Broker) pendingTimers(out []PendingOp) []PendingOp {
+	for _, id := range b.timerIDs() {
+		if t := b.timers[id]; t.kind == timerGroup {
 			out = append(out, PendingOp{Kind: PendingTimer, What: "group " + t.group,
-				Waits: timer, Since: t.set})
-		case timerOpenChunk:
-			out = append(out, PendingOp{Kind: PendingTimer, What: "open next chunk",
-				Waits: timer, Since: t.set})
-		case timerOffsetExpiry, timerRetention:
-		default:
-			core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
+				Waits: b.describeTimer(id), Since: t.set})
 		}
 	}
 	return out
 }
 
 // produceWaits describes the partitions a parked produce still waits on.
-func (b *Broker) produceWaits(p *pendingProduce) string {
+func (rm *replicaManager) produceWaits(p *pendingProduce) string {
 	var parts []string
-	for _, tp := range sortedKeys(b.produces.byTP) {
-		for _, w := range b.produces.byTP[tp] {
+	for _, tp := range sortedKeys(rm.produces.byTP) {
+		for _, w := range rm.produces.byTP[tp] {
 			if w.p != p {
 				continue
 			}
 			s := fmt.Sprintf("%s hwm>=%d", tp, w.offset)
-			if sy, ok := b.syncs[tp]; ok {
+			if sy, ok := rm.syncs[tp]; ok {
 				s += fmt.Sprintf(" (sync token=%d)", sy.token)
 			}
 			parts = append(parts, s)
@@ -177,7 +202,7 @@ func (b *Broker) pendingAdmin(out []PendingOp) []PendingOp {
 			waits += fmt.Sprintf(": %d of %d answers, tokens %v", a.left, len(a.recs),
 				b.tokensOf(op))
 		case adminOpening:
-			waits += fmt.Sprintf(": %d logs to open", len(b.opens.queued))
+			waits += fmt.Sprintf(": %d logs to open", b.replicaManager.logsToOpen())
 		case adminOffsets:
 			waits += fmt.Sprintf(": %d offset writes", a.left)
 		case adminQueued: // behind every operation listed before it
@@ -226,8 +251,8 @@ func (b *Broker) pendingOffsetWrites(out []PendingOp) []PendingOp {
 		p := PendingOp{Kind: PendingOffsetWrite, What: w.owner.ownerName(),
 			Waits: describeWrite(w), Since: w.since}
 		if w.appended {
-			if s, ok := b.syncs[w.tp]; ok {
-				p.Waits += fmt.Sprintf(" (sync token=%d)", s.token)
+			if tok, ok := b.replicaManager.syncToken(w.tp); ok {
+				p.Waits += fmt.Sprintf(" (sync token=%d)", tok)
 			}
 		}
 		if r, ok := ownerRequest(w.owner); ok {

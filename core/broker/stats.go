@@ -19,9 +19,9 @@ type PartitionStats struct {
 // PartitionStats returns every hosted partition's stats, by topic and partition. It
 // reads and changes nothing; the driver calls it between steps (E5 holds: it is not a
 // step, and no step runs meanwhile).
-func (b *Broker) PartitionStats() []PartitionStats {
-	out := make([]PartitionStats, 0, len(b.replicas))
-	for tp, r := range b.replicas {
+func (rm *replicaManager) PartitionStats() []PartitionStats {
+	out := make([]PartitionStats, 0, len(rm.replicas))
+	for tp, r := range rm.replicas {
 		out = append(out, PartitionStats{TP: tp, LogStart: r.StartOffset(),
 			HighWatermark: r.HighWatermark(), LogEnd: r.EndOffset(), Offline: r.Offline(),
 			InSync: r.InSyncReplicas()})

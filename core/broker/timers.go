@@ -55,11 +55,11 @@ type brokerTimer struct {
 }
 
 // setTimer arms t for time at (or later); timerFired runs it on the broker's thread.
-func (b *Broker) setTimer(at core.Time, t brokerTimer) uint64 {
-	id := b.token()
-	t.set, t.at = b.now, at
-	b.timers[id] = t
-	b.env.SetTimer(at, id)
+func (n *node) setTimer(at core.Time, t brokerTimer) uint64 {
+	id := n.token()
+	t.set, t.at = n.now, at
+	n.timers[id] = t
+	n.env.SetTimer(at, id)
 	return id
 }
 
@@ -89,10 +89,10 @@ func (b *Broker) timerFired(id uint64) {
 }
 
 // cancelTimer forgets a timer and asks the driver to drop it (E4).
-func (b *Broker) cancelTimer(id uint64) {
-	if _, ok := b.timers[id]; !ok {
+func (n *node) cancelTimer(id uint64) {
+	if _, ok := n.timers[id]; !ok {
 		return
 	}
-	delete(b.timers, id)
-	b.env.CancelTimer(id)
+	delete(n.timers, id)
+	n.env.CancelTimer(id)
 }
