@@ -204,8 +204,8 @@ func (b *Broker) runAdmin(op adminOp) {
 		b.alterConfigs(op)
 	case *opOffsetsTopic:
 		b.createOffsetsTopic(op)
-	case *opPurgeOrphans:
-		b.purgeOrphans(op)
+	case *opPurgeOrphans: // offsets of topics that are gone (groups_topics.go)
+		b.tombstoneTopicOffsets(op, "topic no longer exists", nil)
 	default:
 		core.Invariant(false, "B11", "admin operation of unknown type %T", op)
 	}
@@ -300,6 +300,27 @@ func (b *Broker) adminOffsetsWritten(op adminOp) {
 	default:
 		core.Invariant(false, "B11", "%s: no offsets to write", adminName(op))
 	}
+}
+
+// tombstoneTopicOffsets has the group coordinator tombstone the committed offsets of
+// topics (nil: of every topic the image no longer has) for op, which continues in
+// adminOffsetsWritten once every tombstone ended (msgTombstoneCount). left starts at
+// one, released once the coordinator has started every write.
+func (b *Broker) tombstoneTopicOffsets(op adminOp, why string, topics map[string]bool) {
+	a := op.base()
+	a.phase = adminOffsets
+	a.left = 1
+	b.post(msgTombstoneOffsets{op: op, why: why, topics: topics})
+}
+
+// tombstoneCounted follows an operation's offset tombstones: one more started
+// (delta > 0) or one ended.
+func (b *Broker) tombstoneCounted(m msgTombstoneCount) {
+	if m.delta > 0 {
+		m.op.base().left += m.delta
+		return
+	}
+	b.adminOffsetWriteEnded(m.op)
 }
 
 // adminOffsetWriteEnded counts down an operation's offset tombstones.

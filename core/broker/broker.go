@@ -21,6 +21,7 @@ import (
 type Broker struct {
 	*node
 	*replicaManager
+	*groupCoordinator
 
 	started bool
 
@@ -33,7 +34,6 @@ type Broker struct {
 	pidBlockInFlight     bool
 
 	admin    adminState    // metadata-changing requests run one at a time (admin.go)
-	groups   groupsState   // consumer groups and committed offsets (groups.go)
 	creation creationState // topic creation rates (limits.go)
 }
 
@@ -54,7 +54,8 @@ func WithProbes(s *probe.Set) Option { return func(b *Broker) { b.probes = s } }
 func New(cfg Config, env Env, rnd core.Rand, opts ...Option) *Broker {
 	n := &node{cfg: cfg, env: env, lg: env.Logger(), rnd: rnd, image: meta.NewImage(),
 		timers: map[uint64]brokerTimer{}}
-	b := &Broker{node: n, replicaManager: newReplicaManager(n),
+	rm := newReplicaManager(n)
+	b := &Broker{node: n, replicaManager: rm, groupCoordinator: newGroupCoordinator(n, rm),
 		metaWaiters: map[uint64]metaWaiter{}}
 	n.route = b.deliver
 	for _, o := range opts {

@@ -85,7 +85,7 @@ func (b *Broker) deleteTopicsCommitted(op *opDeleteTopics) {
 			deleted[rec.Topic] = true
 		}
 	}
-	b.deleteTopicOffsets(deleted, op)
+	b.tombstoneTopicOffsets(op, "topic deleted", deleted)
 }
 
 // deletionTarget resolves one entry to an existing topic.

@@ -16,8 +16,11 @@ import (
 type message interface{ isMessage() }
 
 // msgDurable (replica manager → group coordinator): tp's high-water mark may have
-// moved; the offset writes it now covers are durable.
-type msgDurable struct{ tp core.TopicPartition }
+// moved to hwm; the offset writes it covers are durable.
+type msgDurable struct {
+	tp  core.TopicPartition
+	hwm int64
+}
 
 // msgPartitionFailed (replica manager → group coordinator): nothing waiting on tp will
 // become durable in this incarnation of its log; code is why.
@@ -34,22 +37,132 @@ type msgAwaitOpens struct{ op adminOp }
 // failed to open: the operation checks which).
 type msgLogsOpened struct{ op adminOp }
 
-func (msgDurable) isMessage()         {}
-func (msgPartitionFailed) isMessage() {}
-func (msgAwaitOpens) isMessage()      {}
-func (msgLogsOpened) isMessage()      {}
+// msgAppendInternal (group coordinator → replica manager): append an offset write's
+// batch to tp, unless the coordinator is overloaded (then REQUEST_TIMED_OUT, if tp has
+// no error of its own). Answered by msgAppended.
+type msgAppendInternal struct {
+	write      *offsetWrite // the coordinator's record, opaque to the replica manager
+	tp         core.TopicPartition
+	batch      []byte
+	overloaded bool
+}
+
+// msgAppended (replica manager → group coordinator): where an offset write went
+// (offset: durable once the high-water mark reaches it), or the code it failed with.
+type msgAppended struct {
+	write  *offsetWrite
+	tp     core.TopicPartition
+	offset int64
+	code   int16
+}
+
+// msgAppendSnapshot (group coordinator → replica manager): append an offsets
+// snapshot's batches to tp (groups_compact.go); answered by msgSnapshotAppended unless
+// an append fails.
+type msgAppendSnapshot struct {
+	write   *offsetWrite
+	tp      core.TopicPartition
+	batches [][]byte
+}
+
+// msgSnapshotAppended (replica manager → group coordinator): the snapshot is in the
+// log, durable once the high-water mark reaches offset.
+type msgSnapshotAppended struct {
+	write  *offsetWrite
+	offset int64
+}
+
+// msgTrimOffsets (group coordinator → replica manager): a snapshot of live records is
+// durable; move tp's log start to start, unless tp is another incarnation by now.
+type msgTrimOffsets struct {
+	tp          core.TopicPartition
+	incarnation uint64
+	start       int64
+	live        int
+}
+
+// msgEnsureOffsetsTopic (group coordinator → controller): create __consumer_offsets.
+// Answered by msgLoadOffsets (when it exists) and msgOffsetsTopicEnded.
+type msgEnsureOffsetsTopic struct{}
+
+// msgLoadOffsets (controller → group coordinator): the offsets topic exists with its
+// logs open; replay it.
+type msgLoadOffsets struct{ partitions int32 }
+
+// msgOffsetsTopicEnded (controller → group coordinator): the creation of the offsets
+// topic ended, either way; run or fail the writes that waited for it.
+type msgOffsetsTopicEnded struct{}
+
+// msgPurgeOrphans (group coordinator → controller): offsets of topics that are gone
+// were found at load; tombstone them as an admin operation (opPurgeOrphans).
+type msgPurgeOrphans struct{}
+
+// msgTombstoneOffsets (controller → group coordinator): tombstone for op the offsets
+// of topics (nil: of every topic the image no longer has). Answered by
+// msgTombstoneCount.
+type msgTombstoneOffsets struct {
+	op     adminOp
+	why    string
+	topics map[string]bool
+}
+
+// msgTombstoneCount (group coordinator → controller): delta 1, one more tombstone
+// write of op started; -1, one ended (or, once, every write was started).
+type msgTombstoneCount struct {
+	op    adminOp
+	delta int
+}
+
+func (msgDurable) isMessage()            {}
+func (msgPartitionFailed) isMessage()    {}
+func (msgAwaitOpens) isMessage()         {}
+func (msgLogsOpened) isMessage()         {}
+func (msgAppendInternal) isMessage()     {}
+func (msgAppended) isMessage()           {}
+func (msgAppendSnapshot) isMessage()     {}
+func (msgSnapshotAppended) isMessage()   {}
+func (msgTrimOffsets) isMessage()        {}
+func (msgEnsureOffsetsTopic) isMessage() {}
+func (msgLoadOffsets) isMessage()        {}
+func (msgOffsetsTopicEnded) isMessage()  {}
+func (msgPurgeOrphans) isMessage()       {}
+func (msgTombstoneOffsets) isMessage()   {}
+func (msgTombstoneCount) isMessage()     {}
 
 // deliver routes one message to the part it is for.
 func (b *Broker) deliver(m message) {
+	rm, gc := b.replicaManager, b.groupCoordinator
 	switch m := m.(type) {
 	case msgDurable:
-		b.offsetWritesDurable(m.tp)
+		gc.offsetWritesDurable(m)
 	case msgPartitionFailed:
-		b.offsetWritesFailed(m.tp, m.code)
+		gc.offsetWritesFailed(m.tp, m.code)
 	case msgAwaitOpens:
-		b.replicaManager.awaitOpens(m.op)
+		rm.awaitOpens(m.op)
 	case msgLogsOpened:
 		b.adminOpened(m.op)
+	case msgAppendInternal:
+		rm.appendInternal(m)
+	case msgAppended:
+		gc.offsetsAppended(m)
+	case msgAppendSnapshot:
+		rm.appendSnapshot(m)
+	case msgSnapshotAppended:
+		gc.snapshotAppended(m)
+	case msgTrimOffsets:
+		rm.trimOffsets(m)
+	case msgEnsureOffsetsTopic:
+		b.queueOffsetsTopic()
+	case msgLoadOffsets:
+		gc.loadOffsets(m.partitions)
+	case msgOffsetsTopicEnded:
+		gc.offsetsCreationEnded()
+	case msgPurgeOrphans:
+		b.serialize(&opPurgeOrphans{})
+	case msgTombstoneOffsets:
+		gc.tombstoneTopics(m)
+	case msgTombstoneCount:
+		b.tombstoneCounted(m)
 	default:
 		core.Invariant(false, "B11", "message of unknown type %T", m)
 	}

@@ -63,19 +63,13 @@ func (p PendingOp) String() string {
 func (b *Broker) Pending() []PendingOp {
 	var out []PendingOp
 	out = b.replicaManager.pending(out)
-	out = b.pendingTimers(out)
+	out = b.groupCoordinator.pending(out, b.replicaManager.syncToken)
 	out = b.pendingAdmin(out)
 	out = b.pendingProposals(out)
 	for _, w := range b.pidWaiters {
 		out = append(out, PendingOp{Kind: PendingProducerID, What: "InitProducerId",
 			Waits: "a producer-id block to commit", Since: w.since, Conn: w.req.Conn,
 			ID: w.req.ID, HasRequest: true})
-	}
-	out = b.pendingOffsetWrites(out)
-	for _, p := range b.groups.parked {
-		out = append(out, PendingOp{Kind: PendingGroup, What: p.api,
-			Waits: fmt.Sprintf("group %q member %q: the rebalance", p.group, p.member),
-			Since: p.since, Conn: p.req.Conn, ID: p.req.ID, HasRequest: true})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return pendingLess(out[i], out[j]) })
 	for i := range out {
@@ -159,13 +153,21 @@ func (n *node) describeTimer(id uint64) string {
 	return fmt.Sprintf("timer=%d due in %dms", id, (n.timers[id].at - n.now).Millis())
 }
 
-// pendingTimers lists the group timers (the replica manager lists its own).
-func (b *Broker) pendingTimers(out []PendingOp) []PendingOp {
-	for _, id := range b.timerIDs() {
-		if t := b.timers[id]; t.kind == timerGroup {
+// pending lists the group coordinator's group timers, offset writes and parked
+// JoinGroup/SyncGroup requests; syncToken names the fsync an appended write waits for.
+func (gc *groupCoordinator) pending(out []PendingOp,
+	syncToken func(core.TopicPartition) (uint64, bool)) []PendingOp {
+	for _, id := range gc.timerIDs() {
+		if t := gc.timers[id]; t.kind == timerGroup {
 			out = append(out, PendingOp{Kind: PendingTimer, What: "group " + t.group,
-				Waits: b.describeTimer(id), Since: t.set})
+				Waits: gc.describeTimer(id), Since: t.set})
 		}
+	}
+	out = gc.pendingOffsetWrites(out, syncToken)
+	for _, p := range gc.groups.parked {
+		out = append(out, PendingOp{Kind: PendingGroup, What: p.api,
+			Waits: fmt.Sprintf("group %q member %q: the rebalance", p.group, p.member),
+			Since: p.since, Conn: p.req.Conn, ID: p.req.ID, HasRequest: true})
 	}
 	return out
 }
@@ -246,12 +248,13 @@ func (b *Broker) pendingProposals(out []PendingOp) []PendingOp {
 
 // pendingOffsetWrites lists the offset writes waiting for the offsets topic, then
 // those waiting for durability, partition by partition.
-func (b *Broker) pendingOffsetWrites(out []PendingOp) []PendingOp {
+func (gc *groupCoordinator) pendingOffsetWrites(out []PendingOp,
+	syncToken func(core.TopicPartition) (uint64, bool)) []PendingOp {
 	add := func(w *offsetWrite) {
 		p := PendingOp{Kind: PendingOffsetWrite, What: w.owner.ownerName(),
 			Waits: describeWrite(w), Since: w.since}
 		if w.appended {
-			if tok, ok := b.replicaManager.syncToken(w.tp); ok {
+			if tok, ok := syncToken(w.tp); ok {
 				p.Waits += fmt.Sprintf(" (sync token=%d)", tok)
 			}
 		}
@@ -260,11 +263,11 @@ func (b *Broker) pendingOffsetWrites(out []PendingOp) []PendingOp {
 		}
 		out = append(out, p)
 	}
-	for _, w := range b.groups.created {
+	for _, w := range gc.groups.created {
 		add(w)
 	}
-	for _, tp := range sortedKeys(b.groups.writes) {
-		for _, w := range b.groups.writes[tp] {
+	for _, tp := range sortedKeys(gc.groups.writes) {
+		for _, w := range gc.groups.writes[tp] {
 			add(w)
 		}
 	}

@@ -198,6 +198,48 @@ func (rm *replicaManager) parkProduce(p *pendingProduce, waits []produceWait, ti
 		brokerTimer{kind: timerProduceTimeout, produce: p})
 }
 
+// durable tells the group coordinator how far tp is durable (msgDurable), unless tp is
+// gone.
+func (rm *replicaManager) durable(tp core.TopicPartition, rep *replica.Replica) {
+	if rep == nil {
+		return
+	}
+	hwm := rep.HighWatermark()
+	if mutantOn("commit-before-durable") {
+		hwm = rep.EndOffset()
+	}
+	rm.post(msgDurable{tp: tp, hwm: hwm})
+}
+
+// appendInternal appends a batch of the broker's own (an offset write) to tp and
+// answers msgAppended; once appended, the sync it needs is started and the coordinator
+// told how far tp is durable.
+func (rm *replicaManager) appendInternal(m msgAppendInternal) {
+	tp := m.tp
+	rep, code := rm.replicaFor(tp)
+	if code == 0 && m.overloaded {
+		code = kerr.RequestTimedOut.Code
+	}
+	if code != 0 {
+		rm.post(msgAppended{write: m.write, code: code})
+		return
+	}
+	res := rep.Append(rm.now.Millis(), m.batch)
+	if res.Err != 0 && rep.Offline() {
+		// As a produce does: the write took the log offline, so the writes waiting for
+		// a sync will never be durable (the log dropped them); answer them now.
+		rm.partitionFailed(tp, kerr.KafkaStorageError.Code)
+	}
+	if res.Err != 0 {
+		rm.post(msgAppended{write: m.write, code: res.Err})
+		return
+	}
+	rm.post(msgAppended{write: m.write, tp: tp, offset: res.WaitOffset})
+	rm.produces.dirty = append(rm.produces.dirty, tp)
+	rm.requestSyncs()
+	rm.durable(tp, rm.replicas[tp])
+}
+
 // hwmAdvanced answers the produce waits on tp that the new high-water mark covers.
 func (rm *replicaManager) hwmAdvanced(tp core.TopicPartition) {
 	rep := rm.replicas[tp]
@@ -216,7 +258,7 @@ func (rm *replicaManager) hwmAdvanced(tp core.TopicPartition) {
 		}
 		rm.storeWaits(tp, kept)
 	}
-	rm.post(msgDurable{tp})
+	rm.durable(tp, rm.replicas[tp])
 	rm.fetchDataArrived(tp)
 }
 

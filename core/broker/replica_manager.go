@@ -92,3 +92,73 @@ func (rm *replicaManager) sortedPartitions() []core.TopicPartition {
 	sort.Slice(tps, func(i, j int) bool { return tps[i].Less(tps[j]) })
 	return tps
 }
+
+// logPosition is what the group coordinator reads of an offsets partition's log.
+type logPosition struct {
+	start, hwm, end int64
+	offline         bool
+	incarnation     uint64
+}
+
+// logReader is the read-only view of the replica manager that the group coordinator
+// still reads synchronously: where an offsets partition's log stands (compaction,
+// coordinatorCode) and its records (the replay at load). The next step of the split
+// replaces it by what msgDurable carries and by reads answered as messages.
+type logReader interface {
+	position(tp core.TopicPartition) (logPosition, bool)
+	readLog(tp core.TopicPartition, offset int64, maxBytes int) replica.ReadResult
+}
+
+// position says where tp's log stands; false when tp is not hosted.
+func (rm *replicaManager) position(tp core.TopicPartition) (logPosition, bool) {
+	rep := rm.replicas[tp]
+	if rep == nil {
+		return logPosition{}, false
+	}
+	return logPosition{start: rep.StartOffset(), hwm: rep.HighWatermark(),
+		end: rep.EndOffset(), offline: rep.Offline(), incarnation: rep.Incarnation()}, true
+}
+
+// readLog reads tp's log below its high-water mark.
+func (rm *replicaManager) readLog(tp core.TopicPartition, offset int64,
+	maxBytes int) replica.ReadResult {
+	return rm.replicas[tp].Read(offset, maxBytes)
+}
+
+// appendSnapshot appends an offsets snapshot's batches (groups_compact.go) and answers
+// msgSnapshotAppended; a failed append is logged and the snapshot dropped (what was
+// appended repeats live values: harmless; the coordinator tries again later).
+func (rm *replicaManager) appendSnapshot(m msgAppendSnapshot) {
+	rep := rm.replicas[m.tp]
+	last := rep.EndOffset()
+	for _, raw := range m.batches {
+		res := rep.Append(rm.now.Millis(), raw)
+		if res.Err != 0 {
+			rm.lg.Warn("offsets snapshot not written", zap.Stringer("tp", m.tp),
+				zap.Int16("code", res.Err))
+			return
+		}
+		last = res.WaitOffset
+	}
+	rm.post(msgSnapshotAppended{write: m.write, offset: last})
+	rm.produces.dirty = append(rm.produces.dirty, m.tp)
+	rm.requestSyncs()
+}
+
+// trimOffsets moves an offsets partition's log start to its durable snapshot, unless
+// the partition is another incarnation by now.
+func (rm *replicaManager) trimOffsets(m msgTrimOffsets) {
+	rep := rm.replicas[m.tp]
+	if rep == nil || rep.Incarnation() != m.incarnation {
+		return
+	}
+	newStart, code := rep.DeleteRecordsBefore(m.start)
+	if code != 0 {
+		rm.lg.Warn("offsets partition not trimmed", zap.Stringer("tp", m.tp),
+			zap.Int16("code", code))
+		return
+	}
+	rm.hit(pOffsetsCompacted)
+	rm.lg.Info("offsets partition compacted", zap.Stringer("tp", m.tp),
+		zap.Int64("log_start_offset", newStart), zap.Int("live_offsets", m.live))
+}
