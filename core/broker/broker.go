@@ -22,19 +22,12 @@ type Broker struct {
 	*node
 	*replicaManager
 	*groupCoordinator
+	*adminController
 
 	started bool
 
-	metaWaiters map[uint64]metaWaiter // proposals awaiting their answer, by token
-	metaPort    metaPortState         // the metadata port's position (metaport.go)
+	metaPort metaPortState // the metadata port's position (metaport.go)
 
-	// Producer ids handed out from the current committed block: [nextPID, pidBlockEnd).
-	nextPID, pidBlockEnd int64
-	pidWaiters           []pidWaiter // requests waiting for pidBlockInFlight
-	pidBlockInFlight     bool
-
-	admin    adminState    // metadata-changing requests run one at a time (admin.go)
-	creation creationState // topic creation rates (limits.go)
 }
 
 // Option changes how New builds a broker: dependencies the node injects beyond Env.
@@ -56,7 +49,7 @@ func New(cfg Config, env Env, rnd core.Rand, opts ...Option) *Broker {
 		timers: map[uint64]brokerTimer{}}
 	rm := newReplicaManager(n)
 	b := &Broker{node: n, replicaManager: rm, groupCoordinator: newGroupCoordinator(n, rm),
-		metaWaiters: map[uint64]metaWaiter{}}
+		adminController: newAdminController(n, rm)}
 	n.route = b.deliver
 	for _, o := range opts {
 		o(b)

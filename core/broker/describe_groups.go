@@ -14,7 +14,8 @@ import (
 	"github.com/sluicemq/sluice/core/group"
 )
 
-func (gc *groupCoordinator) handleDescribeGroups(m *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+func (gc *groupCoordinator) handleDescribeGroups(
+	m *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := m.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range m.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()

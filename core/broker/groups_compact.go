@@ -79,8 +79,8 @@ func (gc *groupCoordinator) snapshotAppended(m msgSnapshotAppended) {
 
 // offsetsSnapshotDone has the replica manager move the log start to the snapshot once
 // it is durable (msgTrimOffsets).
-func (gc *groupCoordinator) offsetsSnapshotDone(tp core.TopicPartition, incarnation uint64, start int64,
-	live int, code int16) {
+func (gc *groupCoordinator) offsetsSnapshotDone(tp core.TopicPartition, incarnation uint64,
+	start int64, live int, code int16) {
 	gc.groups.compact.running[tp] = false
 	if code != 0 {
 		return

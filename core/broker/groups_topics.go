@@ -69,7 +69,8 @@ func (gc *groupCoordinator) deleteOffsetsWhere(why string, drop func(core.TopicP
 	gc.post(msgTombstoneCount{op: op, delta: -1})
 }
 
-func (gc *groupCoordinator) tombstoneOffsets(why, id string, tps []core.TopicPartition, op adminOp) {
+func (gc *groupCoordinator) tombstoneOffsets(why, id string, tps []core.TopicPartition,
+	op adminOp) {
 	kvs := make([]batch.KV, len(tps))
 	for i, tp := range tps {
 		kvs[i] = batch.KV{Key: group.EncodeKey(id, tp)}

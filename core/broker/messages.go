@@ -9,6 +9,8 @@ package broker
 // they replaced ran.
 
 import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/sluicemq/sluice/core"
 )
 
@@ -113,6 +115,15 @@ type msgTombstoneCount struct {
 	delta int
 }
 
+// msgAnswerMetadata (controller → front): the topics a Metadata request auto-created
+// were created (or failed); answer it from the image.
+type msgAnswerMetadata struct {
+	req    Request
+	m      *kmsg.MetadataRequest
+	failed map[string]topicError
+}
+
+func (msgAnswerMetadata) isMessage()     {}
 func (msgDurable) isMessage()            {}
 func (msgPartitionFailed) isMessage()    {}
 func (msgAwaitOpens) isMessage()         {}
@@ -131,7 +142,7 @@ func (msgTombstoneCount) isMessage()     {}
 
 // deliver routes one message to the part it is for.
 func (b *Broker) deliver(m message) {
-	rm, gc := b.replicaManager, b.groupCoordinator
+	rm, gc, ctl := b.replicaManager, b.groupCoordinator, b.adminController
 	switch m := m.(type) {
 	case msgDurable:
 		gc.offsetWritesDurable(m)
@@ -140,7 +151,7 @@ func (b *Broker) deliver(m message) {
 	case msgAwaitOpens:
 		rm.awaitOpens(m.op)
 	case msgLogsOpened:
-		b.adminOpened(m.op)
+		ctl.adminOpened(m.op)
 	case msgAppendInternal:
 		rm.appendInternal(m)
 	case msgAppended:
@@ -152,17 +163,19 @@ func (b *Broker) deliver(m message) {
 	case msgTrimOffsets:
 		rm.trimOffsets(m)
 	case msgEnsureOffsetsTopic:
-		b.queueOffsetsTopic()
+		ctl.queueOffsetsTopic()
 	case msgLoadOffsets:
 		gc.loadOffsets(m.partitions)
 	case msgOffsetsTopicEnded:
 		gc.offsetsCreationEnded()
 	case msgPurgeOrphans:
-		b.serialize(&opPurgeOrphans{})
+		ctl.serialize(&opPurgeOrphans{})
 	case msgTombstoneOffsets:
 		gc.tombstoneTopics(m)
 	case msgTombstoneCount:
-		b.tombstoneCounted(m)
+		ctl.tombstoneCounted(m)
+	case msgAnswerMetadata:
+		b.reply(m.req, b.metadataResponse(m.m, m.failed))
 	default:
 		core.Invariant(false, "B11", "message of unknown type %T", m)
 	}

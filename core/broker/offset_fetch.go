@@ -31,7 +31,8 @@ type fetchedPartition struct {
 	code      int16
 }
 
-func (gc *groupCoordinator) handleOffsetFetch(m *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+func (gc *groupCoordinator) handleOffsetFetch(
+	m *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := m.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if m.Version >= 8 {
 		for _, rg := range m.Groups {
@@ -98,7 +99,8 @@ func requested(topic string, partitions []int32) fetchedTopic {
 
 // fetchOffsets fills want (nil: every committed offset of the group) and returns it
 // with a group-level error code.
-func (gc *groupCoordinator) fetchOffsets(groupID string, want []fetchedTopic) ([]fetchedTopic, int16) {
+func (gc *groupCoordinator) fetchOffsets(groupID string, want []fetchedTopic) ([]fetchedTopic,
+	int16) {
 	if code := gc.coordinatorCode(groupID); code != 0 {
 		return nil, code
 	}

@@ -35,7 +35,8 @@ func checkCurrentLeaderEpoch(current int32) int16 {
 	}
 }
 
-func (rm *replicaManager) handleOffsetForLeaderEpoch(m *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
+func (rm *replicaManager) handleOffsetForLeaderEpoch(
+	m *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
 	resp := m.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	for _, t := range m.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
@@ -51,7 +52,8 @@ func (rm *replicaManager) handleOffsetForLeaderEpoch(m *kmsg.OffsetForLeaderEpoc
 	return resp
 }
 
-func (rm *replicaManager) epochEnd(tp core.TopicPartition, p kmsg.OffsetForLeaderEpochRequestTopicPartition,
+func (rm *replicaManager) epochEnd(tp core.TopicPartition,
+	p kmsg.OffsetForLeaderEpochRequestTopicPartition,
 	rp *kmsg.OffsetForLeaderEpochResponseTopicPartition) int16 {
 	rep, code := rm.replicaFor(tp)
 	if code != 0 {

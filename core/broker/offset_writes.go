@@ -125,7 +125,8 @@ func ownerRequest(o writeOwner) (Request, bool) {
 }
 
 // newOffsetWrite makes the write of kvs for groupID on behalf of owner.
-func (gc *groupCoordinator) newOffsetWrite(groupID string, kvs []batch.KV, owner writeOwner) *offsetWrite {
+func (gc *groupCoordinator) newOffsetWrite(groupID string, kvs []batch.KV,
+	owner writeOwner) *offsetWrite {
 	return &offsetWrite{group: groupID, kvs: kvs, n: len(kvs), since: gc.now, owner: owner}
 }
 

@@ -64,13 +64,7 @@ func (b *Broker) Pending() []PendingOp {
 	var out []PendingOp
 	out = b.replicaManager.pending(out)
 	out = b.groupCoordinator.pending(out, b.replicaManager.syncToken)
-	out = b.pendingAdmin(out)
-	out = b.pendingProposals(out)
-	for _, w := range b.pidWaiters {
-		out = append(out, PendingOp{Kind: PendingProducerID, What: "InitProducerId",
-			Waits: "a producer-id block to commit", Since: w.since, Conn: w.req.Conn,
-			ID: w.req.ID, HasRequest: true})
-	}
+	out = b.adminController.pending(out, b.replicaManager.logsToOpen)
 	sort.SliceStable(out, func(i, j int) bool { return pendingLess(out[i], out[j]) })
 	for i := range out {
 		out[i].AgeMs = (b.now - out[i].Since).Millis()
@@ -190,11 +184,24 @@ func (rm *replicaManager) produceWaits(p *pendingProduce) string {
 	return strings.Join(parts, ", ")
 }
 
+// pending lists the controller side's admin operations, proposals and InitProducerId
+// requests; logsToOpen counts the logs an opening operation waits for.
+func (ctl *adminController) pending(out []PendingOp, logsToOpen func() int) []PendingOp {
+	out = ctl.pendingAdmin(out, logsToOpen)
+	out = ctl.pendingProposals(out)
+	for _, w := range ctl.pidWaiters {
+		out = append(out, PendingOp{Kind: PendingProducerID, What: "InitProducerId",
+			Waits: "a producer-id block to commit", Since: w.since, Conn: w.req.Conn,
+			ID: w.req.ID, HasRequest: true})
+	}
+	return out
+}
+
 // pendingAdmin lists the running admin operation and the queued ones.
-func (b *Broker) pendingAdmin(out []PendingOp) []PendingOp {
-	ops := append([]adminOp(nil), b.admin.queue...)
-	if b.admin.running != nil {
-		ops = append([]adminOp{b.admin.running}, ops...)
+func (ctl *adminController) pendingAdmin(out []PendingOp, logsToOpen func() int) []PendingOp {
+	ops := append([]adminOp(nil), ctl.admin.queue...)
+	if ctl.admin.running != nil {
+		ops = append([]adminOp{ctl.admin.running}, ops...)
 	}
 	for i, op := range ops {
 		a := op.base()
@@ -202,9 +209,9 @@ func (b *Broker) pendingAdmin(out []PendingOp) []PendingOp {
 		switch a.phase {
 		case adminProposing:
 			waits += fmt.Sprintf(": %d of %d answers, tokens %v", a.left, len(a.recs),
-				b.tokensOf(op))
+				ctl.tokensOf(op))
 		case adminOpening:
-			waits += fmt.Sprintf(": %d logs to open", b.replicaManager.logsToOpen())
+			waits += fmt.Sprintf(": %d logs to open", logsToOpen())
 		case adminOffsets:
 			waits += fmt.Sprintf(": %d offset writes", a.left)
 		case adminQueued: // behind every operation listed before it
@@ -217,9 +224,9 @@ func (b *Broker) pendingAdmin(out []PendingOp) []PendingOp {
 }
 
 // tokensOf returns the proposal tokens op still waits on, ascending.
-func (b *Broker) tokensOf(op adminOp) []uint64 {
+func (ctl *adminController) tokensOf(op adminOp) []uint64 {
 	var toks []uint64
-	for tok, w := range b.metaWaiters {
+	for tok, w := range ctl.metaWaiters {
 		if w.op == op {
 			toks = append(toks, tok)
 		}
@@ -229,8 +236,8 @@ func (b *Broker) tokensOf(op adminOp) []uint64 {
 }
 
 // pendingProposals lists the proposals awaiting their MetaAnswer.
-func (b *Broker) pendingProposals(out []PendingOp) []PendingOp {
-	for tok, w := range b.metaWaiters {
+func (ctl *adminController) pendingProposals(out []PendingOp) []PendingOp {
+	for tok, w := range ctl.metaWaiters {
 		p := PendingOp{Kind: PendingProposal, What: "producer-id block", Since: w.since,
 			Waits: fmt.Sprintf("MetaAnswer token=%d for %v", tok, w.kind)}
 		if w.topic != "" {
