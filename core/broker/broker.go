@@ -45,8 +45,7 @@ func WithProbes(s *probe.Set) Option { return func(b *Broker) { b.probes = s } }
 
 // New returns a broker that will serve once it has been stepped with Start.
 func New(cfg Config, env Env, rnd core.Rand, opts ...Option) *Broker {
-	n := &node{cfg: cfg, env: env, lg: env.Logger(), rnd: rnd, image: meta.NewImage(),
-		timers: map[uint64]brokerTimer{}}
+	n := &node{cfg: cfg, env: env, lg: env.Logger(), rnd: rnd, image: meta.NewImage()}
 	rm := newReplicaManager(n)
 	b := &Broker{node: n, replicaManager: rm, groupCoordinator: newGroupCoordinator(n, rm),
 		adminController: newAdminController(n, rm)}

@@ -19,8 +19,9 @@ type groupCoordinator struct {
 	*node
 	logs   logReader // the replica manager, read only
 	groups groupsState
+	timers timerTable // group deadlines, offset expiry
 }
 
 func newGroupCoordinator(n *node, logs logReader) *groupCoordinator {
-	return &groupCoordinator{node: n, logs: logs}
+	return &groupCoordinator{node: n, logs: logs, timers: timerTable{}}
 }

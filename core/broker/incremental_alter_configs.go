@@ -51,7 +51,8 @@ func incrementalAlterConfigsResponse(m *kmsg.IncrementalAlterConfigsRequest,
 
 // incrementalOverrides applies the operations, in order, to the topic's overrides.
 func (ctl *adminController) incrementalOverrides(
-	ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, t *meta.Topic) ([]meta.Config, int16, string) {
+	ops []kmsg.IncrementalAlterConfigsRequestResourceConfig,
+	t *meta.Topic) ([]meta.Config, int16, string) {
 	cur := map[string]string{}
 	for _, c := range t.Configs {
 		cur[c.Name] = c.Value

@@ -7,8 +7,8 @@ package broker
 // controller-side admin queue, with the Broker as their front. Each part owns its
 // state; what they share while they still run inside one Step is the node: the
 // settings, the Env, the clock, the metadata image (which only the front changes), the
-// token counter every timer, sync and proposal id comes from, the timer table, and the
-// message queue.
+// token counter every timer, sync and proposal id comes from, and the message queue.
+// Each part keeps its own timers (timerTable), and the front routes a fired one.
 //
 // A part never calls into another part: it posts a typed message (messages.go), which
 // the Broker routes to its recipient. The queue is drained at once, re-entrantly, so a
@@ -39,8 +39,7 @@ type node struct {
 
 	image *meta.Image // changed only by the front (apply.go); the parts read it
 
-	nextToken uint64
-	timers    map[uint64]brokerTimer // live timers by id (timers.go)
+	nextToken uint64 // every timer, sync and proposal id (token)
 
 	// dec inflates compressed batches for exact ListOffsets by time; nil answers a
 	// compressed batch's base offset instead (see WithDecompressor).

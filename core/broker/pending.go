@@ -75,9 +75,9 @@ func (b *Broker) Pending() []PendingOp {
 // pending lists the replica manager's parked produces and fetches, the open queue and
 // the fsyncs in flight.
 func (rm *replicaManager) pending(out []PendingOp) []PendingOp {
-	for _, id := range rm.timerIDs() {
+	for _, id := range rm.timers.ids() {
 		t := rm.timers[id]
-		timer := rm.describeTimer(id)
+		timer := rm.describeTimer(t, id)
 		switch t.kind {
 		case timerProduceTimeout:
 			p := t.produce
@@ -132,10 +132,10 @@ func pendingLess(a, b PendingOp) bool {
 	return a.Waits < b.Waits
 }
 
-// timerIDs returns the live timers' ids, ascending.
-func (n *node) timerIDs() []uint64 {
-	ids := make([]uint64, 0, len(n.timers))
-	for id := range n.timers {
+// ids returns the live timers' ids, ascending.
+func (tbl timerTable) ids() []uint64 {
+	ids := make([]uint64, 0, len(tbl))
+	for id := range tbl {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
@@ -143,18 +143,18 @@ func (n *node) timerIDs() []uint64 {
 }
 
 // describeTimer says when timer id is due, for Pending.
-func (n *node) describeTimer(id uint64) string {
-	return fmt.Sprintf("timer=%d due in %dms", id, (n.timers[id].at - n.now).Millis())
+func (n *node) describeTimer(t brokerTimer, id uint64) string {
+	return fmt.Sprintf("timer=%d due in %dms", id, (t.at - n.now).Millis())
 }
 
 // pending lists the group coordinator's group timers, offset writes and parked
 // JoinGroup/SyncGroup requests; syncToken names the fsync an appended write waits for.
 func (gc *groupCoordinator) pending(out []PendingOp,
 	syncToken func(core.TopicPartition) (uint64, bool)) []PendingOp {
-	for _, id := range gc.timerIDs() {
+	for _, id := range gc.timers.ids() {
 		if t := gc.timers[id]; t.kind == timerGroup {
 			out = append(out, PendingOp{Kind: PendingTimer, What: "group " + t.group,
-				Waits: gc.describeTimer(id), Since: t.set})
+				Waits: gc.describeTimer(t, id), Since: t.set})
 		}
 	}
 	out = gc.pendingOffsetWrites(out, syncToken)

@@ -33,13 +33,15 @@ type replicaManager struct {
 	syncs    map[core.TopicPartition]pendingSync // the sync in flight per partition
 	produces produceState
 	fetches  fetchState
-	opens    openState // new partitions whose logs are still to open (open_queue.go)
+	opens    openState  // new partitions whose logs are still to open (open_queue.go)
+	timers   timerTable // produce timeouts, fetch waits, open chunks, retention
 }
 
 func newReplicaManager(n *node) *replicaManager {
 	return &replicaManager{node: n,
 		replicas: map[core.TopicPartition]*replica.Replica{},
 		openErrs: map[core.TopicPartition]error{},
+		timers:   timerTable{},
 	}
 }
 
