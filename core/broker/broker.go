@@ -27,7 +27,6 @@ type Broker struct {
 	started bool
 
 	metaPort metaPortState // the metadata port's position (metaport.go)
-
 }
 
 // Option changes how New builds a broker: dependencies the node injects beyond Env.
