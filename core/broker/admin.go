@@ -70,12 +70,12 @@ func topicNameProblem(name string) string {
 func collisionName(name string) string { return strings.ReplaceAll(name, ".", "_") }
 
 // collidingTopic returns an existing topic whose name collides with name, or "".
-func (b *Broker) collidingTopic(name string) string {
+func (n *node) collidingTopic(name string) string {
 	c := collisionName(name)
 	if c == name && !strings.Contains(name, "_") {
 		return "" // no '.' or '_': only an identical name could collide
 	}
-	for _, n := range b.image.TopicNames() {
+	for _, n := range n.image.TopicNames() {
 		if n != name && collisionName(n) == c {
 			return n
 		}
@@ -84,16 +84,16 @@ func (b *Broker) collidingTopic(name string) string {
 }
 
 // newTopicID returns a fresh random (version 4) UUID not used by any topic.
-func (b *Broker) newTopicID() [16]byte {
+func (n *node) newTopicID() [16]byte {
 	for range 100 {
 		var id [16]byte
 		for i := 0; i < 16; i += 4 {
-			v := uint32(b.rnd.Int63())
+			v := uint32(n.rnd.Int63())
 			id[i], id[i+1], id[i+2], id[i+3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
 		}
 		id[6] = id[6]&0x0f | 0x40
 		id[8] = id[8]&0x3f | 0x80
-		if b.image.TopicByID(id) == nil {
+		if n.image.TopicByID(id) == nil {
 			return id
 		}
 	}
@@ -103,9 +103,9 @@ func (b *Broker) newTopicID() [16]byte {
 
 // replicationFactor resolves a requested replication factor (-1: the broker default)
 // and checks it against the single broker this cluster has.
-func (b *Broker) replicationFactor(rf int16) (int16, int16, string) {
+func (n *node) replicationFactor(rf int16) (int16, int16, string) {
 	if rf == -1 {
-		rf = b.cfg.DefaultReplicationFactor
+		rf = n.cfg.DefaultReplicationFactor
 	}
 	if rf <= 0 {
 		return 0, kerr.InvalidReplicationFactor.Code,
@@ -120,11 +120,11 @@ func (b *Broker) replicationFactor(rf int16) (int16, int16, string) {
 
 // checkReplicas checks one partition's requested replica list: on a single node it can
 // only be this node.
-func (b *Broker) checkReplicas(replicas []int32) string {
-	if len(replicas) != 1 || replicas[0] != b.cfg.NodeID {
+func (n *node) checkReplicas(replicas []int32) string {
+	if len(replicas) != 1 || replicas[0] != n.cfg.NodeID {
 		return fmt.Sprintf("replica assignment %v is not possible: this cluster has one "+
 			"broker, %d, so every partition's replicas must be [%d]", replicas,
-			b.cfg.NodeID, b.cfg.NodeID)
+			n.cfg.NodeID, n.cfg.NodeID)
 	}
 	return ""
 }
@@ -161,7 +161,7 @@ func checkTopicConfig(name string, value *string) (int16, string) {
 }
 
 // brokerResourceName is this node's name as a BROKER config resource.
-func (b *Broker) brokerResourceName() string { return strconv.Itoa(int(b.cfg.NodeID)) }
+func (n *node) brokerResourceName() string { return strconv.Itoa(int(n.cfg.NodeID)) }
 
 // configTypes gives the Kafka type of each config Sluice knows; names missing here are
 // reported as STRING.

@@ -154,151 +154,179 @@ func adminName(op adminOp) string {
 
 // serialize queues op to run once every earlier admin operation has finished. Every
 // operation ends in adminFinished, after it replied.
-func (b *Broker) serialize(op adminOp) {
+func (ctl *adminController) serialize(op adminOp) {
 	a := op.base()
-	if len(b.admin.queue) >= maxQueuedAdmin {
-		b.lg.Warn("too many admin requests waiting; closing the connection",
-			zap.Uint64("conn", a.req.Conn), zap.Int("waiting", len(b.admin.queue)))
-		b.env.Reply(Reply{Conn: a.req.Conn, ID: a.req.ID, Close: true})
+	if len(ctl.admin.queue) >= maxQueuedAdmin {
+		ctl.lg.Warn("too many admin requests waiting; closing the connection",
+			zap.Uint64("conn", a.req.Conn), zap.Int("waiting", len(ctl.admin.queue)))
+		ctl.env.Reply(Reply{Conn: a.req.Conn, ID: a.req.ID, Close: true})
 		return
 	}
-	a.queued = b.now
-	b.admin.queue = append(b.admin.queue, op)
-	b.drainAdmin()
+	a.queued = ctl.now
+	ctl.admin.queue = append(ctl.admin.queue, op)
+	ctl.drainAdmin()
 }
 
 // drainAdmin starts queued operations while none is running. It loops rather than
 // recursing so that operations finishing synchronously do not deepen the stack.
-func (b *Broker) drainAdmin() {
-	if b.admin.draining {
+func (ctl *adminController) drainAdmin() {
+	if ctl.admin.draining {
 		return
 	}
-	b.admin.draining = true
-	for !b.admin.busy && len(b.admin.queue) > 0 {
-		op := b.admin.queue[0]
-		b.admin.queue[0] = nil
-		b.admin.queue = b.admin.queue[1:]
-		b.admin.busy = true
-		b.admin.running = op
-		b.runAdmin(op)
+	ctl.admin.draining = true
+	for !ctl.admin.busy && len(ctl.admin.queue) > 0 {
+		op := ctl.admin.queue[0]
+		ctl.admin.queue[0] = nil
+		ctl.admin.queue = ctl.admin.queue[1:]
+		ctl.admin.busy = true
+		ctl.admin.running = op
+		ctl.runAdmin(op)
 	}
-	if len(b.admin.queue) == 0 {
-		b.admin.queue = nil // release the backing array
+	if len(ctl.admin.queue) == 0 {
+		ctl.admin.queue = nil // release the backing array
 	}
-	b.admin.draining = false
+	ctl.admin.draining = false
 }
 
 // runAdmin starts an operation: it checks it against the image as it is now and
 // proposes its records.
-func (b *Broker) runAdmin(op adminOp) {
+func (ctl *adminController) runAdmin(op adminOp) {
 	switch op := op.(type) {
 	case *opCreateTopics:
-		b.createTopics(op)
+		ctl.createTopics(op)
 	case *opCreatePartitions:
-		b.createPartitions(op)
+		ctl.createPartitions(op)
 	case *opDeleteTopics:
-		b.deleteTopics(op)
+		ctl.deleteTopics(op)
 	case *opAutoCreate:
-		b.autoCreate(op)
+		ctl.autoCreate(op)
 	case *opAlterConfigs:
-		b.alterConfigs(op)
+		ctl.alterConfigs(op)
 	case *opOffsetsTopic:
-		b.createOffsetsTopic(op)
-	case *opPurgeOrphans:
-		b.purgeOrphans(op)
+		ctl.createOffsetsTopic(op)
+	case *opPurgeOrphans: // offsets of topics that are gone (groups_topics.go)
+		ctl.tombstoneTopicOffsets(op, "topic no longer exists", nil)
 	default:
 		core.Invariant(false, "B11", "admin operation of unknown type %T", op)
 	}
 }
 
 // adminFinished ends the running operation and starts the next one.
-func (b *Broker) adminFinished(op adminOp) {
+func (ctl *adminController) adminFinished(op adminOp) {
 	a := op.base()
 	core.Invariant(a.phase != adminDone, "B6", "admin operation finished twice")
 	a.phase = adminDone
-	if b.admin.running == op {
-		b.admin.running = nil
+	if ctl.admin.running == op {
+		ctl.admin.running = nil
 	}
-	b.admin.busy = false
-	b.drainAdmin()
+	ctl.admin.busy = false
+	ctl.drainAdmin()
 }
 
 // proposeAll proposes recs in order for op; adminCommitted continues op once every
 // one of them was answered (at once when recs is empty), with each record's commit
 // error in op's errs.
-func (b *Broker) proposeAll(op adminOp, recs []meta.Record) {
+func (ctl *adminController) proposeAll(op adminOp, recs []meta.Record) {
 	a := op.base()
 	a.recs, a.errs, a.left = recs, make([]error, len(recs)), len(recs)
 	a.phase = adminProposing
 	if len(recs) == 0 {
-		b.adminCommitted(op)
+		ctl.adminCommitted(op)
 		return
 	}
 	for i, rec := range recs {
-		b.propose(rec, metaWaiter{op: op, i: i})
+		ctl.propose(rec, metaWaiter{op: op, i: i})
 	}
 }
 
 // adminAnswered records one proposal's answer (metaport.go).
-func (b *Broker) adminAnswered(op adminOp, i int, err error) {
+func (ctl *adminController) adminAnswered(op adminOp, i int, err error) {
 	a := op.base()
 	a.errs[i] = err
 	a.left--
 	if a.left == 0 {
-		b.adminCommitted(op)
+		ctl.adminCommitted(op)
 	}
 }
 
 // adminCommitted continues an operation whose proposals were all answered.
-func (b *Broker) adminCommitted(op adminOp) {
+func (ctl *adminController) adminCommitted(op adminOp) {
 	switch op := op.(type) {
 	case *opCreateTopics, *opCreatePartitions, *opOffsetsTopic:
-		b.afterOpens(op)
+		ctl.afterOpens(op)
 	case *opAutoCreate:
-		b.autoCreateCommitted(op)
+		ctl.autoCreateCommitted(op)
 	case *opDeleteTopics:
-		b.deleteTopicsCommitted(op)
+		ctl.deleteTopicsCommitted(op)
 	case *opAlterConfigs:
-		b.alterConfigsCommitted(op)
+		ctl.alterConfigsCommitted(op)
 	default: // opPurgeOrphans proposes nothing
 		core.Invariant(false, "B11", "%s: no commit to continue", adminName(op))
 	}
 }
 
+// afterOpens continues op in adminOpened once the replica manager has opened every
+// log queued so far (open_queue.go).
+func (ctl *adminController) afterOpens(op adminOp) {
+	op.base().phase = adminOpening
+	ctl.post(msgAwaitOpens{op})
+}
+
 // adminOpened continues an operation that waited for the logs of new partitions.
-func (b *Broker) adminOpened(op adminOp) {
+func (ctl *adminController) adminOpened(op adminOp) {
 	switch op := op.(type) {
 	case *opCreateTopics:
-		b.createTopicsOpened(op)
+		ctl.createTopicsOpened(op)
 	case *opCreatePartitions:
-		b.createPartitionsOpened(op)
+		ctl.createPartitionsOpened(op)
 	case *opAutoCreate:
-		b.reply(op.req, b.metadataResponse(op.m, op.failed))
-		b.adminFinished(op)
+		ctl.post(msgAnswerMetadata{req: op.req, m: op.m, failed: op.failed})
+		ctl.adminFinished(op)
 	case *opOffsetsTopic:
-		b.offsetsTopicOpened(op)
+		ctl.offsetsTopicOpened(op)
 	default:
 		core.Invariant(false, "B11", "%s: no open to wait for", adminName(op))
 	}
 }
 
 // adminOffsetsWritten continues an operation whose offset tombstones all ended.
-func (b *Broker) adminOffsetsWritten(op adminOp) {
+func (ctl *adminController) adminOffsetsWritten(op adminOp) {
 	switch op := op.(type) {
 	case *opDeleteTopics:
-		b.reply(op.req, op.resp)
-		b.adminFinished(op)
+		ctl.reply(op.req, op.resp)
+		ctl.adminFinished(op)
 	case *opPurgeOrphans:
-		b.adminFinished(op)
+		ctl.adminFinished(op)
 	default:
 		core.Invariant(false, "B11", "%s: no offsets to write", adminName(op))
 	}
 }
 
+// tombstoneTopicOffsets has the group coordinator tombstone the committed offsets of
+// topics (nil: of every topic the image no longer has) for op, which continues in
+// adminOffsetsWritten once every tombstone ended (msgTombstoneCount). left starts at
+// one, released once the coordinator has started every write.
+func (ctl *adminController) tombstoneTopicOffsets(op adminOp, why string, topics map[string]bool) {
+	a := op.base()
+	a.phase = adminOffsets
+	a.left = 1
+	ctl.post(msgTombstoneOffsets{op: op, why: why, topics: topics})
+}
+
+// tombstoneCounted follows an operation's offset tombstones: one more started
+// (delta > 0) or one ended.
+func (ctl *adminController) tombstoneCounted(m msgTombstoneCount) {
+	if m.delta > 0 {
+		m.op.base().left += m.delta
+		return
+	}
+	ctl.adminOffsetWriteEnded(m.op)
+}
+
 // adminOffsetWriteEnded counts down an operation's offset tombstones.
-func (b *Broker) adminOffsetWriteEnded(op adminOp) {
+func (ctl *adminController) adminOffsetWriteEnded(op adminOp) {
 	a := op.base()
 	if a.left--; a.left == 0 {
-		b.adminOffsetsWritten(op)
+		ctl.adminOffsetsWritten(op)
 	}
 }

@@ -29,13 +29,13 @@ import (
 	"github.com/sluicemq/sluice/core/meta"
 )
 
-func (b *Broker) handleAlterConfigs(r Request, m *kmsg.AlterConfigsRequest) {
+func (ctl *adminController) handleAlterConfigs(r Request, m *kmsg.AlterConfigsRequest) {
 	changes := make([]configChange, len(m.Resources))
 	for i, res := range m.Resources {
 		changes[i] = configChange{typ: res.ResourceType, name: res.ResourceName,
 			set: res.Configs}
 	}
-	b.serialize(&opAlterConfigs{adminBase: adminBase{req: r}, changes: changes,
+	ctl.serialize(&opAlterConfigs{adminBase: adminBase{req: r}, changes: changes,
 		validateOnly: m.ValidateOnly})
 }
 
@@ -66,9 +66,10 @@ func replaceOverrides(in []kmsg.AlterConfigsRequestResourceConfig) ([]meta.Confi
 
 // newOverrides computes a topic's complete new override list from the topic as it is
 // when the operation runs, or returns a Kafka error code and message.
-func (b *Broker) newOverrides(c configChange, t *meta.Topic) ([]meta.Config, int16, string) {
+func (ctl *adminController) newOverrides(c configChange, t *meta.Topic) ([]meta.Config,
+	int16, string) {
 	if c.incremental {
-		return b.incrementalOverrides(c.ops, t)
+		return ctl.incrementalOverrides(c.ops, t)
 	}
 	return replaceOverrides(c.set)
 }
@@ -93,7 +94,7 @@ type alterResult struct {
 // alterConfigs checks every change against the image and proposes one ConfigsAltered
 // record per changed topic (unless validateOnly); alterConfigsCommitted answers with
 // one result per change once every record was answered.
-func (b *Broker) alterConfigs(op *opAlterConfigs) {
+func (ctl *adminController) alterConfigs(op *opAlterConfigs) {
 	changes, validateOnly := op.changes, op.validateOnly
 	results := make([]alterResult, len(changes))
 	type key struct {
@@ -112,7 +113,7 @@ func (b *Broker) alterConfigs(op *opAlterConfigs) {
 				"Resource %s of type %v is named more than once", c.name, c.typ))}
 			continue
 		}
-		rec, changed, code, msg := b.planAlter(c)
+		rec, changed, code, msg := ctl.planAlter(c)
 		if code != 0 {
 			results[i] = alterResult{code, strp(msg)}
 			continue
@@ -123,11 +124,11 @@ func (b *Broker) alterConfigs(op *opAlterConfigs) {
 		}
 	}
 	op.results, op.at = results, at
-	b.proposeAll(op, recs) // then alterConfigsCommitted
+	ctl.proposeAll(op, recs) // then alterConfigsCommitted
 }
 
 // alterConfigsCommitted answers an AlterConfigs or IncrementalAlterConfigs request.
-func (b *Broker) alterConfigsCommitted(op *opAlterConfigs) {
+func (ctl *adminController) alterConfigsCommitted(op *opAlterConfigs) {
 	for j, err := range op.errs {
 		if err != nil {
 			code, msg := commitFailure(err)
@@ -136,17 +137,17 @@ func (b *Broker) alterConfigsCommitted(op *opAlterConfigs) {
 	}
 	switch m := op.req.Msg.(type) {
 	case *kmsg.AlterConfigsRequest:
-		b.reply(op.req, alterConfigsResponse(m, op.results))
+		ctl.reply(op.req, alterConfigsResponse(m, op.results))
 	case *kmsg.IncrementalAlterConfigsRequest:
-		b.reply(op.req, incrementalAlterConfigsResponse(m, op.results))
+		ctl.reply(op.req, incrementalAlterConfigsResponse(m, op.results))
 	default:
 		core.Invariant(false, "B11", "config change for a %T", m)
 	}
-	b.adminFinished(op)
+	ctl.adminFinished(op)
 }
 
 // planAlter validates one change and returns its record and whether it changes anything.
-func (b *Broker) planAlter(c configChange) (meta.Record, bool, int16, string) {
+func (ctl *adminController) planAlter(c configChange) (meta.Record, bool, int16, string) {
 	switch c.typ {
 	case kmsg.ConfigResourceTypeTopic:
 	case kmsg.ConfigResourceTypeBroker:
@@ -159,12 +160,12 @@ func (b *Broker) planAlter(c configChange) (meta.Record, bool, int16, string) {
 	if p := topicNameProblem(c.name); p != "" {
 		return meta.Record{}, false, kerr.InvalidTopicException.Code, p
 	}
-	t := b.image.Topic(c.name)
+	t := ctl.image.Topic(c.name)
 	if t == nil {
 		return meta.Record{}, false, kerr.UnknownTopicOrPartition.Code,
 			fmt.Sprintf("Topic '%s' does not exist.", c.name)
 	}
-	next, code, msg := b.newOverrides(c, t)
+	next, code, msg := ctl.newOverrides(c, t)
 	if code != 0 {
 		return meta.Record{}, false, code, msg
 	}

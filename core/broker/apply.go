@@ -1,13 +1,10 @@
 package broker
 
 import (
-	"strconv"
-
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/meta"
-	"github.com/sluicemq/sluice/core/replica"
 )
 
 // apply folds a committed metadata record into the image and brings the hosted
@@ -68,90 +65,4 @@ func (b *Broker) apply(rec meta.Record) error {
 		core.Invariant(false, "B4", "apply: unhandled record kind %v", rec.Kind)
 	}
 	return nil
-}
-
-// openReplica opens tp's log with its topic's current settings.
-func (b *Broker) openReplica(tp core.TopicPartition) {
-	cfg := b.replicaConfig(b.image.Topic(tp.Topic))
-	log, err := b.env.OpenLog(tp, cfg.Segment)
-	b.noteOpen(tp, err)
-	if err != nil {
-		// The partition stays unhosted: clients get KAFKA_STORAGE_ERROR for it (via
-		// replicaFor) and the node keeps serving everything else.
-		b.lg.Error("cannot open partition log", zap.Stringer("tp", tp), zap.Error(err))
-		b.hit(pOpenLogFailed)
-		return
-	}
-	b.incarnation++
-	r, err := replica.New(tp, b.incarnation, log, cfg, b.lg)
-	if err != nil {
-		b.lg.Error("cannot recover partition", zap.Stringer("tp", tp), zap.Error(err))
-		b.noteOpen(tp, err)
-		b.hit(pRecoverFailed)
-		_ = log.Close()
-		return
-	}
-	b.replicas[tp] = r
-}
-
-// removeReplica closes a deleted partition and removes its log, also when the log did
-// not open (a read error at recovery): left behind, it would be recovered into the
-// next topic of the same name.
-func (b *Broker) removeReplica(tp core.TopicPartition) {
-	b.noteOpen(tp, nil)
-	b.forgetOpen(tp)
-	if r := b.replicas[tp]; r != nil {
-		delete(b.replicas, tp)
-		b.partitionGone(tp)
-		r.Close()
-	}
-	if err := b.env.RemoveLog(tp); err != nil {
-		b.lg.Warn("cannot remove partition log", zap.Stringer("tp", tp), zap.Error(err))
-	}
-}
-
-// topicConfig returns the effective value of a topic config: the topic's override if
-// set, else the broker default.
-func (b *Broker) topicConfig(t *meta.Topic, name string) string {
-	if t != nil {
-		if v, ok := t.Override(name); ok {
-			return v
-		}
-	}
-	return b.cfg.TopicDefaults[name]
-}
-
-func (b *Broker) topicConfigInt(t *meta.Topic, name string) int64 {
-	v, err := strconv.ParseInt(b.topicConfig(t, name), 10, 64)
-	core.Invariant(err == nil, "B5", "config %s=%q was validated but is not a number",
-		name, b.topicConfig(t, name))
-	return v
-}
-
-// replicaConfig resolves the settings a replica needs from a topic's overrides and the
-// broker defaults.
-func (b *Broker) replicaConfig(t *meta.Topic) replica.Config {
-	var id [16]byte
-	if t != nil {
-		id = t.ID
-	}
-	return replica.Config{
-		Segment: replica.SegmentConfig{
-			TopicID:       id,
-			SegmentBytes:  b.topicConfigInt(t, "segment.bytes"),
-			SegmentMs:     b.topicConfigInt(t, "segment.ms"),
-			IndexInterval: int(b.topicConfigInt(t, "index.interval.bytes")),
-		},
-		RetentionMs:          b.topicConfigInt(t, "retention.ms"),
-		RetentionBytes:       b.topicConfigInt(t, "retention.bytes"),
-		MaxMessageBytes:      int(b.topicConfigInt(t, "max.message.bytes")),
-		FlushAlways:          b.topicConfig(t, "log.flush.policy") == "always",
-		LogAppendTime:        b.topicConfig(t, "message.timestamp.type") == "LogAppendTime",
-		MinInsyncReplicas:    int(b.topicConfigInt(t, "min.insync.replicas")),
-		TimestampBeforeMaxMs: b.topicConfigInt(t, "message.timestamp.before.max.ms"),
-		TimestampAfterMaxMs:  b.topicConfigInt(t, "message.timestamp.after.max.ms"),
-		Decompressor:         b.dec,
-		Probes:               b.probes,
-		SnapshotEveryBatches: b.cfg.ProducerSnapshotEveryBatches,
-	}
 }

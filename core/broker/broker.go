@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -11,50 +10,23 @@ import (
 	"github.com/sluicemq/sluice/core/batch"
 	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/core/probe"
-	"github.com/sluicemq/sluice/core/replica"
 )
 
 // Broker is the node actor. Create it with New, then Step it with Start first.
+//
+// It is the front of the node's parts (docs/actors.md): it applies committed metadata
+// to the image, routes requests to the part that serves them and delivers the
+// messages between parts (messages.go). The parts still run inside its Step and share
+// the node (node.go); their fields are promoted so that the front reaches them.
 type Broker struct {
-	cfg Config
-	env Env
-	lg  *zap.Logger
-	rnd core.Rand
-	now core.Time
+	*node
+	*replicaManager
+	*groupCoordinator
+	*adminController
 
 	started bool
-	image   *meta.Image
 
-	replicas    map[core.TopicPartition]*replica.Replica
-	incarnation uint64 // last incarnation number handed to a replica
-	// partitionTotal counts the image's partitions (sluice.max.partitions);
-	// openErrs holds why a committed partition's log did not open (partition_limit.go).
-	partitionTotal int64
-	openErrs       map[core.TopicPartition]error
-
-	nextToken   uint64
-	metaWaiters map[uint64]metaWaiter  // proposals awaiting their answer, by token
-	timers      map[uint64]brokerTimer // live timers by id (timers.go)
-	metaPort    metaPortState          // the metadata port's position (metaport.go)
-
-	// Producer ids handed out from the current committed block: [nextPID, pidBlockEnd).
-	nextPID, pidBlockEnd int64
-	pidWaiters           []pidWaiter // requests waiting for pidBlockInFlight
-	pidBlockInFlight     bool
-
-	syncs    map[core.TopicPartition]pendingSync // the sync in flight per partition
-	produces produceState
-	fetches  fetchState
-	admin    adminState    // metadata-changing requests run one at a time (admin.go)
-	groups   groupsState   // consumer groups and committed offsets (groups.go)
-	creation creationState // topic creation rates (limits.go)
-	opens    openState     // new partitions whose logs are still to open (open_queue.go)
-
-	// dec inflates compressed batches for exact ListOffsets by time; nil answers a
-	// compressed batch's base offset instead (see WithDecompressor).
-	dec batch.Decompressor
-
-	probes *probe.Set // code probes hit (nil: not counted; WithProbes)
+	metaPort metaPortState // the metadata port's position (metaport.go)
 }
 
 // Option changes how New builds a broker: dependencies the node injects beyond Env.
@@ -72,14 +44,11 @@ func WithProbes(s *probe.Set) Option { return func(b *Broker) { b.probes = s } }
 
 // New returns a broker that will serve once it has been stepped with Start.
 func New(cfg Config, env Env, rnd core.Rand, opts ...Option) *Broker {
-	b := &Broker{
-		cfg: cfg, env: env, lg: env.Logger(), rnd: rnd,
-		image:       meta.NewImage(),
-		replicas:    map[core.TopicPartition]*replica.Replica{},
-		openErrs:    map[core.TopicPartition]error{},
-		metaWaiters: map[uint64]metaWaiter{},
-		timers:      map[uint64]brokerTimer{},
-	}
+	n := &node{cfg: cfg, env: env, lg: env.Logger(), rnd: rnd, image: meta.NewImage()}
+	rm := newReplicaManager(n)
+	b := &Broker{node: n, replicaManager: rm, groupCoordinator: newGroupCoordinator(n, rm),
+		adminController: newAdminController(n, rm)}
+	n.route = b.deliver
 	for _, o := range opts {
 		o(b)
 	}
@@ -232,25 +201,4 @@ func (b *Broker) request(r Request) {
 			zap.Int16("key", r.Msg.Key()), zap.Uint64("conn", r.Conn))
 		b.env.Reply(Reply{Conn: r.Conn, ID: r.ID, Close: true})
 	}
-}
-
-// reply sends resp for r, with resp's version set to the request's.
-func (b *Broker) reply(r Request, resp kmsg.Response) {
-	resp.SetVersion(r.Msg.GetVersion())
-	b.env.Reply(Reply{Conn: r.Conn, ID: r.ID, Msg: resp})
-}
-
-func (b *Broker) token() uint64 {
-	b.nextToken++
-	return b.nextToken
-}
-
-// sortedPartitions returns the hosted partitions in a fixed order.
-func (b *Broker) sortedPartitions() []core.TopicPartition {
-	tps := make([]core.TopicPartition, 0, len(b.replicas))
-	for tp := range b.replicas {
-		tps = append(tps, tp)
-	}
-	sort.Slice(tps, func(i, j int) bool { return tps[i].Less(tps[j]) })
-	return tps
 }

@@ -24,11 +24,11 @@ import (
 	"github.com/sluicemq/sluice/core/meta"
 )
 
-func (b *Broker) handleCreatePartitions(r Request, m *kmsg.CreatePartitionsRequest) {
-	b.serialize(&opCreatePartitions{adminBase: adminBase{req: r}, m: m})
+func (ctl *adminController) handleCreatePartitions(r Request, m *kmsg.CreatePartitionsRequest) {
+	ctl.serialize(&opCreatePartitions{adminBase: adminBase{req: r}, m: m})
 }
 
-func (b *Broker) createPartitions(op *opCreatePartitions) {
+func (ctl *adminController) createPartitions(op *opCreatePartitions) {
 	m := op.m
 	resp := m.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	counts := map[string]int{}
@@ -48,10 +48,10 @@ func (b *Broker) createPartitions(op *opCreatePartitions) {
 			code, msg = kerr.InvalidRequest.Code, fmt.Sprintf(
 				"Create partitions request contains multiple entries for the topic %s", t.Topic)
 		} else {
-			code, msg = b.checkGrowth(t)
+			code, msg = ctl.checkGrowth(t)
 			if code == 0 {
-				added := int64(t.Count - b.image.Topic(t.Topic).Partitions)
-				if code, msg = b.partitionBudget(added, planned); code == 0 {
+				added := int64(t.Count - ctl.image.Topic(t.Topic).Partitions)
+				if code, msg = ctl.hosts.partitionBudget(added, planned); code == 0 {
 					planned += added
 				}
 			}
@@ -66,30 +66,30 @@ func (b *Broker) createPartitions(op *opCreatePartitions) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	op.resp, op.at = resp, at
-	b.proposeAll(op, recs) // then afterOpens, then createPartitionsOpened
+	ctl.proposeAll(op, recs) // then afterOpens, then createPartitionsOpened
 }
 
 // createPartitionsOpened answers once the records were answered and the new logs opened.
-func (b *Broker) createPartitionsOpened(op *opCreatePartitions) {
+func (ctl *adminController) createPartitionsOpened(op *opCreatePartitions) {
 	resp, recs, at := op.resp, op.recs, op.at
 	for j, err := range op.errs {
 		code, msg := int16(0), ""
 		if err != nil {
 			code, msg = commitFailure(err)
 		} else {
-			code, msg = b.unopened(recs[j].Topic, 0, recs[j].Partitions)
+			code, msg = ctl.hosts.unopened(recs[j].Topic, 0, recs[j].Partitions)
 		}
 		if code != 0 {
 			resp.Topics[at[j]].ErrorCode, resp.Topics[at[j]].ErrorMessage = code, strp(msg)
 		}
 	}
-	b.reply(op.req, resp)
-	b.adminFinished(op)
+	ctl.reply(op.req, resp)
+	ctl.adminFinished(op)
 }
 
 // checkGrowth validates one topic's growth against the image.
-func (b *Broker) checkGrowth(t *kmsg.CreatePartitionsRequestTopic) (int16, string) {
-	topic := b.image.Topic(t.Topic)
+func (ctl *adminController) checkGrowth(t *kmsg.CreatePartitionsRequestTopic) (int16, string) {
+	topic := ctl.image.Topic(t.Topic)
 	if topic == nil {
 		return kerr.UnknownTopicOrPartition.Code,
 			fmt.Sprintf("Topic '%s' does not exist.", t.Topic)
@@ -116,7 +116,7 @@ func (b *Broker) checkGrowth(t *kmsg.CreatePartitionsRequestTopic) (int16, strin
 			"partitions by %d but %d assignments provided.", added, len(t.Assignment))
 	}
 	for _, a := range t.Assignment {
-		if p := b.checkReplicas(a.Replicas); p != "" {
+		if p := ctl.checkReplicas(a.Replicas); p != "" {
 			return kerr.InvalidReplicaAssignment.Code, p
 		}
 	}

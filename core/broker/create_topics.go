@@ -41,11 +41,11 @@ import (
 	"github.com/sluicemq/sluice/core/meta"
 )
 
-func (b *Broker) handleCreateTopics(r Request, m *kmsg.CreateTopicsRequest) {
-	b.serialize(&opCreateTopics{adminBase: adminBase{req: r}, m: m})
+func (ctl *adminController) handleCreateTopics(r Request, m *kmsg.CreateTopicsRequest) {
+	ctl.serialize(&opCreateTopics{adminBase: adminBase{req: r}, m: m})
 }
 
-func (b *Broker) createTopics(op *opCreateTopics) {
+func (ctl *adminController) createTopics(op *opCreateTopics) {
 	m := op.m
 	resp := m.ResponseKind().(*kmsg.CreateTopicsResponse)
 	counts := map[string]int{}
@@ -66,19 +66,19 @@ func (b *Broker) createTopics(op *opCreateTopics) {
 			code, msg = kerr.InvalidRequest.Code, fmt.Sprintf(
 				"Create topics request contains multiple entries for the topic %s", t.Topic)
 		} else {
-			rec, code, msg = b.planTopic(topicSpec{name: t.Topic, partitions: t.NumPartitions,
+			rec, code, msg = ctl.planTopic(topicSpec{name: t.Topic, partitions: t.NumPartitions,
 				replicationFactor: t.ReplicationFactor, assignment: t.ReplicaAssignment,
 				configs: t.Configs}, pending)
 		}
 		if code == 0 && !m.ValidateOnly {
-			code, msg = b.mutationQuota(m.Version, rec.Partitions)
+			code, msg = ctl.mutationQuota(m.Version, rec.Partitions)
 		}
 		if code != 0 {
 			rt.ErrorCode, rt.ErrorMessage = code, strp(msg)
 		} else {
-			b.describeCreated(&rt, rec)
+			ctl.describeCreated(&rt, rec)
 			if !m.ValidateOnly {
-				rec.TopicID = b.newTopicID()
+				rec.TopicID = ctl.newTopicID()
 				rt.TopicID = rec.TopicID
 				recs = append(recs, rec)
 				at = append(at, i)
@@ -86,23 +86,23 @@ func (b *Broker) createTopics(op *opCreateTopics) {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if rate := b.cfg.Limits.ControllerMutationRate; rate > 0 {
-		resp.ThrottleMillis = int32(min(b.creation.admin.waitMs(b.now, rate), 1<<31-1))
-		b.logThrottled(resp)
+	if rate := ctl.cfg.Limits.ControllerMutationRate; rate > 0 {
+		resp.ThrottleMillis = int32(min(ctl.creation.admin.waitMs(ctl.now, rate), 1<<31-1))
+		ctl.logThrottled(resp)
 	}
 	op.resp, op.at = resp, at
-	b.proposeAll(op, recs) // then afterOpens, then createTopicsOpened
+	ctl.proposeAll(op, recs) // then afterOpens, then createTopicsOpened
 }
 
 // createTopicsOpened answers once the records were answered and the new logs opened.
-func (b *Broker) createTopicsOpened(op *opCreateTopics) {
+func (ctl *adminController) createTopicsOpened(op *opCreateTopics) {
 	resp, recs := op.resp, op.recs
 	for j, err := range op.errs {
 		code, msg := int16(0), ""
 		if err != nil {
 			code, msg = commitFailure(err)
 		} else {
-			code, msg = b.unopened(recs[j].Topic, 0, recs[j].Partitions)
+			code, msg = ctl.hosts.unopened(recs[j].Topic, 0, recs[j].Partitions)
 		}
 		if code != 0 {
 			failed := kmsg.NewCreateTopicsResponseTopic()
@@ -111,30 +111,30 @@ func (b *Broker) createTopicsOpened(op *opCreateTopics) {
 			resp.Topics[op.at[j]] = failed
 		}
 	}
-	b.reply(op.req, resp)
-	b.adminFinished(op)
+	ctl.reply(op.req, resp)
+	ctl.adminFinished(op)
 }
 
 // mutationQuota meters a creation of n partitions against
 // sluice.controller.mutation.rate (Kafka's controller_mutation_rate, KIP-599): from v6
 // a creation while the bucket is empty gets THROTTLING_QUOTA_EXCEEDED; older versions
 // do not know that error and are only told to back off through ThrottleMillis.
-func (b *Broker) mutationQuota(version int16, n int32) (int16, string) {
-	rate := b.cfg.Limits.ControllerMutationRate
+func (ctl *adminController) mutationQuota(version int16, n int32) (int16, string) {
+	rate := ctl.cfg.Limits.ControllerMutationRate
 	if rate <= 0 {
 		return 0, ""
 	}
-	if !b.creation.admin.admits(b.now, rate) && version >= 6 {
+	if !ctl.creation.admin.admits(ctl.now, rate) && version >= 6 {
 		return kerr.ThrottlingQuotaExceeded.Code, fmt.Sprintf("The throttling quota has "+
 			"been exceeded: sluice.controller.mutation.rate allows %d partitions per "+
 			"second; retry after the throttle time", rate)
 	}
-	b.creation.admin.spend(n)
+	ctl.creation.admin.spend(n)
 	return 0, ""
 }
 
 // logThrottled logs, once per request, the topics the mutation quota refused.
-func (b *Broker) logThrottled(resp *kmsg.CreateTopicsResponse) {
+func (ctl *adminController) logThrottled(resp *kmsg.CreateTopicsResponse) {
 	n := 0
 	for _, t := range resp.Topics {
 		if t.ErrorCode == kerr.ThrottlingQuotaExceeded.Code {
@@ -142,19 +142,19 @@ func (b *Broker) logThrottled(resp *kmsg.CreateTopicsResponse) {
 		}
 	}
 	if n > 0 || resp.ThrottleMillis > 0 {
-		b.lg.Info("topic creation throttled", zap.Int("refused_topics", n),
+		ctl.lg.Info("topic creation throttled", zap.Int("refused_topics", n),
 			zap.Int32("throttle_ms", resp.ThrottleMillis),
-			zap.Int("partitions_per_sec", b.cfg.Limits.ControllerMutationRate))
+			zap.Int("partitions_per_sec", ctl.cfg.Limits.ControllerMutationRate))
 	}
 }
 
 // describeCreated fills the v5+ fields of a successful creation.
-func (b *Broker) describeCreated(rt *kmsg.CreateTopicsResponseTopic, rec meta.Record) {
+func (ctl *adminController) describeCreated(rt *kmsg.CreateTopicsResponseTopic, rec meta.Record) {
 	rt.NumPartitions = rec.Partitions
 	rt.ReplicationFactor = rec.ReplicationFactor
 	t := &meta.Topic{Name: rec.Topic, Configs: rec.Configs}
 	rt.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
-	for _, e := range b.topicConfigEntries(t) {
+	for _, e := range ctl.topicConfigEntries(t) {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name, c.Value, c.Source = e.name, strp(e.value), int8(e.source)
 		rt.Configs = append(rt.Configs, c)
@@ -173,16 +173,16 @@ type topicSpec struct {
 // planTopic validates a creation against the image and the creations accepted earlier
 // in the same request (pending, updated on success). It returns the TopicCreated record
 // without its topic ID, or a Kafka error code and message.
-func (b *Broker) planTopic(s topicSpec, pending *pendingTopics) (meta.Record, int16,
+func (ctl *adminController) planTopic(s topicSpec, pending *pendingTopics) (meta.Record, int16,
 	string) {
 	if p := topicNameProblem(s.name); p != "" {
 		return meta.Record{}, kerr.InvalidTopicException.Code, p
 	}
-	if b.image.Topic(s.name) != nil {
+	if ctl.image.Topic(s.name) != nil {
 		return meta.Record{}, kerr.TopicAlreadyExists.Code,
 			fmt.Sprintf("Topic '%s' already exists.", s.name)
 	}
-	other := b.collidingTopic(s.name)
+	other := ctl.collidingTopic(s.name)
 	if other == "" {
 		other = pending.names[collisionName(s.name)]
 	}
@@ -190,7 +190,7 @@ func (b *Broker) planTopic(s topicSpec, pending *pendingTopics) (meta.Record, in
 		return meta.Record{}, kerr.InvalidTopicException.Code, fmt.Sprintf(
 			"Topic '%s' collides with existing topic: %s", s.name, other)
 	}
-	partitions, rf, code, msg := b.planLayout(s)
+	partitions, rf, code, msg := ctl.planLayout(s)
 	if code != 0 {
 		return meta.Record{}, code, msg
 	}
@@ -198,7 +198,7 @@ func (b *Broker) planTopic(s topicSpec, pending *pendingTopics) (meta.Record, in
 	if code != 0 {
 		return meta.Record{}, code, msg
 	}
-	if code, msg := b.partitionBudget(int64(partitions), pending.partitions); code != 0 {
+	if code, msg := ctl.hosts.partitionBudget(int64(partitions), pending.partitions); code != 0 {
 		return meta.Record{}, code, msg
 	}
 	pending.names[collisionName(s.name)] = s.name
@@ -208,7 +208,7 @@ func (b *Broker) planTopic(s topicSpec, pending *pendingTopics) (meta.Record, in
 }
 
 // planLayout resolves the partition count and replication factor of a new topic.
-func (b *Broker) planLayout(s topicSpec) (int32, int16, int16, string) {
+func (ctl *adminController) planLayout(s topicSpec) (int32, int16, int16, string) {
 	if len(s.assignment) > 0 {
 		if s.partitions != -1 || s.replicationFactor != -1 {
 			return 0, 0, kerr.InvalidRequest.Code, "Both numPartitions or replicationFactor " +
@@ -225,7 +225,7 @@ func (b *Broker) planLayout(s topicSpec) (int32, int16, int16, string) {
 					"Partitions should be a consecutive 0-based integer sequence"
 			}
 			seen[a.Partition] = true
-			if p := b.checkReplicas(a.Replicas); p != "" {
+			if p := ctl.checkReplicas(a.Replicas); p != "" {
 				return 0, 0, kerr.InvalidReplicaAssignment.Code, p
 			}
 		}
@@ -233,12 +233,12 @@ func (b *Broker) planLayout(s topicSpec) (int32, int16, int16, string) {
 	}
 	n := s.partitions
 	if n == -1 {
-		n = b.cfg.NumPartitions
+		n = ctl.cfg.NumPartitions
 	}
 	if code, msg := checkPartitionCount(n); code != 0 {
 		return 0, 0, code, msg
 	}
-	rf, code, msg := b.replicationFactor(s.replicationFactor)
+	rf, code, msg := ctl.replicationFactor(s.replicationFactor)
 	return n, rf, code, msg
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/sluicemq/sluice/core/group"
 )
 
-func (b *Broker) handleDeleteGroups(r Request, m *kmsg.DeleteGroupsRequest) {
+func (gc *groupCoordinator) handleDeleteGroups(r Request, m *kmsg.DeleteGroupsRequest) {
 	resp := m.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	// left is released after the loop, so that synchronous answers cannot reply early.
 	req := &deleteGroupsReq{req: r, resp: resp, left: 1}
@@ -29,48 +29,48 @@ func (b *Broker) handleDeleteGroups(r Request, m *kmsg.DeleteGroupsRequest) {
 	}
 	for i, id := range m.Groups {
 		rg := &resp.Groups[i]
-		if rg.ErrorCode = b.deletableCode(id); rg.ErrorCode != 0 {
+		if rg.ErrorCode = gc.deletableCode(id); rg.ErrorCode != 0 {
 			continue
 		}
 		kvs := []batch.KV{{Key: group.EncodeGroupKey(id)}}
-		offs := b.groups.coord.Offsets(id)
+		offs := gc.groups.coord.Offsets(id)
 		for _, po := range offs {
 			kvs = append(kvs, batch.KV{Key: group.EncodeKey(id, po.TP)})
 		}
 		req.left++
-		b.writeOffsets(b.newOffsetWrite(id, kvs, &deleteGroupOwner{parent: req, rg: rg,
+		gc.writeOffsets(gc.newOffsetWrite(id, kvs, &deleteGroupOwner{parent: req, rg: rg,
 			offs: offs}))
 	}
-	b.deleteGroupsEnded(req)
+	gc.deleteGroupsEnded(req)
 }
 
 // groupDeleteWritten removes a deleted group once its tombstones are durable.
-func (b *Broker) groupDeleteWritten(id string, o *deleteGroupOwner, code int16) {
+func (gc *groupCoordinator) groupDeleteWritten(id string, o *deleteGroupOwner, code int16) {
 	if o.rg.ErrorCode = code; code == 0 {
 		for _, po := range o.offs {
-			b.groups.coord.ApplyOffset(id, po.TP, nil)
+			gc.groups.coord.ApplyOffset(id, po.TP, nil)
 		}
-		if g := b.groups.coord.Group(id); g != nil {
+		if g := gc.groups.coord.Group(id); g != nil {
 			g.MetadataDeleted() // even if members came back meanwhile
 		}
-		b.groups.coord.Remove(id)
-		b.groupChanged(id)
+		gc.groups.coord.Remove(id)
+		gc.groupChanged(id)
 	}
-	b.deleteGroupsEnded(o.parent)
+	gc.deleteGroupsEnded(o.parent)
 }
 
 // deleteGroupsEnded answers a DeleteGroups request once its last write ended.
-func (b *Broker) deleteGroupsEnded(req *deleteGroupsReq) {
+func (gc *groupCoordinator) deleteGroupsEnded(req *deleteGroupsReq) {
 	if req.left--; req.left == 0 {
-		b.reply(req.req, req.resp)
+		gc.reply(req.req, req.resp)
 	}
 }
 
-func (b *Broker) deletableCode(id string) int16 {
-	if code := b.coordinatorCode(id); code != 0 {
+func (gc *groupCoordinator) deletableCode(id string) int16 {
+	if code := gc.coordinatorCode(id); code != 0 {
 		return code
 	}
-	g := b.groups.coord.Group(id)
+	g := gc.groups.coord.Group(id)
 	switch {
 	case g == nil:
 		return kerr.GroupIDNotFound.Code

@@ -13,7 +13,7 @@ import (
 	"github.com/sluicemq/sluice/core"
 )
 
-func (b *Broker) handleDeleteRecords(m *kmsg.DeleteRecordsRequest) kmsg.Response {
+func (rm *replicaManager) handleDeleteRecords(m *kmsg.DeleteRecordsRequest) kmsg.Response {
 	resp := m.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	for _, t := range m.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
@@ -21,7 +21,7 @@ func (b *Broker) handleDeleteRecords(m *kmsg.DeleteRecordsRequest) kmsg.Response
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition, rp.LowWatermark = p.Partition, -1
-			rep, code := b.replicaFor(core.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+			rep, code := rm.replicaFor(core.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 			if code == 0 {
 				rp.LowWatermark, code = rep.DeleteRecordsBefore(p.Offset)
 			}

@@ -21,8 +21,8 @@ import (
 	"github.com/sluicemq/sluice/core/meta"
 )
 
-func (b *Broker) handleDeleteTopics(r Request, m *kmsg.DeleteTopicsRequest) {
-	b.serialize(&opDeleteTopics{adminBase: adminBase{req: r}, m: m})
+func (ctl *adminController) handleDeleteTopics(r Request, m *kmsg.DeleteTopicsRequest) {
+	ctl.serialize(&opDeleteTopics{adminBase: adminBase{req: r}, m: m})
 }
 
 // deleteTargets lists the request's entries in one shape for both version families.
@@ -37,7 +37,7 @@ func deleteTargets(m *kmsg.DeleteTopicsRequest) []kmsg.DeleteTopicsRequestTopic 
 	return out
 }
 
-func (b *Broker) deleteTopics(op *opDeleteTopics) {
+func (ctl *adminController) deleteTopics(op *opDeleteTopics) {
 	m := op.m
 	resp := m.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	var recs []meta.Record
@@ -46,7 +46,7 @@ func (b *Broker) deleteTopics(op *opDeleteTopics) {
 	for _, t := range deleteTargets(m) {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		topic, code, msg := b.deletionTarget(t)
+		topic, code, msg := ctl.deletionTarget(t)
 		if code == 0 && isInternalTopic(topic.Name) {
 			code, msg = kerr.InvalidTopicException.Code, "Cannot delete internal topic "+topic.Name
 		}
@@ -66,12 +66,12 @@ func (b *Broker) deleteTopics(op *opDeleteTopics) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	op.resp, op.waits = resp, waits
-	b.proposeAll(op, recs) // then deleteTopicsCommitted
+	ctl.proposeAll(op, recs) // then deleteTopicsCommitted
 }
 
 // deleteTopicsCommitted tombstones the deleted topics' committed offsets, then
 // answers (adminOffsetsWritten).
-func (b *Broker) deleteTopicsCommitted(op *opDeleteTopics) {
+func (ctl *adminController) deleteTopicsCommitted(op *opDeleteTopics) {
 	resp, errs := op.resp, op.errs
 	for i, w := range op.waits {
 		if w >= 0 && errs[w] != nil {
@@ -85,20 +85,20 @@ func (b *Broker) deleteTopicsCommitted(op *opDeleteTopics) {
 			deleted[rec.Topic] = true
 		}
 	}
-	b.deleteTopicOffsets(deleted, op)
+	ctl.tombstoneTopicOffsets(op, "topic deleted", deleted)
 }
 
 // deletionTarget resolves one entry to an existing topic.
-func (b *Broker) deletionTarget(t kmsg.DeleteTopicsRequestTopic) (*meta.Topic, int16,
+func (ctl *adminController) deletionTarget(t kmsg.DeleteTopicsRequestTopic) (*meta.Topic, int16,
 	string) {
 	if t.Topic != nil {
-		if topic := b.image.Topic(*t.Topic); topic != nil {
+		if topic := ctl.image.Topic(*t.Topic); topic != nil {
 			return topic, 0, ""
 		}
 		return nil, kerr.UnknownTopicOrPartition.Code,
 			fmt.Sprintf("Topic '%s' does not exist.", *t.Topic)
 	}
-	if topic := b.image.TopicByID(t.TopicID); topic != nil && t.TopicID != [16]byte{} {
+	if topic := ctl.image.TopicByID(t.TopicID); topic != nil && t.TopicID != [16]byte{} {
 		return topic, 0, ""
 	}
 	return nil, kerr.UnknownTopicID.Code, "No topic has this topic ID."

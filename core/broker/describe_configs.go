@@ -31,12 +31,12 @@ import (
 	"github.com/sluicemq/sluice/core/meta"
 )
 
-func (b *Broker) handleDescribeConfigs(m *kmsg.DescribeConfigsRequest) kmsg.Response {
+func (n *node) handleDescribeConfigs(m *kmsg.DescribeConfigsRequest) kmsg.Response {
 	resp := m.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, res := range m.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		entries, code, msg := b.configResource(res.ResourceType, res.ResourceName)
+		entries, code, msg := n.configResource(res.ResourceType, res.ResourceName)
 		if code != 0 {
 			rr.ErrorCode, rr.ErrorMessage = code, strp(msg)
 		} else {
@@ -48,28 +48,28 @@ func (b *Broker) handleDescribeConfigs(m *kmsg.DescribeConfigsRequest) kmsg.Resp
 }
 
 // configResource returns the entries of one resource, or an error code and message.
-func (b *Broker) configResource(typ kmsg.ConfigResourceType, name string) ([]configEntry,
+func (n *node) configResource(typ kmsg.ConfigResourceType, name string) ([]configEntry,
 	int16, string) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
 		if p := topicNameProblem(name); p != "" {
 			return nil, kerr.InvalidTopicException.Code, p
 		}
-		t := b.image.Topic(name)
+		t := n.image.Topic(name)
 		if t == nil {
 			return nil, kerr.UnknownTopicOrPartition.Code,
 				fmt.Sprintf("Topic '%s' does not exist.", name)
 		}
-		return b.topicConfigEntries(t), 0, ""
+		return n.topicConfigEntries(t), 0, ""
 	case kmsg.ConfigResourceTypeBroker:
 		switch name {
 		case "":
 			return nil, 0, ""
-		case b.brokerResourceName():
-			return b.brokerConfigEntries(), 0, ""
+		case n.brokerResourceName():
+			return n.brokerConfigEntries(), 0, ""
 		}
 		return nil, kerr.InvalidRequest.Code, fmt.Sprintf("Unexpected broker id, expected "+
-			"%s or empty string, but received %s", b.brokerResourceName(), name)
+			"%s or empty string, but received %s", n.brokerResourceName(), name)
 	}
 	return nil, kerr.InvalidRequest.Code,
 		fmt.Sprintf("Unsupported config resource type %v", typ)
@@ -123,7 +123,7 @@ type configSynonym struct {
 }
 
 // topicConfigEntries resolves every topic config of t, in name order.
-func (b *Broker) topicConfigEntries(t *meta.Topic) []configEntry {
+func (n *node) topicConfigEntries(t *meta.Topic) []configEntry {
 	out := make([]configEntry, 0, len(TopicConfigDefs))
 	for _, d := range TopicConfigDefs {
 		e := configEntry{name: d.Name, typ: configType(d.Name), doc: d.Doc}
@@ -131,8 +131,8 @@ func (b *Broker) topicConfigEntries(t *meta.Topic) []configEntry {
 			e.synonyms = append(e.synonyms,
 				configSynonym{d.Name, v, kmsg.ConfigSourceDynamicTopicConfig})
 		}
-		e.synonyms = append(e.synonyms, b.brokerSynonyms(d.BrokerName,
-			b.cfg.TopicDefaults[d.Name], d.Default)...)
+		e.synonyms = append(e.synonyms, n.brokerSynonyms(d.BrokerName,
+			n.cfg.TopicDefaults[d.Name], d.Default)...)
 		e.value, e.source = e.synonyms[0].value, e.synonyms[0].source
 		out = append(out, e)
 	}
@@ -141,7 +141,7 @@ func (b *Broker) topicConfigEntries(t *meta.Topic) []configEntry {
 
 // brokerSynonyms lists a broker-level setting's value as configured (when it differs
 // from the built-in default) and its built-in default.
-func (b *Broker) brokerSynonyms(name, value, builtin string) []configSynonym {
+func (n *node) brokerSynonyms(name, value, builtin string) []configSynonym {
 	var out []configSynonym
 	if value != builtin {
 		out = append(out, configSynonym{name, value, kmsg.ConfigSourceStaticBrokerConfig})
@@ -150,32 +150,32 @@ func (b *Broker) brokerSynonyms(name, value, builtin string) []configSynonym {
 }
 
 // brokerConfigEntries lists the node's settings, in name order.
-func (b *Broker) brokerConfigEntries() []configEntry {
+func (n *node) brokerConfigEntries() []configEntry {
 	def := DefaultConfig()
 	type setting struct{ name, value, builtin, typ, doc string }
 	settings := []setting{
-		{"auto.create.topics.enable", strconv.FormatBool(b.cfg.AutoCreateTopics),
+		{"auto.create.topics.enable", strconv.FormatBool(n.cfg.AutoCreateTopics),
 			strconv.FormatBool(def.AutoCreateTopics), "auto.create.topics.enable",
 			"create unknown topics named in Metadata requests"},
-		{"default.replication.factor", strconv.Itoa(int(b.cfg.DefaultReplicationFactor)),
+		{"default.replication.factor", strconv.Itoa(int(n.cfg.DefaultReplicationFactor)),
 			strconv.Itoa(int(def.DefaultReplicationFactor)), "default.replication.factor",
 			"replication factor of topics created with -1 or automatically"},
-		{"log.retention.check.interval.ms", strconv.FormatInt(b.cfg.RetentionCheckIntervalMs,
+		{"log.retention.check.interval.ms", strconv.FormatInt(n.cfg.RetentionCheckIntervalMs,
 			10), strconv.FormatInt(def.RetentionCheckIntervalMs, 10),
 			"log.retention.check.interval.ms", "how often retention runs"},
-		{"num.partitions", strconv.Itoa(int(b.cfg.NumPartitions)),
+		{"num.partitions", strconv.Itoa(int(n.cfg.NumPartitions)),
 			strconv.Itoa(int(def.NumPartitions)), "num.partitions",
 			"partition count of topics created with -1 or automatically"},
 	}
 	for _, d := range TopicConfigDefs {
-		settings = append(settings, setting{d.BrokerName, b.cfg.TopicDefaults[d.Name],
+		settings = append(settings, setting{d.BrokerName, n.cfg.TopicDefaults[d.Name],
 			d.Default, d.Name, "default of the topic config " + d.Name + ": " + d.Doc})
 	}
 	sort.Slice(settings, func(i, j int) bool { return settings[i].name < settings[j].name })
 	out := make([]configEntry, 0, len(settings))
 	for _, s := range settings {
 		e := configEntry{name: s.name, readOnly: true, typ: configType(s.typ), doc: s.doc,
-			synonyms: b.brokerSynonyms(s.name, s.value, s.builtin)}
+			synonyms: n.brokerSynonyms(s.name, s.value, s.builtin)}
 		e.value, e.source = e.synonyms[0].value, e.synonyms[0].source
 		out = append(out, e)
 	}

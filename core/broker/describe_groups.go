@@ -14,17 +14,18 @@ import (
 	"github.com/sluicemq/sluice/core/group"
 )
 
-func (b *Broker) handleDescribeGroups(m *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+func (gc *groupCoordinator) handleDescribeGroups(
+	m *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := m.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range m.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
 		rg.State = group.Dead.String()
-		if rg.ErrorCode = b.coordinatorCode(id); rg.ErrorCode != 0 {
+		if rg.ErrorCode = gc.coordinatorCode(id); rg.ErrorCode != 0 {
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
-		if g := b.groups.coord.Group(id); g != nil {
+		if g := gc.groups.coord.Group(id); g != nil {
 			describeGroup(&rg, g.Describe())
 		}
 		resp.Groups = append(resp.Groups, rg)

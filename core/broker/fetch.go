@@ -57,34 +57,34 @@ type fetchState struct {
 	draining bool // shutting down: no fetch waits any more
 }
 
-func (b *Broker) handleFetch(r Request, m *kmsg.FetchRequest) {
+func (rm *replicaManager) handleFetch(r Request, m *kmsg.FetchRequest) {
 	if m.SessionEpoch != 0 && m.SessionEpoch != -1 {
 		resp := m.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		b.reply(r, resp)
+		rm.reply(r, resp)
 		return
 	}
-	resp, n, anyErr := b.readFetch(m)
+	resp, n, anyErr := rm.readFetch(m)
 	if m.MaxWaitMillis <= 0 || n >= int(max(m.MinBytes, 1)) || anyErr ||
-		b.fetches.count >= b.cfg.MaxWaitingFetches || b.fetches.draining {
-		b.reply(r, resp)
+		rm.fetches.count >= rm.cfg.MaxWaitingFetches || rm.fetches.draining {
+		rm.reply(r, resp)
 		return
 	}
-	b.hit(pFetchParked)
-	b.parkFetch(r, m, n)
+	rm.hit(pFetchParked)
+	rm.parkFetch(r, m, n)
 }
 
 // readFetch builds the response from what is readable now and returns it with the
 // number of record bytes in it and whether any partition had an error.
-func (b *Broker) readFetch(m *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool) {
+func (rm *replicaManager) readFetch(m *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool) {
 	resp := m.ResponseKind().(*kmsg.FetchResponse)
-	budget := b.fetchBudget(m)
+	budget := rm.fetchBudget(m)
 	total, anyErr := 0, false
 	for _, t := range m.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
-			rp := b.readFetchPartition(t.Topic, &p, budget-total, total > 0)
+			rp := rm.readFetchPartition(t.Topic, &p, budget-total, total > 0)
 			total += len(rp.RecordBatches)
 			anyErr = anyErr || rp.ErrorCode != 0
 			rt.Partitions = append(rt.Partitions, rp)
@@ -96,10 +96,10 @@ func (b *Broker) readFetch(m *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 
 // fetchBudget is the most record bytes the response to m may carry: the request's
 // MaxBytes capped by fetch.max.bytes, or replica.fetch.response.max.bytes for a follower.
-func (b *Broker) fetchBudget(m *kmsg.FetchRequest) int {
-	limit := b.cfg.Limits.FetchMaxBytes
+func (rm *replicaManager) fetchBudget(m *kmsg.FetchRequest) int {
+	limit := rm.cfg.Limits.FetchMaxBytes
 	if m.ReplicaID >= 0 {
-		limit = b.cfg.Limits.ReplicaFetchResponseMaxBytes
+		limit = rm.cfg.Limits.ReplicaFetchResponseMaxBytes
 	}
 	if m.MaxBytes > 0 && int(m.MaxBytes) < limit {
 		return int(m.MaxBytes)
@@ -107,14 +107,14 @@ func (b *Broker) fetchBudget(m *kmsg.FetchRequest) int {
 	return limit
 }
 
-func (b *Broker) readFetchPartition(topic string, p *kmsg.FetchRequestTopicPartition,
+func (rm *replicaManager) readFetchPartition(topic string, p *kmsg.FetchRequestTopicPartition,
 	budget int, strict bool) kmsg.FetchResponseTopicPartition {
 	rp := kmsg.NewFetchResponseTopicPartition()
 	rp.Partition = p.Partition
 	// Never null: librdkafka rejects a null record set (Fetch v4–v11) as a parse error.
 	rp.RecordBatches = []byte{}
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-	rep, code := b.replicaFor(core.TopicPartition{Topic: topic, Partition: p.Partition})
+	rep, code := rm.replicaFor(core.TopicPartition{Topic: topic, Partition: p.Partition})
 	if code == 0 {
 		code = checkCurrentLeaderEpoch(p.CurrentLeaderEpoch)
 	}
@@ -137,64 +137,64 @@ func (b *Broker) readFetchPartition(topic string, p *kmsg.FetchRequestTopicParti
 	if res.Records != nil && (kip74 || len(res.Records) <= limit) {
 		rp.RecordBatches = res.Records
 	} else if res.Records != nil {
-		b.hit(pFetchOverLimit)
+		rm.hit(pFetchOverLimit)
 	}
 	return rp
 }
 
-func (b *Broker) parkFetch(r Request, m *kmsg.FetchRequest, have int) {
+func (rm *replicaManager) parkFetch(r Request, m *kmsg.FetchRequest, have int) {
 	w := &fetchWait{req: r, m: m, have: have}
-	if b.fetches.byTP == nil {
-		b.fetches.byTP = map[core.TopicPartition][]*fetchWait{}
-		b.fetches.byConn = map[uint64][]*fetchWait{}
+	if rm.fetches.byTP == nil {
+		rm.fetches.byTP = map[core.TopicPartition][]*fetchWait{}
+		rm.fetches.byConn = map[uint64][]*fetchWait{}
 	}
 	for _, t := range m.Topics {
 		for _, p := range t.Partitions {
 			tp := core.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			var start int64
-			if rep := b.replicas[tp]; rep != nil {
+			if rep := rm.replicas[tp]; rep != nil {
 				start = rep.BytesVisible()
 			}
 			w.tps = append(w.tps, tp)
 			w.startBytes = append(w.startBytes, start)
-			b.fetches.byTP[tp] = append(b.fetches.byTP[tp], w)
+			rm.fetches.byTP[tp] = append(rm.fetches.byTP[tp], w)
 		}
 	}
-	b.fetches.byConn[r.Conn] = append(b.fetches.byConn[r.Conn], w)
-	b.fetches.count++
-	w.timer = b.setTimer(b.now.AddMillis(int64(m.MaxWaitMillis)),
+	rm.fetches.byConn[r.Conn] = append(rm.fetches.byConn[r.Conn], w)
+	rm.fetches.count++
+	w.timer = rm.setTimer(rm.now.AddMillis(int64(m.MaxWaitMillis)),
 		brokerTimer{kind: timerFetchWait, fetch: w})
 }
 
 // fetchWaitEnded answers a parked fetch whose MaxWaitMillis ran out.
-func (b *Broker) fetchWaitEnded(w *fetchWait) {
+func (rm *replicaManager) fetchWaitEnded(w *fetchWait) {
 	if !w.done {
-		b.hit(pFetchExpired)
+		rm.hit(pFetchExpired)
 	}
-	b.answerFetch(w)
+	rm.answerFetch(w)
 }
 
 // fetchDataArrived wakes the fetches parked on tp that now have enough bytes.
-func (b *Broker) fetchDataArrived(tp core.TopicPartition) {
-	waits := b.fetches.byTP[tp]
+func (rm *replicaManager) fetchDataArrived(tp core.TopicPartition) {
+	waits := rm.fetches.byTP[tp]
 	if len(waits) == 0 {
 		return
 	}
 	// Copy: answering removes entries from the index being walked.
 	for _, w := range append([]*fetchWait(nil), waits...) {
-		if !w.done && b.fetchHasEnough(w) {
-			b.hit(pFetchWoken)
-			b.answerFetch(w)
+		if !w.done && rm.fetchHasEnough(w) {
+			rm.hit(pFetchWoken)
+			rm.answerFetch(w)
 		}
 	}
 }
 
-func (b *Broker) fetchHasEnough(w *fetchWait) bool {
+func (rm *replicaManager) fetchHasEnough(w *fetchWait) bool {
 	got := int64(w.have)
 	for i, tp := range w.tps {
-		rep := b.replicas[tp]
+		rep := rm.replicas[tp]
 		if rep == nil {
-			b.hit(pFetchPartitionGone)
+			rm.hit(pFetchPartitionGone)
 			return true // the partition went away: answer with its error now
 		}
 		got += rep.BytesVisible() - w.startBytes[i]
@@ -203,30 +203,30 @@ func (b *Broker) fetchHasEnough(w *fetchWait) bool {
 }
 
 // answerFetch re-reads every partition of a parked fetch and replies.
-func (b *Broker) answerFetch(w *fetchWait) {
+func (rm *replicaManager) answerFetch(w *fetchWait) {
 	if w.done {
 		return
 	}
-	b.dropFetch(w)
-	resp, _, _ := b.readFetch(w.m)
-	b.reply(w.req, resp)
+	rm.dropFetch(w)
+	resp, _, _ := rm.readFetch(w.m)
+	rm.reply(w.req, resp)
 }
 
 // dropFetch removes a parked fetch from every index without answering it.
-func (b *Broker) dropFetch(w *fetchWait) {
+func (rm *replicaManager) dropFetch(w *fetchWait) {
 	w.done = true
-	b.fetches.count--
-	b.cancelTimer(w.timer)
+	rm.fetches.count--
+	rm.cancelTimer(w.timer)
 	for _, tp := range w.tps {
-		b.fetches.byTP[tp] = removeWait(b.fetches.byTP[tp], w)
-		if len(b.fetches.byTP[tp]) == 0 {
-			delete(b.fetches.byTP, tp)
+		rm.fetches.byTP[tp] = removeWait(rm.fetches.byTP[tp], w)
+		if len(rm.fetches.byTP[tp]) == 0 {
+			delete(rm.fetches.byTP, tp)
 		}
 	}
 	c := w.req.Conn
-	b.fetches.byConn[c] = removeWait(b.fetches.byConn[c], w)
-	if len(b.fetches.byConn[c]) == 0 {
-		delete(b.fetches.byConn, c)
+	rm.fetches.byConn[c] = removeWait(rm.fetches.byConn[c], w)
+	if len(rm.fetches.byConn[c]) == 0 {
+		delete(rm.fetches.byConn, c)
 	}
 }
 
@@ -241,28 +241,28 @@ func removeWait(ws []*fetchWait, w *fetchWait) []*fetchWait {
 
 // connClosed drops the parked fetches and produces of a connection that went away:
 // nobody is left to read their answers.
-func (b *Broker) connClosed(conn uint64) {
-	for _, w := range append([]*fetchWait(nil), b.fetches.byConn[conn]...) {
-		b.hit(pFetchConnClosed)
-		b.dropFetch(w)
+func (rm *replicaManager) connClosed(conn uint64) {
+	for _, w := range append([]*fetchWait(nil), rm.fetches.byConn[conn]...) {
+		rm.hit(pFetchConnClosed)
+		rm.dropFetch(w)
 	}
 }
 
 // partitionGone answers every waiter on a partition that was just removed.
-func (b *Broker) partitionGone(tp core.TopicPartition) {
-	b.partitionFailed(tp, kerr.UnknownTopicOrPartition.Code)
+func (rm *replicaManager) partitionGone(tp core.TopicPartition) {
+	rm.partitionFailed(tp, kerr.UnknownTopicOrPartition.Code)
 }
 
 // drain answers every parked fetch now and stops new ones from waiting (shutdown).
-func (b *Broker) drain() {
-	b.fetches.draining = true
+func (rm *replicaManager) drain() {
+	rm.fetches.draining = true
 	var all []*fetchWait
-	for _, conn := range sortedConns(b.fetches.byConn) {
-		all = append(all, b.fetches.byConn[conn]...)
+	for _, conn := range sortedConns(rm.fetches.byConn) {
+		all = append(all, rm.fetches.byConn[conn]...)
 	}
 	for _, w := range all {
-		b.hit(pFetchDrained)
-		b.answerFetch(w)
+		rm.hit(pFetchDrained)
+		rm.answerFetch(w)
 	}
 }
 

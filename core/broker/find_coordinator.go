@@ -20,7 +20,7 @@ const (
 	coordinatorTransaction = 1
 )
 
-func (b *Broker) handleFindCoordinator(
+func (gc *groupCoordinator) handleFindCoordinator(
 	m *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := m.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if m.Version >= 4 {
@@ -28,24 +28,24 @@ func (b *Broker) handleFindCoordinator(
 			c := kmsg.NewFindCoordinatorResponseCoordinator()
 			c.Key = key
 			c.NodeID, c.Host, c.Port, c.ErrorCode, c.ErrorMessage =
-				b.findCoordinator(key, m.CoordinatorType)
+				gc.findCoordinator(key, m.CoordinatorType)
 			resp.Coordinators = append(resp.Coordinators, c)
 		}
 		return resp
 	}
 	resp.NodeID, resp.Host, resp.Port, resp.ErrorCode, resp.ErrorMessage =
-		b.findCoordinator(m.CoordinatorKey, m.CoordinatorType)
+		gc.findCoordinator(m.CoordinatorKey, m.CoordinatorType)
 	return resp
 }
 
 // findCoordinator answers for one key: node, host, port, error code and message.
-func (b *Broker) findCoordinator(key string, keyType int8) (int32, string, int32, int16,
+func (gc *groupCoordinator) findCoordinator(key string, keyType int8) (int32, string, int32, int16,
 	*string) {
 	code := int16(0)
 	switch keyType {
 	case coordinatorGroup:
-		b.ensureOffsetsTopic()
-		code = b.coordinatorCode(key)
+		gc.ensureOffsetsTopic()
+		code = gc.coordinatorCode(key)
 	case coordinatorTransaction:
 	default:
 		code = kerr.InvalidRequest.Code
@@ -54,5 +54,5 @@ func (b *Broker) findCoordinator(key string, keyType int8) (int32, string, int32
 		msg := kerr.ErrorForCode(code).Error()
 		return -1, "", -1, code, &msg
 	}
-	return b.cfg.NodeID, b.cfg.AdvertisedHost, b.cfg.AdvertisedPort, 0, nil
+	return gc.cfg.NodeID, gc.cfg.AdvertisedHost, gc.cfg.AdvertisedPort, 0, nil
 }

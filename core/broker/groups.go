@@ -28,7 +28,6 @@ import (
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/batch"
 	"github.com/sluicemq/sluice/core/group"
-	"github.com/sluicemq/sluice/core/meta"
 )
 
 const (
@@ -132,139 +131,91 @@ func isInternalTopic(name string) bool { return name == group.OffsetsTopic }
 
 // startGroups creates the coordinator and rebuilds committed offsets from the offsets
 // topic, if there is one yet.
-func (b *Broker) startGroups() {
-	gcfg := b.cfg.Groups.Coordinator
-	gcfg.Probes = b.probes
-	b.groups.coord = group.NewCoordinator(gcfg, b.rnd)
-	b.groups.timers = map[string]groupTimer{}
-	b.groups.writes = map[core.TopicPartition][]*offsetWrite{}
-	b.groups.compact = compactState{since: map[core.TopicPartition]int{},
+func (gc *groupCoordinator) startGroups() {
+	gcfg := gc.cfg.Groups.Coordinator
+	gcfg.Probes = gc.probes
+	gc.groups.coord = group.NewCoordinator(gcfg, gc.rnd)
+	gc.groups.timers = map[string]groupTimer{}
+	gc.groups.writes = map[core.TopicPartition][]*offsetWrite{}
+	gc.groups.compact = compactState{since: map[core.TopicPartition]int{},
 		running: map[core.TopicPartition]bool{}}
-	if t := b.image.Topic(group.OffsetsTopic); t != nil {
-		b.hit(pOffsetsLoaded)
-		b.loadOffsets(t)
-		b.purgeOrphanOffsets()
+	if t := gc.image.Topic(group.OffsetsTopic); t != nil {
+		gc.hit(pOffsetsLoaded)
+		gc.loadOffsets(t.Partitions)
+		gc.purgeOrphanOffsets()
 	}
-	b.armOffsetExpiry()
+	gc.armOffsetExpiry()
 }
 
-// ensureOffsetsTopic starts creating the offsets topic unless it exists or is being
-// created; then runs every queued write. The creation goes through the admin queue so
-// that no client CreateTopics races it.
-func (b *Broker) ensureOffsetsTopic() {
-	if b.groups.parts > 0 || b.groups.creating {
+// ensureOffsetsTopic asks the admin queue to create the offsets topic
+// (msgEnsureOffsetsTopic) unless it exists or is being created; msgOffsetsTopicEnded
+// then runs every queued write.
+func (gc *groupCoordinator) ensureOffsetsTopic() {
+	if gc.groups.parts > 0 || gc.groups.creating {
 		return
 	}
-	if len(b.admin.queue) >= maxQueuedAdmin {
-		b.offsetsCreationEnded() // overloaded: fail the waiting writes; a retry tries again
-		return
-	}
-	b.groups.creating = true
-	b.serialize(&opOffsetsTopic{})
-}
-
-// createOffsetsTopic proposes the offsets topic, unless it exists by now.
-func (b *Broker) createOffsetsTopic(op *opOffsetsTopic) {
-	if b.image.Topic(group.OffsetsTopic) != nil {
-		// Created meanwhile: by a client, or our own proposal answered "outcome
-		// unknown" that committed after all. Its logs may still be opening.
-		op.existed = true
-		b.afterOpens(op)
-		return
-	}
-	// Then afterOpens: its partitions' logs (open_queue.go); then offsetsTopicOpened.
-	b.proposeAll(op, []meta.Record{b.offsetsTopicRecord()})
-}
-
-// offsetsTopicOpened loads the offsets topic once it exists and its logs are open, then
-// runs the writes that waited for it.
-func (b *Broker) offsetsTopicOpened(op *opOffsetsTopic) {
-	t := b.image.Topic(group.OffsetsTopic)
-	switch {
-	case op.existed:
-		if t != nil {
-			b.loadOffsets(t)
-		}
-	case op.errs[0] == nil && t != nil:
-		b.hit(pOffsetsTopicCreate)
-		b.loadOffsets(t)
-	default:
-		b.lg.Error("cannot create the offsets topic", zap.Error(op.errs[0]))
-	}
-	b.adminFinished(op)
-	b.offsetsCreationEnded()
+	gc.groups.creating = true
+	gc.post(msgEnsureOffsetsTopic{})
 }
 
 // offsetsCreationEnded runs the writes that waited for the offsets topic; they fail
 // (retriably) if it still does not exist.
-func (b *Broker) offsetsCreationEnded() {
-	b.groups.creating = false
-	waiting := b.groups.created
-	b.groups.created = nil
+func (gc *groupCoordinator) offsetsCreationEnded() {
+	gc.groups.creating = false
+	waiting := gc.groups.created
+	gc.groups.created = nil
 	for _, w := range waiting {
-		if b.groups.parts == 0 {
-			b.offsetWriteEnded(w, kerr.CoordinatorNotAvailable.Code) // clients retry
+		if gc.groups.parts == 0 {
+			gc.offsetWriteEnded(w, kerr.CoordinatorNotAvailable.Code) // clients retry
 			continue
 		}
-		b.writeOffsets(w)
+		gc.writeOffsets(w)
 	}
-}
-
-func (b *Broker) offsetsTopicRecord() meta.Record {
-	return meta.Record{Kind: meta.KindTopicCreated, Topic: group.OffsetsTopic,
-		TopicID: b.newTopicID(), Partitions: b.cfg.Groups.OffsetsPartitions,
-		ReplicationFactor: 1,
-		// Durable before answered, never removed by log retention (offsets expire
-		// through the coordinator, groups_expire.go), segments of Kafka's
-		// offsets.topic.segment.bytes.
-		Configs: []meta.Config{{Name: "log.flush.policy", Value: "always"},
-			{Name: "retention.bytes", Value: "-1"}, {Name: "retention.ms", Value: "-1"},
-			{Name: "segment.bytes", Value: "104857600"}}}
 }
 
 // loadOffsets replays every partition of the offsets topic into the coordinator.
-func (b *Broker) loadOffsets(t *meta.Topic) {
+func (gc *groupCoordinator) loadOffsets(partitions int32) {
 	n := 0
-	for p := int32(0); p < t.Partitions; p++ {
-		n += b.replayOffsets(core.TopicPartition{Topic: t.Name, Partition: p})
+	for p := int32(0); p < partitions; p++ {
+		n += gc.replayOffsets(core.TopicPartition{Topic: group.OffsetsTopic, Partition: p})
 	}
-	b.groups.parts = t.Partitions
-	b.groups.coord.MarkRecovered()
-	for _, id := range b.groups.coord.GroupIDs() {
-		b.groupChanged(id) // restored members' sessions need their timers
+	gc.groups.parts = partitions
+	gc.groups.coord.MarkRecovered()
+	for _, id := range gc.groups.coord.GroupIDs() {
+		gc.groupChanged(id) // restored members' sessions need their timers
 	}
-	b.lg.Info("consumer group offsets loaded", zap.Int("records", n),
-		zap.Int("groups", len(b.groups.coord.GroupIDs())))
+	gc.lg.Info("consumer group offsets loaded", zap.Int("records", n),
+		zap.Int("groups", len(gc.groups.coord.GroupIDs())))
 }
 
 // replayOffsets applies one offsets partition from its log start to its high-water
 // mark and returns how many records it applied. A partition that cannot be read is
 // logged and skipped: its groups get errors, the others work.
-func (b *Broker) replayOffsets(tp core.TopicPartition) int {
-	rep := b.replicas[tp]
-	if rep == nil {
-		b.lg.Error("offsets partition not hosted; its groups are unavailable",
+func (gc *groupCoordinator) replayOffsets(tp core.TopicPartition) int {
+	pos, ok := gc.logs.position(tp)
+	if !ok {
+		gc.lg.Error("offsets partition not hosted; its groups are unavailable",
 			zap.Stringer("tp", tp))
 		return 0
 	}
 	n := 0
-	defer func() { b.groups.compact.since[tp] = n }()
-	for off := rep.StartOffset(); off < rep.HighWatermark(); {
-		res := rep.Read(off, replayReadBytes)
+	defer func() { gc.groups.compact.since[tp] = n }()
+	for off := pos.start; off < pos.hwm; {
+		res := gc.logs.readLog(tp, off, replayReadBytes)
 		next := off
 		err := errors.New("nothing read")
 		if res.Err == 0 && len(res.Records) > 0 {
 			err = batch.Split(res.Records, func(h batch.Header, raw []byte) error {
 				if h.NextOffset() > off {
-					n += b.replayBatch(tp, raw)
+					n += gc.replayBatch(tp, raw)
 					next = h.NextOffset()
 				}
 				return nil
 			})
 		}
 		if err != nil || next == off {
-			b.hit(pOffsetsReplayStopped)
-			b.lg.Error("offsets partition replay stopped", zap.Stringer("tp", tp),
+			gc.hit(pOffsetsReplayStopped)
+			gc.lg.Error("offsets partition replay stopped", zap.Stringer("tp", tp),
 				zap.Int64("offset", off), zap.Int16("code", res.Err), zap.Error(err))
 			return n
 		}
@@ -273,18 +224,18 @@ func (b *Broker) replayOffsets(tp core.TopicPartition) int {
 	return n
 }
 
-func (b *Broker) replayBatch(tp core.TopicPartition, raw []byte) int {
+func (gc *groupCoordinator) replayBatch(tp core.TopicPartition, raw []byte) int {
 	kvs, err := batch.Records(raw)
 	if err != nil {
-		b.lg.Warn("unreadable batch in the offsets topic", zap.Stringer("tp", tp),
+		gc.lg.Warn("unreadable batch in the offsets topic", zap.Stringer("tp", tp),
 			zap.Error(err))
 		return 0
 	}
 	n := 0
 	for _, kv := range kvs {
 		if gid, ok, err := group.DecodeGroupKey(kv.Key); ok {
-			if err = b.replayGroupMetadata(gid, kv.Value, err); err != nil {
-				b.lg.Warn("unreadable group metadata in the offsets topic",
+			if err = gc.replayGroupMetadata(gid, kv.Value, err); err != nil {
+				gc.lg.Warn("unreadable group metadata in the offsets topic",
 					zap.Stringer("tp", tp), zap.Error(err))
 			} else {
 				n++
@@ -295,16 +246,16 @@ func (b *Broker) replayBatch(tp core.TopicPartition, raw []byte) int {
 		if err == nil && kv.Value != nil {
 			var o group.Offset
 			if o, err = group.DecodeValue(kv.Value); err == nil {
-				b.groups.coord.ApplyOffset(gid, otp, &o)
+				gc.groups.coord.ApplyOffset(gid, otp, &o)
 			}
 		} else if err == nil {
-			b.groups.coord.ApplyOffset(gid, otp, nil)
+			gc.groups.coord.ApplyOffset(gid, otp, nil)
 		}
 		switch {
 		case err == nil:
 			n++
 		case !errors.Is(err, group.ErrNotOffsetRecord):
-			b.lg.Warn("unreadable record in the offsets topic", zap.Stringer("tp", tp),
+			gc.lg.Warn("unreadable record in the offsets topic", zap.Stringer("tp", tp),
 				zap.Error(err))
 		}
 	}
@@ -312,36 +263,36 @@ func (b *Broker) replayBatch(tp core.TopicPartition, raw []byte) int {
 }
 
 // replayGroupMetadata restores a group from one metadata record (nil value: deleted).
-func (b *Broker) replayGroupMetadata(gid string, value []byte, keyErr error) error {
+func (gc *groupCoordinator) replayGroupMetadata(gid string, value []byte, keyErr error) error {
 	if keyErr != nil {
 		return keyErr
 	}
 	if value == nil {
-		b.groups.coord.Restore(b.now, gid, nil, nil)
+		gc.groups.coord.Restore(gc.now, gid, nil, nil)
 		return nil
 	}
 	v, err := group.DecodeGroupValue(value)
 	if err != nil {
 		return err
 	}
-	b.groups.coord.Restore(b.now, gid, &v, value)
+	gc.groups.coord.Restore(gc.now, gid, &v, value)
 	return nil
 }
 
 // offsetsPartition is the offsets partition that holds a group's commits.
-func (b *Broker) offsetsPartition(groupID string) core.TopicPartition {
+func (gc *groupCoordinator) offsetsPartition(groupID string) core.TopicPartition {
 	return core.TopicPartition{Topic: group.OffsetsTopic,
-		Partition: group.Partition(groupID, b.groups.parts)}
+		Partition: group.Partition(groupID, gc.groups.parts)}
 }
 
 // coordinatorCode says whether this node can serve a group now (0), or which
 // retriable error the client should get: the group's offsets partition is offline.
-func (b *Broker) coordinatorCode(groupID string) int16 {
-	if b.groups.parts == 0 {
+func (gc *groupCoordinator) coordinatorCode(groupID string) int16 {
+	if gc.groups.parts == 0 {
 		return 0 // no offsets yet; the first write creates the topic
 	}
-	if rep := b.replicas[b.offsetsPartition(groupID)]; rep == nil || rep.Offline() {
-		b.hit(pCoordinatorUnavailable)
+	if pos, ok := gc.logs.position(gc.offsetsPartition(groupID)); !ok || pos.offline {
+		gc.hit(pCoordinatorUnavailable)
 		return kerr.CoordinatorNotAvailable.Code
 	}
 	return 0
@@ -350,76 +301,76 @@ func (b *Broker) coordinatorCode(groupID string) int16 {
 // groupChanged forgets a group left with nothing in it, re-arms its timer and writes
 // its metadata if it changed so (persistGroup). Every handler calls it after touching
 // a group.
-func (b *Broker) groupChanged(id string) {
-	b.groups.coord.Collect(id)
-	defer b.persistGroup(id) // after the timer: its callback may re-enter here
+func (gc *groupCoordinator) groupChanged(id string) {
+	gc.groups.coord.Collect(id)
+	defer gc.persistGroup(id) // after the timer: its callback may re-enter here
 	var at core.Time
 	ok := false
-	if g := b.groups.coord.Group(id); g != nil {
+	if g := gc.groups.coord.Group(id); g != nil {
 		at, ok = g.NextDeadline()
 	}
-	t, armed := b.groups.timers[id]
+	t, armed := gc.groups.timers[id]
 	if armed && (!ok || at < t.at) {
-		b.cancelTimer(t.id)
-		delete(b.groups.timers, id)
+		gc.cancelTimer(t.id)
+		delete(gc.groups.timers, id)
 		armed = false
 	}
 	// A timer armed earlier than needed stays: it fires, ticks for nothing, re-arms.
 	if !ok || armed {
 		return
 	}
-	tid := b.setTimer(at, brokerTimer{kind: timerGroup, group: id})
-	b.groups.timers[id] = groupTimer{id: tid, at: at}
+	tid := gc.setTimer(at, brokerTimer{kind: timerGroup, group: id})
+	gc.groups.timers[id] = groupTimer{id: tid, at: at}
 }
 
 // persistGroup appends the metadata record the group wants written, if any, and
 // reports the outcome to it once durable or failed (SyncGroup answers wait on it).
-func (b *Broker) persistGroup(id string) {
-	g := b.groups.coord.Group(id)
+func (gc *groupCoordinator) persistGroup(id string) {
+	g := gc.groups.coord.Group(id)
 	if g == nil {
 		return
 	}
-	w, ok := g.TakeMetadataWrite(b.now)
+	w, ok := g.TakeMetadataWrite(gc.now)
 	if !ok {
 		return
 	}
 	kvs := []batch.KV{{Key: group.EncodeGroupKey(id), Value: w.Value}}
-	b.writeOffsets(b.newOffsetWrite(id, kvs, &groupMetadataOwner{g: g, w: w}))
+	gc.writeOffsets(gc.newOffsetWrite(id, kvs, &groupMetadataOwner{g: g, w: w}))
 }
 
-func (b *Broker) groupTimerFired(id string) {
-	delete(b.groups.timers, id)
-	if g := b.groups.coord.Group(id); g != nil {
-		g.Tick(b.now)
+func (gc *groupCoordinator) groupTimerFired(id string) {
+	delete(gc.groups.timers, id)
+	if g := gc.groups.coord.Group(id); g != nil {
+		g.Tick(gc.now)
 	}
-	b.groupChanged(id)
+	gc.groupChanged(id)
 }
 
 // routeGroupRequest handles the group APIs; false when r is not one of them.
-func (b *Broker) routeGroupRequest(r Request) bool {
+func (gc *groupCoordinator) routeGroupRequest(r Request) bool {
 	switch m := r.Msg.(type) {
 	case *kmsg.FindCoordinatorRequest:
-		b.reply(r, b.handleFindCoordinator(m))
+		gc.reply(r, gc.handleFindCoordinator(m))
 	case *kmsg.JoinGroupRequest:
-		b.handleJoinGroup(r, m)
+		gc.handleJoinGroup(r, m)
 	case *kmsg.SyncGroupRequest:
-		b.handleSyncGroup(r, m)
+		gc.handleSyncGroup(r, m)
 	case *kmsg.HeartbeatRequest:
-		b.reply(r, b.handleHeartbeat(m))
+		gc.reply(r, gc.handleHeartbeat(m))
 	case *kmsg.LeaveGroupRequest:
-		b.reply(r, b.handleLeaveGroup(m))
+		gc.reply(r, gc.handleLeaveGroup(m))
 	case *kmsg.OffsetCommitRequest:
-		b.handleOffsetCommit(r, m)
+		gc.handleOffsetCommit(r, m)
 	case *kmsg.OffsetFetchRequest:
-		b.reply(r, b.handleOffsetFetch(m))
+		gc.reply(r, gc.handleOffsetFetch(m))
 	case *kmsg.DescribeGroupsRequest:
-		b.reply(r, b.handleDescribeGroups(m))
+		gc.reply(r, gc.handleDescribeGroups(m))
 	case *kmsg.ListGroupsRequest:
-		b.reply(r, b.handleListGroups(m))
+		gc.reply(r, gc.handleListGroups(m))
 	case *kmsg.DeleteGroupsRequest:
-		b.handleDeleteGroups(r, m)
+		gc.handleDeleteGroups(r, m)
 	case *kmsg.OffsetDeleteRequest:
-		b.handleOffsetDelete(r, m)
+		gc.handleOffsetDelete(r, m)
 	default:
 		return false
 	}

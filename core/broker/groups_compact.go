@@ -21,8 +21,6 @@ package broker
 // either way.
 
 import (
-	"go.uber.org/zap"
-
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/batch"
 	"github.com/sluicemq/sluice/core/group"
@@ -36,79 +34,72 @@ type compactState struct {
 	running map[core.TopicPartition]bool // a snapshot waits for durability
 }
 
-// maybeCompactOffsets rewrites tp to its live offsets when that is due and safe.
-func (b *Broker) maybeCompactOffsets(tp core.TopicPartition) {
-	c := &b.groups.compact
-	rep := b.replicas[tp]
-	if c.running[tp] || c.since[tp] < b.cfg.Groups.CompactAfterRecords ||
-		len(b.groups.writes[tp]) > 0 || rep == nil || rep.Offline() ||
-		rep.HighWatermark() != rep.EndOffset() {
+// maybeCompactOffsets rewrites tp to its live offsets when that is due and safe. The
+// replica manager appends the snapshot (msgAppendSnapshot) and answers
+// msgSnapshotAppended.
+func (gc *groupCoordinator) maybeCompactOffsets(tp core.TopicPartition) {
+	c := &gc.groups.compact
+	if c.running[tp] || c.since[tp] < gc.cfg.Groups.CompactAfterRecords ||
+		len(gc.groups.writes[tp]) > 0 {
 		return
 	}
-	live := b.liveOffsets(tp.Partition)
+	pos, ok := gc.logs.position(tp)
+	if !ok || pos.offline || pos.hwm != pos.end {
+		return
+	}
+	live := gc.liveOffsets(tp.Partition)
 	if c.since[tp] < 2*len(live) {
 		return // mostly live already: a rewrite would not shrink it
 	}
-	start := rep.EndOffset()
-	incarnation := rep.Incarnation()
 	if len(live) == 0 {
 		c.since[tp] = 0
-		b.offsetsSnapshotDone(tp, incarnation, start, 0, 0) // nothing to keep
+		gc.offsetsSnapshotDone(tp, pos.incarnation, pos.end, 0, 0) // nothing to keep
 		return
 	}
-	last := start
+	var batches [][]byte
 	for _, chunk := range chunkRecords(live) {
-		res := rep.Append(b.now.Millis(), batch.Build(chunk, batch.NoProducer, b.now.Millis()))
-		if res.Err != 0 {
-			// What was appended repeats live values: harmless. Try again later.
-			b.lg.Warn("offsets snapshot not written", zap.Stringer("tp", tp),
-				zap.Int16("code", res.Err))
-			return
-		}
-		last = res.WaitOffset
+		batches = append(batches, batch.Build(chunk, batch.NoProducer, gc.now.Millis()))
 	}
-	c.since[tp] = len(live)
-	c.running[tp] = true
-	w := b.newOffsetWrite("", nil, &snapshotOwner{incarnation: incarnation, start: start,
-		live: len(live)})
-	w.n, w.tp, w.offset, w.appended = len(live), tp, last, true
-	b.groups.writes[tp] = append(b.groups.writes[tp], w)
-	b.groups.nWrite++
-	b.produces.dirty = append(b.produces.dirty, tp)
-	b.requestSyncs()
+	w := gc.newOffsetWrite("", nil, &snapshotOwner{incarnation: pos.incarnation,
+		start: pos.end, live: len(live)})
+	w.n, w.tp = len(live), tp
+	gc.post(msgAppendSnapshot{write: w, tp: tp, batches: batches})
 }
 
-// offsetsSnapshotDone moves the log start to the snapshot once it is durable.
-func (b *Broker) offsetsSnapshotDone(tp core.TopicPartition, incarnation uint64, start int64,
-	live int, code int16) {
-	b.groups.compact.running[tp] = false
-	rep := b.replicas[tp]
-	if code != 0 || rep == nil || rep.Incarnation() != incarnation {
-		return
-	}
-	newStart, code := rep.DeleteRecordsBefore(start)
+// snapshotAppended records an appended snapshot; it ends (offsetsSnapshotDone) once
+// durable.
+func (gc *groupCoordinator) snapshotAppended(m msgSnapshotAppended) {
+	w, c := m.write, &gc.groups.compact
+	c.since[w.tp] = w.n
+	c.running[w.tp] = true
+	w.offset, w.appended = m.offset, true
+	gc.groups.writes[w.tp] = append(gc.groups.writes[w.tp], w)
+	gc.groups.nWrite++
+}
+
+// offsetsSnapshotDone has the replica manager move the log start to the snapshot once
+// it is durable (msgTrimOffsets).
+func (gc *groupCoordinator) offsetsSnapshotDone(tp core.TopicPartition, incarnation uint64,
+	start int64, live int, code int16) {
+	gc.groups.compact.running[tp] = false
 	if code != 0 {
-		b.lg.Warn("offsets partition not trimmed", zap.Stringer("tp", tp),
-			zap.Int16("code", code))
 		return
 	}
-	b.hit(pOffsetsCompacted)
-	b.lg.Info("offsets partition compacted", zap.Stringer("tp", tp),
-		zap.Int64("log_start_offset", newStart), zap.Int("live_offsets", live))
+	gc.post(msgTrimOffsets{tp: tp, incarnation: incarnation, start: start, live: live})
 }
 
 // liveOffsets returns the live records of every group stored in partition p — its
 // durable metadata record, if any, and its committed offsets — in a fixed order.
-func (b *Broker) liveOffsets(p int32) []batch.KV {
+func (gc *groupCoordinator) liveOffsets(p int32) []batch.KV {
 	var kvs []batch.KV
-	for _, id := range b.groups.coord.GroupIDs() {
-		if group.Partition(id, b.groups.parts) != p {
+	for _, id := range gc.groups.coord.GroupIDs() {
+		if group.Partition(id, gc.groups.parts) != p {
 			continue
 		}
-		if v := b.groups.coord.Group(id).Durable(); v != nil {
+		if v := gc.groups.coord.Group(id).Durable(); v != nil {
 			kvs = append(kvs, batch.KV{Key: group.EncodeGroupKey(id), Value: v})
 		}
-		for _, po := range b.groups.coord.Offsets(id) {
+		for _, po := range gc.groups.coord.Offsets(id) {
 			kvs = append(kvs, batch.KV{Key: group.EncodeKey(id, po.TP),
 				Value: group.EncodeValue(po.Offset)})
 		}

@@ -20,38 +20,38 @@ import (
 )
 
 // armOffsetExpiry schedules the next expiry check.
-func (b *Broker) armOffsetExpiry() {
-	b.setTimer(b.now.AddMillis(b.cfg.Groups.RetentionCheckIntervalMs),
+func (gc *groupCoordinator) armOffsetExpiry() {
+	gc.setTimer(gc.now.AddMillis(gc.cfg.Groups.RetentionCheckIntervalMs),
 		brokerTimer{kind: timerOffsetExpiry})
 }
 
 // offsetExpiryPass deletes every offset due for expiry, group by group, then re-arms.
-func (b *Broker) offsetExpiryPass() {
-	defer b.armOffsetExpiry()
+func (gc *groupCoordinator) offsetExpiryPass() {
+	defer gc.armOffsetExpiry()
 	// Groups left Empty since the last pass, as Kafka's cleanup.
-	for _, id := range b.groups.coord.Sweep() {
-		b.deleteGroupMetadata(id)
+	for _, id := range gc.groups.coord.Sweep() {
+		gc.deleteGroupMetadata(id)
 	}
-	if b.groups.parts == 0 {
+	if gc.groups.parts == 0 {
 		return // no offsets topic: no offsets
 	}
-	for _, e := range b.groups.coord.ExpiredOffsets(b.now) {
-		if b.groups.nWrite >= maxOffsetWrites/2 {
+	for _, e := range gc.groups.coord.ExpiredOffsets(gc.now) {
+		if gc.groups.nWrite >= maxOffsetWrites/2 {
 			// Leave room for commits; the rest goes at the next check.
-			b.lg.Info("offset expiry deferred: many offset writes in flight")
+			gc.lg.Info("offset expiry deferred: many offset writes in flight")
 			return
 		}
-		if b.coordinatorCode(e.Group) != 0 {
+		if gc.coordinatorCode(e.Group) != 0 {
 			continue // partition offline: try again at the next check
 		}
-		b.expireOffsets(e.Group, e.TPs)
+		gc.expireOffsets(e.Group, e.TPs)
 	}
 }
 
 // expireOffsets writes tombstones for tps of a group, in batches of bounded size, and
 // drops the offsets once each batch is durable. A failed write leaves its offsets for
 // the next check.
-func (b *Broker) expireOffsets(id string, tps []core.TopicPartition) {
+func (gc *groupCoordinator) expireOffsets(id string, tps []core.TopicPartition) {
 	kvs := make([]batch.KV, len(tps))
 	for i, tp := range tps {
 		kvs[i] = batch.KV{Key: group.EncodeKey(id, tp)}
@@ -59,44 +59,44 @@ func (b *Broker) expireOffsets(id string, tps []core.TopicPartition) {
 	for _, chunk := range chunkRecords(kvs) {
 		part := tps[:len(chunk)]
 		tps = tps[len(chunk):]
-		b.groups.coord.WriteStarted(id, part)
-		b.writeOffsets(b.newOffsetWrite(id, chunk, &expireOwner{part: part}))
+		gc.groups.coord.WriteStarted(id, part)
+		gc.writeOffsets(gc.newOffsetWrite(id, chunk, &expireOwner{part: part}))
 	}
 }
 
 // expiryWritten applies expired offsets' tombstones once durable.
-func (b *Broker) expiryWritten(id string, part []core.TopicPartition, code int16) {
-	b.groups.coord.WriteEnded(id, part)
+func (gc *groupCoordinator) expiryWritten(id string, part []core.TopicPartition, code int16) {
+	gc.groups.coord.WriteEnded(id, part)
 	if code != 0 {
-		b.logWriteFailure("expired offsets not deleted", id, code)
+		gc.logWriteFailure("expired offsets not deleted", id, code)
 		return
 	}
 	for _, tp := range part {
-		b.groups.coord.ApplyOffset(id, tp, nil)
+		gc.groups.coord.ApplyOffset(id, tp, nil)
 	}
-	b.hit(pOffsetsExpired)
-	b.lg.Info("committed offsets expired", zap.String("group", id),
+	gc.hit(pOffsetsExpired)
+	gc.lg.Info("committed offsets expired", zap.String("group", id),
 		zap.Int("partitions", len(part)))
-	b.groupChanged(id)
+	gc.groupChanged(id)
 }
 
 // deleteGroupMetadata tombstones a swept group's metadata record and forgets the group
 // once that is durable. A failed write leaves the group for the next pass.
-func (b *Broker) deleteGroupMetadata(id string) {
-	if b.coordinatorCode(id) != 0 {
+func (gc *groupCoordinator) deleteGroupMetadata(id string) {
+	if gc.coordinatorCode(id) != 0 {
 		return
 	}
-	b.writeOffsets(b.newOffsetWrite(id, []batch.KV{{Key: group.EncodeGroupKey(id)}},
+	gc.writeOffsets(gc.newOffsetWrite(id, []batch.KV{{Key: group.EncodeGroupKey(id)}},
 		&sweepOwner{}))
 }
 
 // sweepWritten forgets a swept group once its metadata tombstone is durable.
-func (b *Broker) sweepWritten(id string, code int16) {
+func (gc *groupCoordinator) sweepWritten(id string, code int16) {
 	if code != 0 {
-		b.logWriteFailure("empty group not deleted", id, code)
+		gc.logWriteFailure("empty group not deleted", id, code)
 		return
 	}
-	b.hit(pGroupSwept)
-	b.groups.coord.Forget(id)
-	b.groupChanged(id)
+	gc.hit(pGroupSwept)
+	gc.groups.coord.Forget(id)
+	gc.groupChanged(id)
 }

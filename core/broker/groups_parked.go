@@ -24,13 +24,15 @@ type parkedGroupReq struct {
 type parkedKey struct{ conn, id uint64 }
 
 // parkGroupRequest records r before it is handed to the group.
-func (b *Broker) parkGroupRequest(r Request, api, groupID, member string) {
-	if b.groups.parked == nil {
-		b.groups.parked = map[parkedKey]parkedGroupReq{}
+func (gc *groupCoordinator) parkGroupRequest(r Request, api, groupID, member string) {
+	if gc.groups.parked == nil {
+		gc.groups.parked = map[parkedKey]parkedGroupReq{}
 	}
-	b.groups.parked[parkedKey{r.Conn, r.ID}] = parkedGroupReq{req: r, api: api,
-		group: groupID, member: member, since: b.now}
+	gc.groups.parked[parkedKey{r.Conn, r.ID}] = parkedGroupReq{req: r, api: api,
+		group: groupID, member: member, since: gc.now}
 }
 
 // groupAnswered forgets r's record: the group answered it.
-func (b *Broker) groupAnswered(r Request) { delete(b.groups.parked, parkedKey{r.Conn, r.ID}) }
+func (gc *groupCoordinator) groupAnswered(r Request) {
+	delete(gc.groups.parked, parkedKey{r.Conn, r.ID})
+}

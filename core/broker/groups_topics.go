@@ -18,89 +18,85 @@ import (
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/batch"
 	"github.com/sluicemq/sluice/core/group"
+	"github.com/sluicemq/sluice/core/meta"
 )
 
-// deleteTopicOffsets tombstones the offsets of every partition of topics and continues
-// op once every tombstone is durable or failed.
-func (b *Broker) deleteTopicOffsets(topics map[string]bool, op *opDeleteTopics) {
-	b.deleteOffsetsWhere("topic deleted", func(tp core.TopicPartition) bool {
-		return topics[tp.Topic]
-	}, op)
+// tombstoneTopics tombstones, for the admin operation m.op, the committed offsets of
+// the topics m names, or with none named those of topics the image no longer has.
+func (gc *groupCoordinator) tombstoneTopics(m msgTombstoneOffsets) {
+	drop := orphanOffset(gc.image)
+	if m.topics != nil {
+		drop = func(tp core.TopicPartition) bool { return m.topics[tp.Topic] }
+	}
+	gc.deleteOffsetsWhere(m.why, drop, m.op)
 }
 
-// purgeOrphanOffsets tombstones, as an admin operation, offsets whose partition the
-// metadata does not have: left by a crash before a deleted topic's tombstones were
-// durable. Called at start once the offsets are loaded.
-func (b *Broker) purgeOrphanOffsets() {
-	if len(b.groups.coord.OffsetsWhere(orphanOffset(b))) == 0 {
+// purgeOrphanOffsets asks for an admin operation (msgPurgeOrphans) tombstoning offsets
+// whose partition the metadata does not have: left by a crash before a deleted topic's
+// tombstones were durable. Called at start once the offsets are loaded.
+func (gc *groupCoordinator) purgeOrphanOffsets() {
+	if len(gc.groups.coord.OffsetsWhere(orphanOffset(gc.image))) == 0 {
 		return
 	}
-	b.hit(pOffsetsOrphansPurged)
-	b.serialize(&opPurgeOrphans{})
+	gc.hit(pOffsetsOrphansPurged)
+	gc.post(msgPurgeOrphans{})
 }
 
-// purgeOrphans tombstones the offsets of topics that are gone, as the admin
-// operation queued at start.
-func (b *Broker) purgeOrphans(op *opPurgeOrphans) {
-	b.deleteOffsetsWhere("topic no longer exists", orphanOffset(b), op)
-}
-
-// orphanOffset says whether tp's committed offsets belong to no partition of b's image.
-func orphanOffset(b *Broker) func(core.TopicPartition) bool {
+// orphanOffset says whether tp's committed offsets belong to no partition of img.
+func orphanOffset(img *meta.Image) func(core.TopicPartition) bool {
 	return func(tp core.TopicPartition) bool {
-		t := b.image.Topic(tp.Topic)
+		t := img.Topic(tp.Topic)
 		return t == nil || tp.Partition < 0 || tp.Partition >= t.Partitions
 	}
 }
 
 // deleteOffsetsWhere writes tombstones for the offsets drop selects, group by group in
-// bounded batches, applies each batch once durable, and calls done when all ended. A
-// failed batch is logged and its offsets stay (the next start retries them if the
-// topic is still gone). op counts the writes in flight (adminOffsetWriteEnded) and
-// continues in adminOffsetsWritten when all ended.
-func (b *Broker) deleteOffsetsWhere(why string, drop func(core.TopicPartition) bool,
+// bounded batches, and applies each batch once durable. A failed batch is logged and
+// its offsets stay (the next start retries them if the topic is still gone). op counts
+// the writes in flight (msgTombstoneCount: +1 as each starts, -1 as each ends, and a
+// last -1 once all were started, so that synchronous answers cannot finish it early)
+// and continues in adminOffsetsWritten when all ended.
+func (gc *groupCoordinator) deleteOffsetsWhere(why string, drop func(core.TopicPartition) bool,
 	op adminOp) {
-	a := op.base()
-	a.phase = adminOffsets
-	a.left = 1 // released after the loop, so that synchronous answers cannot finish early
-	if b.groups.parts > 0 {
-		for _, e := range b.groups.coord.OffsetsWhere(drop) {
+	if gc.groups.parts > 0 {
+		for _, e := range gc.groups.coord.OffsetsWhere(drop) {
 			for _, part := range chunkTPs(e.Group, e.TPs) {
-				a.left++
-				b.tombstoneOffsets(why, e.Group, part, op)
+				gc.post(msgTombstoneCount{op: op, delta: 1})
+				gc.tombstoneOffsets(why, e.Group, part, op)
 			}
 		}
 	}
-	b.adminOffsetWriteEnded(op)
+	gc.post(msgTombstoneCount{op: op, delta: -1})
 }
 
-func (b *Broker) tombstoneOffsets(why, id string, tps []core.TopicPartition, op adminOp) {
+func (gc *groupCoordinator) tombstoneOffsets(why, id string, tps []core.TopicPartition,
+	op adminOp) {
 	kvs := make([]batch.KV, len(tps))
 	for i, tp := range tps {
 		kvs[i] = batch.KV{Key: group.EncodeKey(id, tp)}
 	}
-	b.groups.coord.WriteStarted(id, tps)
-	b.writeOffsets(b.newOffsetWrite(id, kvs, &tombstoneOwner{why: why, tps: tps, op: op}))
+	gc.groups.coord.WriteStarted(id, tps)
+	gc.writeOffsets(gc.newOffsetWrite(id, kvs, &tombstoneOwner{why: why, tps: tps, op: op}))
 }
 
 // tombstonesWritten applies a deleted topic's offsets' tombstones once durable.
-func (b *Broker) tombstonesWritten(id string, o *tombstoneOwner, code int16) {
+func (gc *groupCoordinator) tombstonesWritten(id string, o *tombstoneOwner, code int16) {
 	why, tps := o.why, o.tps
-	b.groups.coord.WriteEnded(id, tps)
+	gc.groups.coord.WriteEnded(id, tps)
 	if code != 0 {
-		b.lg.Error("offsets of a deleted topic not removed", zap.String("group", id),
+		gc.lg.Error("offsets of a deleted topic not removed", zap.String("group", id),
 			zap.String("why", why), zap.Int("partitions", len(tps)),
 			zap.Int16("code", code))
 	} else {
 		for _, tp := range tps {
-			b.groups.coord.ApplyOffset(id, tp, nil)
+			gc.groups.coord.ApplyOffset(id, tp, nil)
 		}
-		b.hit(pOffsetsTopicDeleted)
-		b.lg.Info("committed offsets removed", zap.String("group", id),
+		gc.hit(pOffsetsTopicDeleted)
+		gc.lg.Info("committed offsets removed", zap.String("group", id),
 			zap.String("why", why), zap.Int("partitions", len(tps)))
-		b.groupChanged(id)
+		gc.groupChanged(id)
 	}
-	b.adminOffsetWriteEnded(o.op)
+	gc.post(msgTombstoneCount{op: o.op, delta: -1})
 }
 
 // chunkTPs splits a group's partitions into batches of bounded size, as chunkRecords

@@ -14,27 +14,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleHeartbeat(m *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
+func (gc *groupCoordinator) handleHeartbeat(m *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	resp := m.ResponseKind().(*kmsg.HeartbeatResponse)
-	if resp.ErrorCode = b.memberGroupCode(m.Group); resp.ErrorCode != 0 {
+	if resp.ErrorCode = gc.memberGroupCode(m.Group); resp.ErrorCode != 0 {
 		return resp
 	}
-	g := b.groups.coord.Group(m.Group)
+	g := gc.groups.coord.Group(m.Group)
 	if g == nil {
 		resp.ErrorCode = kerr.UnknownMemberID.Code
 		return resp
 	}
-	resp.ErrorCode = g.Heartbeat(b.now, m.MemberID, m.InstanceID, m.Generation)
-	b.groupChanged(m.Group)
+	resp.ErrorCode = g.Heartbeat(gc.now, m.MemberID, m.InstanceID, m.Generation)
+	gc.groupChanged(m.Group)
 	return resp
 }
 
 // memberGroupCode checks the group id of a membership request (join, sync, heartbeat,
 // leave): those need a non-empty id, unlike the offset APIs.
-func (b *Broker) memberGroupCode(groupID string) int16 {
+func (gc *groupCoordinator) memberGroupCode(groupID string) int16 {
 	if groupID == "" || len(groupID) > math.MaxInt16 {
 		// Too long for the record keys that store the group (int16 length).
 		return kerr.InvalidGroupID.Code
 	}
-	return b.coordinatorCode(groupID)
+	return gc.coordinatorCode(groupID)
 }

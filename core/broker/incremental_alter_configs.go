@@ -26,14 +26,14 @@ import (
 	"github.com/sluicemq/sluice/core/meta"
 )
 
-func (b *Broker) handleIncrementalAlterConfigs(r Request,
+func (ctl *adminController) handleIncrementalAlterConfigs(r Request,
 	m *kmsg.IncrementalAlterConfigsRequest) {
 	changes := make([]configChange, len(m.Resources))
 	for i, res := range m.Resources {
 		changes[i] = configChange{typ: res.ResourceType, name: res.ResourceName,
 			ops: res.Configs, incremental: true}
 	}
-	b.serialize(&opAlterConfigs{adminBase: adminBase{req: r}, changes: changes,
+	ctl.serialize(&opAlterConfigs{adminBase: adminBase{req: r}, changes: changes,
 		validateOnly: m.ValidateOnly})
 }
 
@@ -50,7 +50,8 @@ func incrementalAlterConfigsResponse(m *kmsg.IncrementalAlterConfigsRequest,
 }
 
 // incrementalOverrides applies the operations, in order, to the topic's overrides.
-func (b *Broker) incrementalOverrides(ops []kmsg.IncrementalAlterConfigsRequestResourceConfig,
+func (ctl *adminController) incrementalOverrides(
+	ops []kmsg.IncrementalAlterConfigsRequestResourceConfig,
 	t *meta.Topic) ([]meta.Config, int16, string) {
 	cur := map[string]string{}
 	for _, c := range t.Configs {
@@ -67,7 +68,7 @@ func (b *Broker) incrementalOverrides(ops []kmsg.IncrementalAlterConfigsRequestR
 			return nil, kerr.InvalidConfig.Code,
 				fmt.Sprintf("Unknown topic config name: %s", op.Name)
 		}
-		if code, msg := b.applyOp(cur, op); code != 0 {
+		if code, msg := ctl.applyOp(cur, op); code != 0 {
 			return nil, code, msg
 		}
 	}
@@ -79,7 +80,7 @@ func (b *Broker) incrementalOverrides(ops []kmsg.IncrementalAlterConfigsRequestR
 }
 
 // applyOp applies one operation to cur (config name → override).
-func (b *Broker) applyOp(cur map[string]string,
+func (ctl *adminController) applyOp(cur map[string]string,
 	op kmsg.IncrementalAlterConfigsRequestResourceConfig) (int16, string) {
 	switch op.Op {
 	case kmsg.IncrementalAlterConfigOpDelete:
@@ -104,7 +105,7 @@ func (b *Broker) applyOp(cur map[string]string,
 	}
 	base, ok := cur[op.Name]
 	if !ok {
-		base = b.cfg.TopicDefaults[op.Name] // no override (or one deleted by an earlier op)
+		base = ctl.cfg.TopicDefaults[op.Name] // no override (or one deleted by an earlier op)
 	}
 	list := splitList(base)
 	for _, v := range splitList(*op.Value) {

@@ -25,20 +25,20 @@ const producerIDBlock = 1000
 // maxPIDWaiters bounds requests queued behind a block commit.
 const maxPIDWaiters = 10_000
 
-func (b *Broker) handleInitProducerID(r Request, m *kmsg.InitProducerIDRequest) {
+func (ctl *adminController) handleInitProducerID(r Request, m *kmsg.InitProducerIDRequest) {
 	resp := m.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if m.TransactionalID != nil {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		b.reply(r, resp)
+		ctl.reply(r, resp)
 		return
 	}
-	if len(b.pidWaiters) >= maxPIDWaiters {
+	if len(ctl.pidWaiters) >= maxPIDWaiters {
 		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
-		b.reply(r, resp)
+		ctl.reply(r, resp)
 		return
 	}
-	b.allocProducerID(pidWaiter{req: r, resp: resp, since: b.now})
+	ctl.allocProducerID(pidWaiter{req: r, resp: resp, since: ctl.now})
 }
 
 // pidWaiter is an InitProducerId request waiting for an id.
@@ -49,49 +49,50 @@ type pidWaiter struct {
 }
 
 // answerPID answers w with pid, or with a retriable error when err is set.
-func (b *Broker) answerPID(w pidWaiter, pid int64, err error) {
+func (ctl *adminController) answerPID(w pidWaiter, pid int64, err error) {
 	if err != nil {
 		w.resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 	} else {
 		w.resp.ProducerID, w.resp.ProducerEpoch = pid, 0
 	}
-	b.reply(w.req, w.resp)
+	ctl.reply(w.req, w.resp)
 }
 
 // allocProducerID answers w with an unused producer id, committing a new block first
 // when the current one is used up.
-func (b *Broker) allocProducerID(w pidWaiter) {
-	if b.nextPID < b.pidBlockEnd {
-		pid := b.nextPID
-		b.nextPID++
-		b.answerPID(w, pid, nil)
+func (ctl *adminController) allocProducerID(w pidWaiter) {
+	if ctl.nextPID < ctl.pidBlockEnd {
+		pid := ctl.nextPID
+		ctl.nextPID++
+		ctl.answerPID(w, pid, nil)
 		return
 	}
-	b.pidWaiters = append(b.pidWaiters, w)
-	if b.pidBlockInFlight {
+	ctl.pidWaiters = append(ctl.pidWaiters, w)
+	if ctl.pidBlockInFlight {
 		return
 	}
-	b.pidBlockInFlight = true
-	start := b.image.NextProducerID()
+	ctl.pidBlockInFlight = true
+	start := ctl.image.NextProducerID()
 	rec := meta.Record{Kind: meta.KindProducerIDBlock, NextProducerID: start + producerIDBlock}
-	b.propose(rec, metaWaiter{}) // answered in pidBlockAnswered
+	ctl.propose(rec, metaWaiter{}) // answered in pidBlockAnswered
 }
 
 // pidBlockAnswered hands out the committed block to the waiting requests, in order.
-func (b *Broker) pidBlockAnswered(err error) {
-	b.pidBlockInFlight = false
-	waiters := b.pidWaiters
-	b.pidWaiters = nil
+func (ctl *adminController) pidBlockAnswered(err error) {
+	ctl.pidBlockInFlight = false
+	waiters := ctl.pidWaiters
+	ctl.pidWaiters = nil
 	if err != nil {
-		b.lg.Error("producer id block not committed", zap.Error(err))
+		ctl.lg.Error("producer id block not committed", zap.Error(err))
 		for _, w := range waiters {
-			b.answerPID(w, -1, err)
+			ctl.answerPID(w, -1, err)
 		}
 		return
 	}
 	// The image has applied the block; hand it out from its start.
-	b.nextPID, b.pidBlockEnd = b.image.NextProducerID()-producerIDBlock, b.image.NextProducerID()
+	next := ctl.image.NextProducerID()
+	ctl.nextPID, ctl.pidBlockEnd = next-producerIDBlock, next
 	for _, w := range waiters {
-		b.allocProducerID(w)
+		ctl.allocProducerID(w)
 	}
 }

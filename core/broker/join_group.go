@@ -21,9 +21,9 @@ import (
 	"github.com/sluicemq/sluice/core/group"
 )
 
-func (b *Broker) handleJoinGroup(r Request, m *kmsg.JoinGroupRequest) {
-	if code := b.memberGroupCode(m.Group); code != 0 {
-		b.reply(r, joinGroupResponse(m, group.JoinResult{Err: code, Generation: -1,
+func (gc *groupCoordinator) handleJoinGroup(r Request, m *kmsg.JoinGroupRequest) {
+	if code := gc.memberGroupCode(m.Group); code != 0 {
+		gc.reply(r, joinGroupResponse(m, group.JoinResult{Err: code, Generation: -1,
 			MemberID: m.MemberID}))
 		return
 	}
@@ -37,13 +37,13 @@ func (b *Broker) handleJoinGroup(r Request, m *kmsg.JoinGroupRequest) {
 	for _, p := range m.Protocols {
 		req.Protocols = append(req.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
 	}
-	g := b.groups.coord.GetOrCreate(m.Group)
-	b.parkGroupRequest(r, "JoinGroup", m.Group, m.MemberID)
-	g.Join(b.now, req, func(res group.JoinResult) {
-		b.groupAnswered(r)
-		b.reply(r, joinGroupResponse(m, res))
+	g := gc.groups.coord.GetOrCreate(m.Group)
+	gc.parkGroupRequest(r, "JoinGroup", m.Group, m.MemberID)
+	g.Join(gc.now, req, func(res group.JoinResult) {
+		gc.groupAnswered(r)
+		gc.reply(r, joinGroupResponse(m, res))
 	})
-	b.groupChanged(m.Group)
+	gc.groupChanged(m.Group)
 }
 
 func joinGroupResponse(m *kmsg.JoinGroupRequest, res group.JoinResult) *kmsg.JoinGroupResponse {

@@ -13,30 +13,30 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleLeaveGroup(m *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+func (gc *groupCoordinator) handleLeaveGroup(m *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
 	resp := m.ResponseKind().(*kmsg.LeaveGroupResponse)
-	if resp.ErrorCode = b.memberGroupCode(m.Group); resp.ErrorCode != 0 {
+	if resp.ErrorCode = gc.memberGroupCode(m.Group); resp.ErrorCode != 0 {
 		return resp
 	}
 	if m.Version < 3 {
-		resp.ErrorCode = b.leaveOne(m.Group, m.MemberID, nil)
+		resp.ErrorCode = gc.leaveOne(m.Group, m.MemberID, nil)
 		return resp
 	}
 	for _, lm := range m.Members {
 		rm := kmsg.NewLeaveGroupResponseMember()
 		rm.MemberID, rm.InstanceID = lm.MemberID, lm.InstanceID
-		rm.ErrorCode = b.leaveOne(m.Group, lm.MemberID, lm.InstanceID)
+		rm.ErrorCode = gc.leaveOne(m.Group, lm.MemberID, lm.InstanceID)
 		resp.Members = append(resp.Members, rm)
 	}
 	return resp
 }
 
-func (b *Broker) leaveOne(groupID, memberID string, instanceID *string) int16 {
-	g := b.groups.coord.Group(groupID)
+func (gc *groupCoordinator) leaveOne(groupID, memberID string, instanceID *string) int16 {
+	g := gc.groups.coord.Group(groupID)
 	if g == nil {
 		return kerr.UnknownMemberID.Code
 	}
-	code := g.Leave(b.now, memberID, instanceID)
-	b.groupChanged(groupID)
+	code := g.Leave(gc.now, memberID, instanceID)
+	gc.groupChanged(groupID)
 	return code
 }

@@ -156,22 +156,22 @@ type creationState struct {
 
 // autoCreateAdmits says whether a Metadata request that already planned planned
 // topics may auto-create one more now.
-func (b *Broker) autoCreateAdmits(planned int) bool {
-	return planned < b.cfg.Limits.AutoCreateTopicsPerRequest &&
-		b.creation.auto.admits(b.now, b.cfg.Limits.AutoCreatePartitionsPerSec)
+func (ctl *adminController) autoCreateAdmits(planned int) bool {
+	return planned < ctl.cfg.Limits.AutoCreateTopicsPerRequest &&
+		ctl.creation.auto.admits(ctl.now, ctl.cfg.Limits.AutoCreatePartitionsPerSec)
 }
 
 // autoCreateDeferred logs, at most once a second, how many topics auto-creation left
 // for a later request.
-func (b *Broker) autoCreateDeferred(n int) {
-	b.creation.deferred += n
-	if b.creation.lastWarn != 0 && b.now < b.creation.lastWarn.AddMillis(1000) {
+func (ctl *adminController) autoCreateDeferred(n int) {
+	ctl.creation.deferred += n
+	if ctl.creation.lastWarn != 0 && ctl.now < ctl.creation.lastWarn.AddMillis(1000) {
 		return
 	}
-	b.lg.Warn("topic auto-creation bounded: topics answered LEADER_NOT_AVAILABLE, "+
+	ctl.lg.Warn("topic auto-creation bounded: topics answered LEADER_NOT_AVAILABLE, "+
 		"created when clients retry",
-		zap.Int("deferred_topics", b.creation.deferred),
-		zap.Int("max_per_request", b.cfg.Limits.AutoCreateTopicsPerRequest),
-		zap.Int("partitions_per_sec", b.cfg.Limits.AutoCreatePartitionsPerSec))
-	b.creation.lastWarn, b.creation.deferred = b.now, 0
+		zap.Int("deferred_topics", ctl.creation.deferred),
+		zap.Int("max_per_request", ctl.cfg.Limits.AutoCreateTopicsPerRequest),
+		zap.Int("partitions_per_sec", ctl.cfg.Limits.AutoCreatePartitionsPerSec))
+	ctl.creation.lastWarn, ctl.creation.deferred = ctl.now, 0
 }

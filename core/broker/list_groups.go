@@ -13,13 +13,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleListGroups(m *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+func (gc *groupCoordinator) handleListGroups(m *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := m.ResponseKind().(*kmsg.ListGroupsResponse)
 	if !matchesFilter(m.TypesFilter, "classic") {
 		return resp
 	}
-	for _, id := range b.groups.coord.GroupIDs() {
-		g := b.groups.coord.Group(id)
+	for _, id := range gc.groups.coord.GroupIDs() {
+		g := gc.groups.coord.Group(id)
 		if !matchesFilter(m.StatesFilter, g.State().String()) {
 			continue
 		}

@@ -20,7 +20,7 @@ import (
 	"github.com/sluicemq/sluice/core"
 )
 
-func (b *Broker) handleListOffsets(m *kmsg.ListOffsetsRequest) kmsg.Response {
+func (rm *replicaManager) handleListOffsets(m *kmsg.ListOffsetsRequest) kmsg.Response {
 	resp := m.ResponseKind().(*kmsg.ListOffsetsResponse)
 	for _, t := range m.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
@@ -30,7 +30,7 @@ func (b *Broker) handleListOffsets(m *kmsg.ListOffsetsRequest) kmsg.Response {
 			rp.Partition = p.Partition
 			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, leaderEpoch
 			tp := core.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-			rp.ErrorCode = b.listOffset(tp, p.Timestamp, p.CurrentLeaderEpoch, &rp)
+			rp.ErrorCode = rm.listOffset(tp, p.Timestamp, p.CurrentLeaderEpoch, &rp)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -38,9 +38,9 @@ func (b *Broker) handleListOffsets(m *kmsg.ListOffsetsRequest) kmsg.Response {
 	return resp
 }
 
-func (b *Broker) listOffset(tp core.TopicPartition, ts int64, currentEpoch int32,
+func (rm *replicaManager) listOffset(tp core.TopicPartition, ts int64, currentEpoch int32,
 	rp *kmsg.ListOffsetsResponseTopicPartition) int16 {
-	rep, code := b.replicaFor(tp)
+	rep, code := rm.replicaFor(tp)
 	if code != 0 {
 		return code
 	}
@@ -56,8 +56,8 @@ func (b *Broker) listOffset(tp core.TopicPartition, ts int64, currentEpoch int32
 	case ts == -1:
 		rp.Offset = rep.HighWatermark()
 	case ts == -3:
-		b.hit(pListMaxTimestamp)
-		m, found, code := rep.MaxTimestamp(b.dec)
+		rm.hit(pListMaxTimestamp)
+		m, found, code := rep.MaxTimestamp(rm.dec)
 		if code != 0 {
 			return code
 		}
@@ -65,8 +65,8 @@ func (b *Broker) listOffset(tp core.TopicPartition, ts int64, currentEpoch int32
 			rp.Offset, rp.Timestamp = m.Offset, m.Timestamp
 		}
 	case ts >= 0:
-		b.hit(pListByTime)
-		m, found, code := rep.OffsetForTimestamp(ts, b.dec)
+		rm.hit(pListByTime)
+		m, found, code := rep.OffsetForTimestamp(ts, rm.dec)
 		if code != 0 {
 			return code
 		}

@@ -42,52 +42,6 @@ func (b *Broker) handleMetadata(r Request, m *kmsg.MetadataRequest) {
 	b.serialize(&opAutoCreate{adminBase: adminBase{req: r}, m: m})
 }
 
-// autoCreate proposes the topics a Metadata request names and may create.
-func (b *Broker) autoCreate(op *opAutoCreate) {
-	// Re-check: an operation queued before this one may have created or invalidated
-	// some of the topics.
-	m := op.m
-	failed := map[string]topicError{}
-	pending := newPendingTopics()
-	var recs []meta.Record
-	deferred := 0
-	for _, name := range b.autoCreatable(m) {
-		if !b.autoCreateAdmits(len(recs)) {
-			failed[name] = topicError{code: kerr.LeaderNotAvailable.Code}
-			b.hit(pAutoCreateDeferred)
-			deferred++
-			continue
-		}
-		spec := topicSpec{name: name, partitions: -1, replicationFactor: -1}
-		rec, code, msg := b.planTopic(spec, pending)
-		if code != 0 {
-			failed[name] = topicError{code, msg}
-			continue
-		}
-		b.hit(pAutoCreate)
-		b.creation.auto.spend(rec.Partitions)
-		rec.TopicID = b.newTopicID()
-		recs = append(recs, rec)
-	}
-	if deferred > 0 {
-		b.autoCreateDeferred(deferred)
-	}
-	op.failed = failed
-	b.proposeAll(op, recs) // then autoCreateCommitted
-}
-
-// autoCreateCommitted notes the topics whose creation did not commit, then waits for
-// the new logs before answering (adminOpened).
-func (b *Broker) autoCreateCommitted(op *opAutoCreate) {
-	for i, err := range op.errs {
-		if err != nil {
-			code, msg := commitFailure(err)
-			op.failed[op.recs[i].Topic] = topicError{code, msg}
-		}
-	}
-	b.afterOpens(op)
-}
-
 // topicError is a per-topic failure carried from a creation attempt into a response.
 type topicError struct {
 	code int16
@@ -96,9 +50,9 @@ type topicError struct {
 
 // autoCreatable returns the distinct requested topic names that do not exist and would
 // be created by this request, in request order.
-func (b *Broker) autoCreatable(m *kmsg.MetadataRequest) []string {
-	lim := b.cfg.Limits
-	if !b.cfg.AutoCreateTopics || (m.Version >= 4 && !m.AllowAutoTopicCreation) ||
+func (n *node) autoCreatable(m *kmsg.MetadataRequest) []string {
+	lim := n.cfg.Limits
+	if !n.cfg.AutoCreateTopics || (m.Version >= 4 && !m.AllowAutoTopicCreation) ||
 		lim.AutoCreateTopicsPerRequest == 0 || lim.AutoCreatePartitionsPerSec == 0 {
 		return nil // a bound of 0 is auto-creation off: UNKNOWN_TOPIC_OR_PARTITION
 	}
@@ -110,7 +64,7 @@ func (b *Broker) autoCreatable(m *kmsg.MetadataRequest) []string {
 		}
 		name := *t.Topic
 		seen[name] = true
-		if b.image.Topic(name) == nil && topicNameProblem(name) == "" {
+		if n.image.Topic(name) == nil && topicNameProblem(name) == "" {
 			names = append(names, name)
 		}
 	}

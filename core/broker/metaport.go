@@ -40,17 +40,6 @@ type metaWaiter struct {
 	topic string
 }
 
-// propose sends rec to the metadata log; metaAnswer hands w its answer: nil when it
-// committed (the record was applied before, M4), an error otherwise. Every error is
-// retriable for the client: a rejected or not-leader record never commits; an unknown
-// one may commit later and is then applied like any other record (M3).
-func (b *Broker) propose(rec meta.Record, w metaWaiter) {
-	tok := b.token()
-	w.since, w.kind, w.topic = b.now, rec.Kind, rec.Topic
-	b.metaWaiters[tok] = w
-	b.env.ProposeMeta(rec, tok)
-}
-
 // metaApplied applies one committed record: every node receives every record, in
 // index order, whoever proposed it (M2).
 func (b *Broker) metaApplied(in MetaApplied) {
@@ -106,18 +95,7 @@ func (b *Broker) metaAnswer(in MetaAnswer) {
 		core.Invariant(false, "B9", "proposal %d: unknown outcome %d", in.Token, in.Outcome)
 		err = fmt.Errorf("metadata answer with outcome %d", in.Outcome)
 	}
-	w, ok := b.metaWaiters[in.Token]
-	if !ok {
-		b.lg.Warn("metadata answer for no proposal", zap.Uint64("token", in.Token),
-			zap.Stringer("outcome", in.Outcome))
-		return
-	}
-	delete(b.metaWaiters, in.Token)
-	if w.op == nil {
-		b.pidBlockAnswered(err)
-		return
-	}
-	b.adminAnswered(w.op, w.i, err)
+	b.adminController.proposalAnswered(in, err)
 }
 
 // metaLeaderChanged notes the metadata quorum's leader (M7). A single node leads from

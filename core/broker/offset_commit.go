@@ -41,7 +41,7 @@ type pendingCommit struct {
 	part   *kmsg.OffsetCommitResponseTopicPartition
 }
 
-func (b *Broker) handleOffsetCommit(r Request, m *kmsg.OffsetCommitRequest) {
+func (gc *groupCoordinator) handleOffsetCommit(r Request, m *kmsg.OffsetCommitRequest) {
 	resp := m.ResponseKind().(*kmsg.OffsetCommitResponse)
 	for _, t := range m.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
@@ -53,8 +53,8 @@ func (b *Broker) handleOffsetCommit(r Request, m *kmsg.OffsetCommitRequest) {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	code := b.commitAllowed(m)
-	expireMs := commitExpiry(m, b.now.Millis())
+	code := gc.commitAllowed(m)
+	expireMs := commitExpiry(m, gc.now.Millis())
 	var pending []pendingCommit
 	var kvs []batch.KV
 	for ti, t := range m.Topics {
@@ -65,11 +65,11 @@ func (b *Broker) handleOffsetCommit(r Request, m *kmsg.OffsetCommitRequest) {
 			}
 			pc := pendingCommit{tp: core.TopicPartition{Topic: t.Topic, Partition: p.Partition},
 				part: rp, offset: group.Offset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch,
-					CommitMs: b.now.Millis(), ExpireMs: expireMs}}
+					CommitMs: gc.now.Millis(), ExpireMs: expireMs}}
 			if p.Metadata != nil {
 				pc.offset.Metadata = *p.Metadata
 			}
-			if rp.ErrorCode = b.commitPartitionCode(pc); rp.ErrorCode != 0 {
+			if rp.ErrorCode = gc.commitPartitionCode(pc); rp.ErrorCode != 0 {
 				continue
 			}
 			pending = append(pending, pc)
@@ -81,23 +81,23 @@ func (b *Broker) handleOffsetCommit(r Request, m *kmsg.OffsetCommitRequest) {
 	for i, pc := range pending {
 		tps[i] = pc.tp
 	}
-	b.groups.coord.WriteStarted(m.Group, tps) // no expiry tombstone may overtake it
-	b.writeOffsets(b.newOffsetWrite(m.Group, kvs, &commitOwner{req: r, resp: resp, tps: tps,
+	gc.groups.coord.WriteStarted(m.Group, tps) // no expiry tombstone may overtake it
+	gc.writeOffsets(gc.newOffsetWrite(m.Group, kvs, &commitOwner{req: r, resp: resp, tps: tps,
 		pending: pending}))
 }
 
 // commitWritten applies a commit's offsets once durable and answers it.
-func (b *Broker) commitWritten(groupID string, o *commitOwner, code int16) {
-	b.groups.coord.WriteEnded(groupID, o.tps)
+func (gc *groupCoordinator) commitWritten(groupID string, o *commitOwner, code int16) {
+	gc.groups.coord.WriteEnded(groupID, o.tps)
 	for _, pc := range o.pending {
 		if code != 0 && !mutantOn("commit-ignores-write-error") {
 			pc.part.ErrorCode = code
 			continue
 		}
 		off := pc.offset
-		b.groups.coord.ApplyOffset(groupID, pc.tp, &off)
+		gc.groups.coord.ApplyOffset(groupID, pc.tp, &off)
 	}
-	b.reply(o.req, o.resp)
+	gc.reply(o.req, o.resp)
 }
 
 // commitExpiry is the explicit expiry time a v2–v4 commit asks for, 0 for none.
@@ -121,31 +121,31 @@ func satAddMs(a, b int64) int64 {
 }
 
 // commitAllowed checks the request as a whole: coordinator, group and member.
-func (b *Broker) commitAllowed(m *kmsg.OffsetCommitRequest) int16 {
-	if code := b.coordinatorCode(m.Group); code != 0 {
+func (gc *groupCoordinator) commitAllowed(m *kmsg.OffsetCommitRequest) int16 {
+	if code := gc.coordinatorCode(m.Group); code != 0 {
 		return code
 	}
 	if len(m.Group) > math.MaxInt16 {
 		return kerr.InvalidGroupID.Code // the record key holds it with an int16 length
 	}
-	g := b.groups.coord.Group(m.Group)
+	g := gc.groups.coord.Group(m.Group)
 	if g == nil {
 		if m.Generation < 0 {
 			return 0
 		}
 		return kerr.IllegalGeneration.Code
 	}
-	code := g.CheckCommit(b.now, m.Generation, m.MemberID, m.InstanceID)
-	b.groupChanged(m.Group) // the commit was a heartbeat
+	code := g.CheckCommit(gc.now, m.Generation, m.MemberID, m.InstanceID)
+	gc.groupChanged(m.Group) // the commit was a heartbeat
 	return code
 }
 
-func (b *Broker) commitPartitionCode(pc pendingCommit) int16 {
-	t := b.image.Topic(pc.tp.Topic)
+func (gc *groupCoordinator) commitPartitionCode(pc pendingCommit) int16 {
+	t := gc.image.Topic(pc.tp.Topic)
 	switch {
 	case t == nil || pc.tp.Partition < 0 || pc.tp.Partition >= t.Partitions:
 		return kerr.UnknownTopicOrPartition.Code
-	case len(pc.offset.Metadata) > min(b.cfg.Groups.MetadataMaxBytes, math.MaxInt16):
+	case len(pc.offset.Metadata) > min(gc.cfg.Groups.MetadataMaxBytes, math.MaxInt16):
 		return kerr.OffsetMetadataTooLarge.Code
 	}
 	return 0

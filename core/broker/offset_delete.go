@@ -18,7 +18,7 @@ import (
 	"github.com/sluicemq/sluice/core/group"
 )
 
-func (b *Broker) handleOffsetDelete(r Request, m *kmsg.OffsetDeleteRequest) {
+func (gc *groupCoordinator) handleOffsetDelete(r Request, m *kmsg.OffsetDeleteRequest) {
 	resp := m.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	for _, t := range m.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
@@ -30,9 +30,9 @@ func (b *Broker) handleOffsetDelete(r Request, m *kmsg.OffsetDeleteRequest) {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	subscribed, code := b.offsetDeleteScope(m.Group)
+	subscribed, code := gc.offsetDeleteScope(m.Group)
 	if resp.ErrorCode = code; code != 0 {
-		b.reply(r, resp)
+		gc.reply(r, resp)
 		return
 	}
 	var tps []core.TopicPartition
@@ -42,14 +42,14 @@ func (b *Broker) handleOffsetDelete(r Request, m *kmsg.OffsetDeleteRequest) {
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
 			tp := core.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
-			t := b.image.Topic(tp.Topic)
+			t := gc.image.Topic(tp.Topic)
 			switch {
 			case t == nil || tp.Partition < 0 || tp.Partition >= t.Partitions:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case subscribed(tp.Topic):
 				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 			default:
-				if _, ok := b.groups.coord.Offset(m.Group, tp); ok {
+				if _, ok := gc.groups.coord.Offset(m.Group, tp); ok {
 					tps, parts = append(tps, tp), append(parts, rp)
 				}
 			}
@@ -59,28 +59,28 @@ func (b *Broker) handleOffsetDelete(r Request, m *kmsg.OffsetDeleteRequest) {
 	for _, tp := range tps {
 		kvs = append(kvs, batch.KV{Key: group.EncodeKey(m.Group, tp)})
 	}
-	b.writeOffsets(b.newOffsetWrite(m.Group, kvs, &offsetDeleteOwner{req: r, resp: resp,
+	gc.writeOffsets(gc.newOffsetWrite(m.Group, kvs, &offsetDeleteOwner{req: r, resp: resp,
 		tps: tps, parts: parts}))
 }
 
 // offsetDeleteWritten applies an OffsetDelete's tombstones once durable and answers it.
-func (b *Broker) offsetDeleteWritten(groupID string, o *offsetDeleteOwner, code int16) {
+func (gc *groupCoordinator) offsetDeleteWritten(groupID string, o *offsetDeleteOwner, code int16) {
 	for i, tp := range o.tps {
 		if o.parts[i].ErrorCode = code; code == 0 {
-			b.groups.coord.ApplyOffset(groupID, tp, nil)
+			gc.groups.coord.ApplyOffset(groupID, tp, nil)
 		}
 	}
-	b.groupChanged(groupID)
-	b.reply(o.req, o.resp)
+	gc.groupChanged(groupID)
+	gc.reply(o.req, o.resp)
 }
 
 // offsetDeleteScope returns which topics' offsets the group still uses, or a
 // group-level error.
-func (b *Broker) offsetDeleteScope(id string) (func(topic string) bool, int16) {
-	if code := b.coordinatorCode(id); code != 0 {
+func (gc *groupCoordinator) offsetDeleteScope(id string) (func(topic string) bool, int16) {
+	if code := gc.coordinatorCode(id); code != 0 {
 		return nil, code
 	}
-	g := b.groups.coord.Group(id)
+	g := gc.groups.coord.Group(id)
 	if g == nil {
 		return nil, kerr.GroupIDNotFound.Code
 	}

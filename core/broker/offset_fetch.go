@@ -31,14 +31,15 @@ type fetchedPartition struct {
 	code      int16
 }
 
-func (b *Broker) handleOffsetFetch(m *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+func (gc *groupCoordinator) handleOffsetFetch(
+	m *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := m.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if m.Version >= 8 {
 		for _, rg := range m.Groups {
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group = rg.Group
 			var topics []fetchedTopic
-			topics, g.ErrorCode = b.fetchOffsets(rg.Group, groupTopics(rg.Topics))
+			topics, g.ErrorCode = gc.fetchOffsets(rg.Group, groupTopics(rg.Topics))
 			g.Topics = v8Topics(topics)
 			resp.Groups = append(resp.Groups, g)
 		}
@@ -51,7 +52,7 @@ func (b *Broker) handleOffsetFetch(m *kmsg.OffsetFetchRequest) *kmsg.OffsetFetch
 			want = append(want, requested(t.Topic, t.Partitions))
 		}
 	}
-	topics, code := b.fetchOffsets(m.Group, want)
+	topics, code := gc.fetchOffsets(m.Group, want)
 	if code != 0 && m.Version < 2 {
 		topics = want // no top-level error field: report it on every partition
 		for i := range topics {
@@ -98,18 +99,19 @@ func requested(topic string, partitions []int32) fetchedTopic {
 
 // fetchOffsets fills want (nil: every committed offset of the group) and returns it
 // with a group-level error code.
-func (b *Broker) fetchOffsets(groupID string, want []fetchedTopic) ([]fetchedTopic, int16) {
-	if code := b.coordinatorCode(groupID); code != 0 {
+func (gc *groupCoordinator) fetchOffsets(groupID string, want []fetchedTopic) ([]fetchedTopic,
+	int16) {
+	if code := gc.coordinatorCode(groupID); code != 0 {
 		return nil, code
 	}
 	if want == nil {
-		return b.allOffsets(groupID), 0
+		return gc.allOffsets(groupID), 0
 	}
 	for i := range want {
 		for j := range want[i].parts {
 			p := &want[i].parts[j]
 			tp := core.TopicPartition{Topic: want[i].topic, Partition: p.partition}
-			if o, ok := b.groups.coord.Offset(groupID, tp); ok {
+			if o, ok := gc.groups.coord.Offset(groupID, tp); ok {
 				p.offset = o
 			}
 		}
@@ -118,9 +120,9 @@ func (b *Broker) fetchOffsets(groupID string, want []fetchedTopic) ([]fetchedTop
 }
 
 // allOffsets lists every committed offset of a group, grouped by topic in order.
-func (b *Broker) allOffsets(groupID string) []fetchedTopic {
+func (gc *groupCoordinator) allOffsets(groupID string) []fetchedTopic {
 	var out []fetchedTopic
-	for _, po := range b.groups.coord.Offsets(groupID) {
+	for _, po := range gc.groups.coord.Offsets(groupID) {
 		if len(out) == 0 || out[len(out)-1].topic != po.TP.Topic {
 			out = append(out, fetchedTopic{topic: po.TP.Topic})
 		}

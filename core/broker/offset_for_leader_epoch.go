@@ -35,7 +35,8 @@ func checkCurrentLeaderEpoch(current int32) int16 {
 	}
 }
 
-func (b *Broker) handleOffsetForLeaderEpoch(m *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
+func (rm *replicaManager) handleOffsetForLeaderEpoch(
+	m *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
 	resp := m.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	for _, t := range m.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
@@ -43,7 +44,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(m *kmsg.OffsetForLeaderEpochRequest)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition, rp.LeaderEpoch, rp.EndOffset = p.Partition, -1, -1
-			rp.ErrorCode = b.epochEnd(core.TopicPartition{Topic: t.Topic, Partition: p.Partition}, p, &rp)
+			rp.ErrorCode = rm.epochEnd(core.TopicPartition{Topic: t.Topic, Partition: p.Partition}, p, &rp)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -51,9 +52,10 @@ func (b *Broker) handleOffsetForLeaderEpoch(m *kmsg.OffsetForLeaderEpochRequest)
 	return resp
 }
 
-func (b *Broker) epochEnd(tp core.TopicPartition, p kmsg.OffsetForLeaderEpochRequestTopicPartition,
+func (rm *replicaManager) epochEnd(tp core.TopicPartition,
+	p kmsg.OffsetForLeaderEpochRequestTopicPartition,
 	rp *kmsg.OffsetForLeaderEpochResponseTopicPartition) int16 {
-	rep, code := b.replicaFor(tp)
+	rep, code := rm.replicaFor(tp)
 	if code != 0 {
 		return code
 	}
@@ -65,7 +67,7 @@ func (b *Broker) epochEnd(tp core.TopicPartition, p kmsg.OffsetForLeaderEpochReq
 	}
 	rp.LeaderEpoch, rp.EndOffset = rep.EndOffsetForEpoch(p.LeaderEpoch)
 	if rp.LeaderEpoch == p.LeaderEpoch {
-		b.hit(pEpochMatched)
+		rm.hit(pEpochMatched)
 	}
 	return 0
 }

@@ -125,31 +125,32 @@ func ownerRequest(o writeOwner) (Request, bool) {
 }
 
 // newOffsetWrite makes the write of kvs for groupID on behalf of owner.
-func (b *Broker) newOffsetWrite(groupID string, kvs []batch.KV, owner writeOwner) *offsetWrite {
-	return &offsetWrite{group: groupID, kvs: kvs, n: len(kvs), since: b.now, owner: owner}
+func (gc *groupCoordinator) newOffsetWrite(groupID string, kvs []batch.KV,
+	owner writeOwner) *offsetWrite {
+	return &offsetWrite{group: groupID, kvs: kvs, n: len(kvs), since: gc.now, owner: owner}
 }
 
 // offsetWriteEnded hands a write's outcome to its owner: 0 when durable, otherwise
 // the error for the client.
-func (b *Broker) offsetWriteEnded(w *offsetWrite, code int16) {
+func (gc *groupCoordinator) offsetWriteEnded(w *offsetWrite, code int16) {
 	switch o := w.owner.(type) {
 	case *commitOwner:
-		b.commitWritten(w.group, o, code)
+		gc.commitWritten(w.group, o, code)
 	case *offsetDeleteOwner:
-		b.offsetDeleteWritten(w.group, o, code)
+		gc.offsetDeleteWritten(w.group, o, code)
 	case *deleteGroupOwner:
-		b.groupDeleteWritten(w.group, o, code)
+		gc.groupDeleteWritten(w.group, o, code)
 	case *groupMetadataOwner:
-		o.g.MetadataWritten(b.now, o.w, code)
-		b.groupChanged(w.group)
+		o.g.MetadataWritten(gc.now, o.w, code)
+		gc.groupChanged(w.group)
 	case *snapshotOwner:
-		b.offsetsSnapshotDone(w.tp, o.incarnation, o.start, o.live, code)
+		gc.offsetsSnapshotDone(w.tp, o.incarnation, o.start, o.live, code)
 	case *expireOwner:
-		b.expiryWritten(w.group, o.part, code)
+		gc.expiryWritten(w.group, o.part, code)
 	case *sweepOwner:
-		b.sweepWritten(w.group, code)
+		gc.sweepWritten(w.group, code)
 	case *tombstoneOwner:
-		b.tombstonesWritten(w.group, o, code)
+		gc.tombstonesWritten(w.group, o, code)
 	default:
 		core.Invariant(false, "B11", "offset write for an owner of unknown type %T", o)
 	}
@@ -157,93 +158,75 @@ func (b *Broker) offsetWriteEnded(w *offsetWrite, code int16) {
 
 // writeOffsets appends w's offset records (a nil value deletes) and hands its owner
 // the outcome (offsetWriteEnded) once they are durable (0) or failed (the error for
-// the client). It never reports 0 before the high-water mark covers the batch.
-func (b *Broker) writeOffsets(w *offsetWrite) {
+// the client). It never reports 0 before the high-water mark covers the batch. The
+// replica manager appends (msgAppendInternal) and answers msgAppended.
+func (gc *groupCoordinator) writeOffsets(w *offsetWrite) {
 	if len(w.kvs) == 0 {
-		b.offsetWriteEnded(w, 0)
+		gc.offsetWriteEnded(w, 0)
 		return
 	}
-	if b.groups.parts == 0 {
-		if b.groups.nWrite+len(b.groups.created) >= maxOffsetWrites {
-			b.offsetWriteEnded(w, kerr.CoordinatorNotAvailable.Code)
+	if gc.groups.parts == 0 {
+		if gc.groups.nWrite+len(gc.groups.created) >= maxOffsetWrites {
+			gc.offsetWriteEnded(w, kerr.CoordinatorNotAvailable.Code)
 			return
 		}
-		b.groups.created = append(b.groups.created, w) // offsetsCreationEnded
-		b.ensureOffsetsTopic()
+		gc.groups.created = append(gc.groups.created, w) // offsetsCreationEnded
+		gc.ensureOffsetsTopic()
 		return
 	}
-	tp := b.offsetsPartition(w.group)
-	rep, code := b.replicaFor(tp)
-	if code == 0 && b.groups.nWrite >= maxOffsetWrites {
-		code = kerr.RequestTimedOut.Code
-	}
-	if code != 0 {
-		b.hit(pOffsetWriteFailed)
-		b.offsetWriteEnded(w, offsetWriteError(code))
-		return
-	}
-	res := rep.Append(b.now.Millis(), batch.Build(w.kvs, batch.NoProducer, b.now.Millis()))
-	if res.Err != 0 && rep.Offline() {
-		// As a produce does: the write took the log offline, so the writes waiting for
-		// a sync will never be durable (the log dropped them); answer them now.
-		b.partitionFailed(tp, kerr.KafkaStorageError.Code)
-	}
-	if res.Err != 0 {
-		b.hit(pOffsetWriteFailed)
-		b.offsetWriteEnded(w, offsetWriteError(res.Err))
-		return
-	}
-	w.tp, w.offset, w.appended, w.kvs = tp, res.WaitOffset, true, nil
-	b.groups.writes[tp] = append(b.groups.writes[tp], w)
-	b.groups.nWrite++
-	b.groups.compact.since[tp] += w.n
-	b.produces.dirty = append(b.produces.dirty, tp)
-	b.requestSyncs()
-	b.offsetWritesDurable(tp)
+	gc.post(msgAppendInternal{write: w, tp: gc.offsetsPartition(w.group),
+		overloaded: gc.groups.nWrite >= maxOffsetWrites,
+		batch:      batch.Build(w.kvs, batch.NoProducer, gc.now.Millis())})
 }
 
-// offsetWritesDurable completes the writes on tp that the high-water mark now covers,
-// in append order. Called from hwmAdvanced.
-func (b *Broker) offsetWritesDurable(tp core.TopicPartition) {
-	ws := b.groups.writes[tp]
-	rep := b.replicas[tp]
-	if rep == nil {
+// offsetsAppended records where an offset write went, or ends it with its error.
+func (gc *groupCoordinator) offsetsAppended(m msgAppended) {
+	w := m.write
+	if m.code != 0 {
+		gc.hit(pOffsetWriteFailed)
+		gc.offsetWriteEnded(w, offsetWriteError(m.code))
 		return
 	}
-	covered := rep.HighWatermark
-	if mutantOn("commit-before-durable") {
-		covered = rep.EndOffset
-	}
+	w.tp, w.offset, w.appended, w.kvs = m.tp, m.offset, true, nil
+	gc.groups.writes[m.tp] = append(gc.groups.writes[m.tp], w)
+	gc.groups.nWrite++
+	gc.groups.compact.since[m.tp] += w.n
+}
+
+// offsetWritesDurable completes the writes on tp that the high-water mark (m.hwm) now
+// covers, in append order.
+func (gc *groupCoordinator) offsetWritesDurable(m msgDurable) {
+	tp, ws := m.tp, gc.groups.writes[m.tp]
 	i := 0
-	for i < len(ws) && covered() >= ws[i].offset {
+	for i < len(ws) && m.hwm >= ws[i].offset {
 		i++
 	}
 	if i == 0 {
 		return
 	}
-	b.storeOffsetWrites(tp, ws[i:])
+	gc.storeOffsetWrites(tp, ws[i:])
 	for _, w := range ws[:i] {
-		b.offsetWriteEnded(w, 0)
+		gc.offsetWriteEnded(w, 0)
 	}
-	b.maybeCompactOffsets(tp)
+	gc.maybeCompactOffsets(tp)
 }
 
-// offsetWritesFailed fails every write waiting on tp. Called from partitionFailed.
-func (b *Broker) offsetWritesFailed(tp core.TopicPartition, code int16) {
-	ws := b.groups.writes[tp]
-	b.storeOffsetWrites(tp, nil)
+// offsetWritesFailed fails every write waiting on tp (msgPartitionFailed).
+func (gc *groupCoordinator) offsetWritesFailed(tp core.TopicPartition, code int16) {
+	ws := gc.groups.writes[tp]
+	gc.storeOffsetWrites(tp, nil)
 	for _, w := range ws {
-		b.offsetWriteEnded(w, offsetWriteError(code))
+		gc.offsetWriteEnded(w, offsetWriteError(code))
 	}
 }
 
-func (b *Broker) storeOffsetWrites(tp core.TopicPartition, rest []*offsetWrite) {
-	b.groups.nWrite -= len(b.groups.writes[tp]) - len(rest)
+func (gc *groupCoordinator) storeOffsetWrites(tp core.TopicPartition, rest []*offsetWrite) {
+	gc.groups.nWrite -= len(gc.groups.writes[tp]) - len(rest)
 	if len(rest) == 0 {
-		delete(b.groups.writes, tp)
+		delete(gc.groups.writes, tp)
 		return
 	}
-	b.groups.writes[tp] = rest
+	gc.groups.writes[tp] = rest
 }
 
 // offsetWriteError maps a storage error to what Kafka answers for a failed commit.
@@ -272,6 +255,6 @@ func describeWrite(w *offsetWrite) string {
 }
 
 // logWriteFailure is shared by the broker's own writes whose failure only gets logged.
-func (b *Broker) logWriteFailure(msg, groupID string, code int16) {
-	b.lg.Warn(msg, zap.String("group", groupID), zap.Int16("code", code))
+func (gc *groupCoordinator) logWriteFailure(msg, groupID string, code int16) {
+	gc.lg.Warn(msg, zap.String("group", groupID), zap.Int16("code", code))
 }

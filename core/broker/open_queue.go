@@ -37,62 +37,64 @@ type openState struct {
 }
 
 // queueOpen queues tp's log to be opened; during the Start replay it is opened at once.
-func (b *Broker) queueOpen(tp core.TopicPartition) {
-	if !b.opens.live {
-		b.openReplica(tp)
+func (rm *replicaManager) queueOpen(tp core.TopicPartition) {
+	if !rm.opens.live {
+		rm.openReplica(tp)
 		return
 	}
-	if b.opens.queued == nil {
-		b.opens.queued = map[core.TopicPartition]bool{}
+	if rm.opens.queued == nil {
+		rm.opens.queued = map[core.TopicPartition]bool{}
 	}
-	b.opens.queue = append(b.opens.queue, tp)
-	b.opens.queued[tp] = true
+	rm.opens.queue = append(rm.opens.queue, tp)
+	rm.opens.queued[tp] = true
 }
 
 // opening reports whether tp is queued and not open yet.
-func (b *Broker) opening(tp core.TopicPartition) bool { return b.opens.queued[tp] }
+func (rm *replicaManager) opening(tp core.TopicPartition) bool { return rm.opens.queued[tp] }
+
+// logsToOpen counts the logs queued and not open yet.
+func (rm *replicaManager) logsToOpen() int { return len(rm.opens.queued) }
 
 // forgetOpen drops tp from the queue (its topic was deleted).
-func (b *Broker) forgetOpen(tp core.TopicPartition) { delete(b.opens.queued, tp) }
+func (rm *replicaManager) forgetOpen(tp core.TopicPartition) { delete(rm.opens.queued, tp) }
 
 // openSome opens up to openChunk queued logs, then either arms a timer for the next
 // chunk or, with the queue empty, runs the waiters.
-func (b *Broker) openSome() {
+func (rm *replicaManager) openSome() {
 	n := 0
-	for len(b.opens.queue) > 0 && n < max(b.cfg.Limits.OpenLogsPerStep, 1) {
-		tp := b.opens.queue[0]
-		b.opens.queue = b.opens.queue[1:]
-		if !b.opens.queued[tp] {
+	for len(rm.opens.queue) > 0 && n < max(rm.cfg.Limits.OpenLogsPerStep, 1) {
+		tp := rm.opens.queue[0]
+		rm.opens.queue = rm.opens.queue[1:]
+		if !rm.opens.queued[tp] {
 			continue
 		}
-		delete(b.opens.queued, tp)
-		b.openReplica(tp)
+		delete(rm.opens.queued, tp)
+		rm.openReplica(tp)
 		n++
 	}
-	if len(b.opens.queue) > 0 {
-		if !b.opens.armed {
-			b.opens.armed = true
-			b.setTimer(b.now, brokerTimer{kind: timerOpenChunk})
+	if len(rm.opens.queue) > 0 {
+		if !rm.opens.armed {
+			rm.opens.armed = true
+			rm.setTimer(rm.now, brokerTimer{kind: timerOpenChunk})
 		}
 		return
 	}
-	b.opens.queue = nil // release the backing array
-	waiting := b.opens.waiters
-	b.opens.waiters = nil
+	rm.opens.queue = nil // release the backing array
+	waiting := rm.opens.waiters
+	rm.opens.waiters = nil
 	for _, op := range waiting {
-		b.adminOpened(op)
+		rm.post(msgLogsOpened{op})
 	}
 }
 
-// afterOpens continues op (adminOpened) once every queued log has been opened (at once
+// awaitOpens answers msgLogsOpened{op} once every queued log has been opened (at once
 // if none is queued). Creations run one at a time (serialize), so when a creation's
 // records have committed, the queue holds its partitions and possibly others, never
 // ones queued after it.
-func (b *Broker) afterOpens(op adminOp) {
-	op.base().phase = adminOpening
-	if len(b.opens.queue) == 0 {
-		b.adminOpened(op)
+func (rm *replicaManager) awaitOpens(op adminOp) {
+	if len(rm.opens.queue) == 0 {
+		rm.post(msgLogsOpened{op})
 		return
 	}
-	b.opens.waiters = append(b.opens.waiters, op)
+	rm.opens.waiters = append(rm.opens.waiters, op)
 }

@@ -35,43 +35,43 @@ func newPendingTopics() *pendingTopics {
 // partitionBudget refuses adding n partitions when the node would then host more than
 // sluice.max.partitions (0: unbounded). planned counts those accepted earlier in the
 // same request.
-func (b *Broker) partitionBudget(n, planned int64) (int16, string) {
-	limit := int64(b.cfg.MaxPartitions)
-	if limit <= 0 || b.partitionTotal+planned+n <= limit {
+func (rm *replicaManager) partitionBudget(n, planned int64) (int16, string) {
+	limit := int64(rm.cfg.MaxPartitions)
+	if limit <= 0 || rm.partitionTotal+planned+n <= limit {
 		return 0, ""
 	}
 	return kerr.PolicyViolation.Code, fmt.Sprintf("Adding %d partitions would bring this "+
 		"node to %d partitions, above sluice.max.partitions=%d (%d hosted, %d more in this "+
 		"request). Delete topics, or raise the limit (docs/limits.md, Files and "+
-		"descriptors).", n, b.partitionTotal+planned+n, limit, b.partitionTotal, planned)
+		"descriptors).", n, rm.partitionTotal+planned+n, limit, rm.partitionTotal, planned)
 }
 
 // countPartitions keeps partitionTotal in step with the image as a record applies.
-func (b *Broker) countPartitions(before, after int32) {
-	b.partitionTotal += int64(after) - int64(before)
+func (rm *replicaManager) countPartitions(before, after int32) {
+	rm.partitionTotal += int64(after) - int64(before)
 }
 
 // noteOpen records why a partition's log did not open, or forgets it (err nil).
-func (b *Broker) noteOpen(tp core.TopicPartition, err error) {
+func (rm *replicaManager) noteOpen(tp core.TopicPartition, err error) {
 	if err == nil {
-		delete(b.openErrs, tp)
+		delete(rm.openErrs, tp)
 		return
 	}
-	b.openErrs[tp] = err
+	rm.openErrs[tp] = err
 }
 
 // unopened returns an error code and message when a partition of topic in [from, to)
 // committed but is not served because its log did not open.
-func (b *Broker) unopened(topic string, from, to int32) (int16, string) {
+func (rm *replicaManager) unopened(topic string, from, to int32) (int16, string) {
 	bad, first := 0, error(nil)
 	for p := from; p < to; p++ {
 		tp := core.TopicPartition{Topic: topic, Partition: p}
-		if b.replicas[tp] != nil {
+		if rm.replicas[tp] != nil {
 			continue
 		}
 		bad++
 		if first == nil {
-			first = b.openErrs[tp]
+			first = rm.openErrs[tp]
 		}
 	}
 	if bad == 0 {

@@ -59,38 +59,61 @@ func (p PendingOp) String() string {
 
 // Pending lists the work the broker is waiting for, sorted by kind, then start time,
 // then request, then description. The periodic passes (log retention, offset expiry)
-// are always armed and not listed.
+// are always armed and not listed. It is the concatenation of each part's list.
 func (b *Broker) Pending() []PendingOp {
 	var out []PendingOp
-	out = b.pendingTimers(out)
-	out = b.pendingAdmin(out)
-	out = b.pendingProposals(out)
-	for _, w := range b.pidWaiters {
-		out = append(out, PendingOp{Kind: PendingProducerID, What: "InitProducerId",
-			Waits: "a producer-id block to commit", Since: w.since, Conn: w.req.Conn,
-			ID: w.req.ID, HasRequest: true})
-	}
-	out = b.pendingOffsetWrites(out)
-	for _, p := range b.groups.parked {
-		out = append(out, PendingOp{Kind: PendingGroup, What: p.api,
-			Waits: fmt.Sprintf("group %q member %q: the rebalance", p.group, p.member),
-			Since: p.since, Conn: p.req.Conn, ID: p.req.ID, HasRequest: true})
-	}
-	if n := len(b.opens.queued); n > 0 {
-		out = append(out, PendingOp{Kind: PendingOpen, What: "partition logs",
-			Waits: fmt.Sprintf("%d logs to open, %d operations waiting", n,
-				len(b.opens.waiters)), Since: b.now})
-	}
-	for _, tp := range sortedKeys(b.syncs) {
-		s := b.syncs[tp]
-		out = append(out, PendingOp{Kind: PendingSync, What: tp.String(),
-			Waits: fmt.Sprintf("SyncDone token=%d", s.token), Since: s.since})
-	}
+	out = b.replicaManager.pending(out)
+	out = b.groupCoordinator.pending(out, b.replicaManager.syncToken)
+	out = b.adminController.pending(out, b.replicaManager.logsToOpen)
 	sort.SliceStable(out, func(i, j int) bool { return pendingLess(out[i], out[j]) })
 	for i := range out {
 		out[i].AgeMs = (b.now - out[i].Since).Millis()
 	}
 	return out
+}
+
+// pending lists the replica manager's parked produces and fetches, the open queue and
+// the fsyncs in flight.
+func (rm *replicaManager) pending(out []PendingOp) []PendingOp {
+	for _, id := range rm.timers.ids() {
+		t := rm.timers[id]
+		timer := rm.describeTimer(t, id)
+		switch t.kind {
+		case timerProduceTimeout:
+			p := t.produce
+			out = append(out, PendingOp{Kind: PendingProduce, What: "Produce acks=all",
+				Waits: rm.produceWaits(p) + "; " + timer, Since: t.set, Conn: p.req.Conn,
+				ID: p.req.ID, HasRequest: true})
+		case timerFetchWait:
+			w := t.fetch
+			out = append(out, PendingOp{Kind: PendingFetch, What: "Fetch",
+				Waits: fmt.Sprintf("min_bytes=%d on %v; %s", w.m.MinBytes, w.tps, timer),
+				Since: t.set, Conn: w.req.Conn, ID: w.req.ID, HasRequest: true})
+		case timerOpenChunk:
+			out = append(out, PendingOp{Kind: PendingTimer, What: "open next chunk",
+				Waits: timer, Since: t.set})
+		case timerGroup, timerOffsetExpiry, timerRetention: // not ours, or not listed
+		default:
+			core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
+		}
+	}
+	if n := len(rm.opens.queued); n > 0 {
+		out = append(out, PendingOp{Kind: PendingOpen, What: "partition logs",
+			Waits: fmt.Sprintf("%d logs to open, %d operations waiting", n,
+				len(rm.opens.waiters)), Since: rm.now})
+	}
+	for _, tp := range sortedKeys(rm.syncs) {
+		s := rm.syncs[tp]
+		out = append(out, PendingOp{Kind: PendingSync, What: tp.String(),
+			Waits: fmt.Sprintf("SyncDone token=%d", s.token), Since: s.since})
+	}
+	return out
+}
+
+// syncToken is the token of the fsync in flight on tp, if any.
+func (rm *replicaManager) syncToken(tp core.TopicPartition) (uint64, bool) {
+	s, ok := rm.syncs[tp]
+	return s.token, ok
 }
 
 func pendingLess(a, b PendingOp) bool {
@@ -109,52 +132,50 @@ func pendingLess(a, b PendingOp) bool {
 	return a.Waits < b.Waits
 }
 
-// pendingTimers lists parked produces and fetches (each has its timer) and the other
-// timers but the periodic passes.
-func (b *Broker) pendingTimers(out []PendingOp) []PendingOp {
-	ids := make([]uint64, 0, len(b.timers))
-	for id := range b.timers {
+// ids returns the live timers' ids, ascending.
+func (tbl timerTable) ids() []uint64 {
+	ids := make([]uint64, 0, len(tbl))
+	for id := range tbl {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
-		t := b.timers[id]
-		timer := fmt.Sprintf("timer=%d due in %dms", id, (t.at - b.now).Millis())
-		switch t.kind {
-		case timerProduceTimeout:
-			p := t.produce
-			out = append(out, PendingOp{Kind: PendingProduce, What: "Produce acks=all",
-				Waits: b.produceWaits(p) + "; " + timer, Since: t.set, Conn: p.req.Conn,
-				ID: p.req.ID, HasRequest: true})
-		case timerFetchWait:
-			w := t.fetch
-			out = append(out, PendingOp{Kind: PendingFetch, What: "Fetch",
-				Waits: fmt.Sprintf("min_bytes=%d on %v; %s", w.m.MinBytes, w.tps, timer),
-				Since: t.set, Conn: w.req.Conn, ID: w.req.ID, HasRequest: true})
-		case timerGroup:
+	return ids
+}
+
+// describeTimer says when timer id is due, for Pending.
+func (n *node) describeTimer(t brokerTimer, id uint64) string {
+	return fmt.Sprintf("timer=%d due in %dms", id, (t.at - n.now).Millis())
+}
+
+// pending lists the group coordinator's group timers, offset writes and parked
+// JoinGroup/SyncGroup requests; syncToken names the fsync an appended write waits for.
+func (gc *groupCoordinator) pending(out []PendingOp,
+	syncToken func(core.TopicPartition) (uint64, bool)) []PendingOp {
+	for _, id := range gc.timers.ids() {
+		if t := gc.timers[id]; t.kind == timerGroup {
 			out = append(out, PendingOp{Kind: PendingTimer, What: "group " + t.group,
-				Waits: timer, Since: t.set})
-		case timerOpenChunk:
-			out = append(out, PendingOp{Kind: PendingTimer, What: "open next chunk",
-				Waits: timer, Since: t.set})
-		case timerOffsetExpiry, timerRetention:
-		default:
-			core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
+				Waits: gc.describeTimer(t, id), Since: t.set})
 		}
+	}
+	out = gc.pendingOffsetWrites(out, syncToken)
+	for _, p := range gc.groups.parked {
+		out = append(out, PendingOp{Kind: PendingGroup, What: p.api,
+			Waits: fmt.Sprintf("group %q member %q: the rebalance", p.group, p.member),
+			Since: p.since, Conn: p.req.Conn, ID: p.req.ID, HasRequest: true})
 	}
 	return out
 }
 
 // produceWaits describes the partitions a parked produce still waits on.
-func (b *Broker) produceWaits(p *pendingProduce) string {
+func (rm *replicaManager) produceWaits(p *pendingProduce) string {
 	var parts []string
-	for _, tp := range sortedKeys(b.produces.byTP) {
-		for _, w := range b.produces.byTP[tp] {
+	for _, tp := range sortedKeys(rm.produces.byTP) {
+		for _, w := range rm.produces.byTP[tp] {
 			if w.p != p {
 				continue
 			}
 			s := fmt.Sprintf("%s hwm>=%d", tp, w.offset)
-			if sy, ok := b.syncs[tp]; ok {
+			if sy, ok := rm.syncs[tp]; ok {
 				s += fmt.Sprintf(" (sync token=%d)", sy.token)
 			}
 			parts = append(parts, s)
@@ -163,11 +184,24 @@ func (b *Broker) produceWaits(p *pendingProduce) string {
 	return strings.Join(parts, ", ")
 }
 
+// pending lists the controller side's admin operations, proposals and InitProducerId
+// requests; logsToOpen counts the logs an opening operation waits for.
+func (ctl *adminController) pending(out []PendingOp, logsToOpen func() int) []PendingOp {
+	out = ctl.pendingAdmin(out, logsToOpen)
+	out = ctl.pendingProposals(out)
+	for _, w := range ctl.pidWaiters {
+		out = append(out, PendingOp{Kind: PendingProducerID, What: "InitProducerId",
+			Waits: "a producer-id block to commit", Since: w.since, Conn: w.req.Conn,
+			ID: w.req.ID, HasRequest: true})
+	}
+	return out
+}
+
 // pendingAdmin lists the running admin operation and the queued ones.
-func (b *Broker) pendingAdmin(out []PendingOp) []PendingOp {
-	ops := append([]adminOp(nil), b.admin.queue...)
-	if b.admin.running != nil {
-		ops = append([]adminOp{b.admin.running}, ops...)
+func (ctl *adminController) pendingAdmin(out []PendingOp, logsToOpen func() int) []PendingOp {
+	ops := append([]adminOp(nil), ctl.admin.queue...)
+	if ctl.admin.running != nil {
+		ops = append([]adminOp{ctl.admin.running}, ops...)
 	}
 	for i, op := range ops {
 		a := op.base()
@@ -175,9 +209,9 @@ func (b *Broker) pendingAdmin(out []PendingOp) []PendingOp {
 		switch a.phase {
 		case adminProposing:
 			waits += fmt.Sprintf(": %d of %d answers, tokens %v", a.left, len(a.recs),
-				b.tokensOf(op))
+				ctl.tokensOf(op))
 		case adminOpening:
-			waits += fmt.Sprintf(": %d logs to open", len(b.opens.queued))
+			waits += fmt.Sprintf(": %d logs to open", logsToOpen())
 		case adminOffsets:
 			waits += fmt.Sprintf(": %d offset writes", a.left)
 		case adminQueued: // behind every operation listed before it
@@ -190,9 +224,9 @@ func (b *Broker) pendingAdmin(out []PendingOp) []PendingOp {
 }
 
 // tokensOf returns the proposal tokens op still waits on, ascending.
-func (b *Broker) tokensOf(op adminOp) []uint64 {
+func (ctl *adminController) tokensOf(op adminOp) []uint64 {
 	var toks []uint64
-	for tok, w := range b.metaWaiters {
+	for tok, w := range ctl.metaWaiters {
 		if w.op == op {
 			toks = append(toks, tok)
 		}
@@ -202,8 +236,8 @@ func (b *Broker) tokensOf(op adminOp) []uint64 {
 }
 
 // pendingProposals lists the proposals awaiting their MetaAnswer.
-func (b *Broker) pendingProposals(out []PendingOp) []PendingOp {
-	for tok, w := range b.metaWaiters {
+func (ctl *adminController) pendingProposals(out []PendingOp) []PendingOp {
+	for tok, w := range ctl.metaWaiters {
 		p := PendingOp{Kind: PendingProposal, What: "producer-id block", Since: w.since,
 			Waits: fmt.Sprintf("MetaAnswer token=%d for %v", tok, w.kind)}
 		if w.topic != "" {
@@ -221,13 +255,14 @@ func (b *Broker) pendingProposals(out []PendingOp) []PendingOp {
 
 // pendingOffsetWrites lists the offset writes waiting for the offsets topic, then
 // those waiting for durability, partition by partition.
-func (b *Broker) pendingOffsetWrites(out []PendingOp) []PendingOp {
+func (gc *groupCoordinator) pendingOffsetWrites(out []PendingOp,
+	syncToken func(core.TopicPartition) (uint64, bool)) []PendingOp {
 	add := func(w *offsetWrite) {
 		p := PendingOp{Kind: PendingOffsetWrite, What: w.owner.ownerName(),
 			Waits: describeWrite(w), Since: w.since}
 		if w.appended {
-			if s, ok := b.syncs[w.tp]; ok {
-				p.Waits += fmt.Sprintf(" (sync token=%d)", s.token)
+			if tok, ok := syncToken(w.tp); ok {
+				p.Waits += fmt.Sprintf(" (sync token=%d)", tok)
 			}
 		}
 		if r, ok := ownerRequest(w.owner); ok {
@@ -235,11 +270,11 @@ func (b *Broker) pendingOffsetWrites(out []PendingOp) []PendingOp {
 		}
 		out = append(out, p)
 	}
-	for _, w := range b.groups.created {
+	for _, w := range gc.groups.created {
 		add(w)
 	}
-	for _, tp := range sortedKeys(b.groups.writes) {
-		for _, w := range b.groups.writes[tp] {
+	for _, tp := range sortedKeys(gc.groups.writes) {
+		for _, w := range gc.groups.writes[tp] {
 			add(w)
 		}
 	}

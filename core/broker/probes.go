@@ -46,5 +46,3 @@ var (
 	pOffsetWriteFailed      = probe.Register("broker/offset-write-failed")
 	pCoordinatorUnavailable = probe.Register("broker/coordinator-partition-offline")
 )
-
-func (b *Broker) hit(id probe.ID) { b.probes.Hit(id) }

@@ -64,7 +64,7 @@ type produceState struct {
 	dirty []core.TopicPartition
 }
 
-func (b *Broker) handleProduce(r Request, m *kmsg.ProduceRequest) {
+func (rm *replicaManager) handleProduce(r Request, m *kmsg.ProduceRequest) {
 	resp := m.ResponseKind().(*kmsg.ProduceResponse)
 	code := int16(0)
 	switch {
@@ -74,9 +74,9 @@ func (b *Broker) handleProduce(r Request, m *kmsg.ProduceRequest) {
 		code = kerr.InvalidRequiredAcks.Code
 	case m.TransactionID != nil:
 		code = kerr.TransactionalIDAuthorizationFailed.Code
-	case m.Acks == -1 && b.produces.count >= b.cfg.MaxWaitingProduces:
+	case m.Acks == -1 && rm.produces.count >= rm.cfg.MaxWaitingProduces:
 		code = kerr.RequestTimedOut.Code // shed load before writing anything
-		b.hit(pProduceShed)
+		rm.hit(pProduceShed)
 	}
 	p := &pendingProduce{req: r, resp: resp}
 	var waits []produceWait
@@ -98,31 +98,31 @@ func (b *Broker) handleProduce(r Request, m *kmsg.ProduceRequest) {
 				continue
 			}
 			tp := core.TopicPartition{Topic: t.Topic, Partition: part.Partition}
-			if w, ok := b.producePartition(tp, part.Records, rp, m.Acks); ok {
+			if w, ok := rm.producePartition(tp, part.Records, rp, m.Acks); ok {
 				w.p = p
 				waits = append(waits, w)
 			}
 		}
 	}
-	b.requestSyncs()
+	rm.requestSyncs()
 	switch {
 	case m.Acks == 0:
-		b.hit(pProduceAcks0)
-		b.env.Reply(Reply{Conn: r.Conn, ID: r.ID})
+		rm.hit(pProduceAcks0)
+		rm.env.Reply(Reply{Conn: r.Conn, ID: r.ID})
 	case len(waits) == 0:
-		b.reply(r, resp)
+		rm.reply(r, resp)
 	default:
-		b.hit(pProduceParked)
-		b.parkProduce(p, waits, m.TimeoutMillis)
+		rm.hit(pProduceParked)
+		rm.parkProduce(p, waits, m.TimeoutMillis)
 	}
 }
 
 // producePartition appends one partition's batch and fills its response. It returns
 // a wait when the answer must wait for the high-water mark (acks=all).
-func (b *Broker) producePartition(tp core.TopicPartition, records []byte,
+func (rm *replicaManager) producePartition(tp core.TopicPartition, records []byte,
 	rp *kmsg.ProduceResponseTopicPartition, acks int16) (produceWait, bool) {
 	rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-	rep, code := b.replicaFor(tp)
+	rep, code := rm.replicaFor(tp)
 	if code == 0 && isInternalTopic(tp.Topic) {
 		code = kerr.InvalidTopicException.Code // only the broker writes internal topics
 	}
@@ -137,14 +137,14 @@ func (b *Broker) producePartition(tp core.TopicPartition, records []byte,
 		rp.LogStartOffset = rep.StartOffset()
 		return produceWait{}, false
 	}
-	res := rep.Append(b.now.Millis(), records)
+	res := rep.Append(rm.now.Millis(), records)
 	if !res.Duplicate && res.Err == 0 {
-		b.produces.dirty = append(b.produces.dirty, tp)
+		rm.produces.dirty = append(rm.produces.dirty, tp)
 	}
 	rp.LogStartOffset = rep.StartOffset()
 	if res.Err != 0 && rep.Offline() {
 		// The write took the log offline: nothing waiting on it will ever be durable.
-		b.partitionFailed(tp, kerr.KafkaStorageError.Code)
+		rm.partitionFailed(tp, kerr.KafkaStorageError.Code)
 	}
 	if res.Err != 0 {
 		rp.ErrorCode = res.Err
@@ -168,40 +168,82 @@ func (b *Broker) producePartition(tp core.TopicPartition, records []byte,
 }
 
 // replicaFor returns the hosted replica of tp, or the error code a client should get.
-func (b *Broker) replicaFor(tp core.TopicPartition) (*replica.Replica, int16) {
-	if rep := b.replicas[tp]; rep != nil {
+func (rm *replicaManager) replicaFor(tp core.TopicPartition) (*replica.Replica, int16) {
+	if rep := rm.replicas[tp]; rep != nil {
 		return rep, 0
 	}
-	if b.opening(tp) {
+	if rm.opening(tp) {
 		return nil, kerr.LeaderNotAvailable.Code // its log opens in a later step
 	}
-	if t := b.image.Topic(tp.Topic); t != nil && tp.Partition >= 0 && tp.Partition < t.Partitions {
-		b.hit(pProduceLogNotOpen)
+	if t := rm.image.Topic(tp.Topic); t != nil && tp.Partition >= 0 && tp.Partition < t.Partitions {
+		rm.hit(pProduceLogNotOpen)
 		return nil, kerr.KafkaStorageError.Code // the topic has it; its log did not open
 	}
 	return nil, kerr.UnknownTopicOrPartition.Code
 }
 
-func (b *Broker) parkProduce(p *pendingProduce, waits []produceWait, timeoutMs int32) {
-	if b.produces.byTP == nil {
-		b.produces.byTP = map[core.TopicPartition][]produceWait{}
+func (rm *replicaManager) parkProduce(p *pendingProduce, waits []produceWait, timeoutMs int32) {
+	if rm.produces.byTP == nil {
+		rm.produces.byTP = map[core.TopicPartition][]produceWait{}
 	}
 	for _, w := range waits {
-		b.produces.byTP[w.tp] = append(b.produces.byTP[w.tp], w)
+		rm.produces.byTP[w.tp] = append(rm.produces.byTP[w.tp], w)
 	}
 	p.waiting = len(waits)
-	b.produces.count++
+	rm.produces.count++
 	if timeoutMs < 0 {
 		timeoutMs = 0
 	}
-	p.timer = b.setTimer(b.now.AddMillis(int64(timeoutMs)),
+	p.timer = rm.setTimer(rm.now.AddMillis(int64(timeoutMs)),
 		brokerTimer{kind: timerProduceTimeout, produce: p})
 }
 
+// durable tells the group coordinator how far tp is durable (msgDurable), unless tp is
+// gone.
+func (rm *replicaManager) durable(tp core.TopicPartition, rep *replica.Replica) {
+	if rep == nil {
+		return
+	}
+	hwm := rep.HighWatermark()
+	if mutantOn("commit-before-durable") {
+		hwm = rep.EndOffset()
+	}
+	rm.post(msgDurable{tp: tp, hwm: hwm})
+}
+
+// appendInternal appends a batch of the broker's own (an offset write) to tp and
+// answers msgAppended; once appended, the sync it needs is started and the coordinator
+// told how far tp is durable.
+func (rm *replicaManager) appendInternal(m msgAppendInternal) {
+	tp := m.tp
+	rep, code := rm.replicaFor(tp)
+	if code == 0 && m.overloaded {
+		code = kerr.RequestTimedOut.Code
+	}
+	if code != 0 {
+		rm.post(msgAppended{write: m.write, code: code})
+		return
+	}
+	res := rep.Append(rm.now.Millis(), m.batch)
+	if res.Err != 0 && rep.Offline() {
+		// As a produce does: the write took the log offline, so the writes waiting for
+		// a sync will never be durable (the log dropped them); answer them now.
+		rm.partitionFailed(tp, kerr.KafkaStorageError.Code)
+	}
+	if res.Err != 0 {
+		rm.post(msgAppended{write: m.write, code: res.Err})
+		return
+	}
+	rm.post(msgAppended{write: m.write, tp: tp, offset: res.WaitOffset})
+	rm.produces.dirty = append(rm.produces.dirty, tp)
+	rm.requestSyncs()
+	rm.durable(tp, rm.replicas[tp])
+}
+
 // hwmAdvanced answers the produce waits on tp that the new high-water mark covers.
-func (b *Broker) hwmAdvanced(tp core.TopicPartition) {
-	rep := b.replicas[tp]
-	waits := b.produces.byTP[tp]
+func (rm *replicaManager) hwmAdvanced(tp core.TopicPartition) {
+	rep := rm.replicas[tp]
+	waits := rm.produces.byTP[tp]
 	if rep != nil && len(waits) > 0 {
 		kept := waits[:0]
 		for _, w := range waits {
@@ -209,54 +251,54 @@ func (b *Broker) hwmAdvanced(tp core.TopicPartition) {
 				continue
 			}
 			if rep.HighWatermark() >= w.offset {
-				b.produceWaitDone(w)
+				rm.produceWaitDone(w)
 				continue
 			}
 			kept = append(kept, w)
 		}
-		b.storeWaits(tp, kept)
+		rm.storeWaits(tp, kept)
 	}
-	b.offsetWritesDurable(tp)
-	b.fetchDataArrived(tp)
+	rm.durable(tp, rm.replicas[tp])
+	rm.fetchDataArrived(tp)
 }
 
-func (b *Broker) storeWaits(tp core.TopicPartition, kept []produceWait) {
+func (rm *replicaManager) storeWaits(tp core.TopicPartition, kept []produceWait) {
 	if len(kept) == 0 {
-		delete(b.produces.byTP, tp)
+		delete(rm.produces.byTP, tp)
 		return
 	}
-	b.produces.byTP[tp] = kept
+	rm.produces.byTP[tp] = kept
 }
 
-func (b *Broker) produceWaitDone(w produceWait) {
+func (rm *replicaManager) produceWaitDone(w produceWait) {
 	w.p.waiting--
 	if w.p.waiting == 0 {
-		b.finishProduce(w.p)
+		rm.finishProduce(w.p)
 	}
 }
 
-func (b *Broker) finishProduce(p *pendingProduce) {
+func (rm *replicaManager) finishProduce(p *pendingProduce) {
 	p.done = true
-	b.produces.count--
-	b.cancelTimer(p.timer)
-	b.reply(p.req, p.resp)
+	rm.produces.count--
+	rm.cancelTimer(p.timer)
+	rm.reply(p.req, p.resp)
 }
 
 // produceTimedOut answers a produce whose acks=all wait ran out: partitions still
 // waiting get REQUEST_TIMED_OUT. Their batches stay in the log.
-func (b *Broker) produceTimedOut(p *pendingProduce) {
+func (rm *replicaManager) produceTimedOut(p *pendingProduce) {
 	if p.done {
 		return
 	}
-	b.hit(pProduceTimedOut)
-	b.failProduceWaits(p, kerr.RequestTimedOut.Code)
-	b.finishProduce(p)
+	rm.hit(pProduceTimedOut)
+	rm.failProduceWaits(p, kerr.RequestTimedOut.Code)
+	rm.finishProduce(p)
 }
 
 // failProduceWaits marks every still-waiting partition of p with code and drops the
 // waits from the index.
-func (b *Broker) failProduceWaits(p *pendingProduce, code int16) {
-	for tp, waits := range b.produces.byTP {
+func (rm *replicaManager) failProduceWaits(p *pendingProduce, code int16) {
+	for tp, waits := range rm.produces.byTP {
 		kept := waits[:0]
 		for _, w := range waits {
 			if w.p == p {
@@ -265,20 +307,20 @@ func (b *Broker) failProduceWaits(p *pendingProduce, code int16) {
 			}
 			kept = append(kept, w)
 		}
-		b.storeWaits(tp, kept)
+		rm.storeWaits(tp, kept)
 	}
 }
 
 // requestSyncs starts a sync on every replica appended to in this step that has
 // unsynced data and no sync in flight, in partition order. Under
 // log.flush.policy=never nothing needs a sync but the high-water mark moved.
-func (b *Broker) requestSyncs() {
+func (rm *replicaManager) requestSyncs() {
 	// Take the list: hwmAdvanced below may run handlers that append to a fresh one.
-	dirty := b.produces.dirty
-	b.produces.dirty = nil
+	dirty := rm.produces.dirty
+	rm.produces.dirty = nil
 	defer func() {
-		if b.produces.dirty == nil {
-			b.produces.dirty = dirty[:0] // reuse the array
+		if rm.produces.dirty == nil {
+			rm.produces.dirty = dirty[:0] // reuse the array
 		}
 	}()
 	sort.Slice(dirty, func(i, j int) bool { return dirty[i].Less(dirty[j]) })
@@ -286,40 +328,40 @@ func (b *Broker) requestSyncs() {
 		if i > 0 && dirty[i-1] == tp {
 			continue
 		}
-		rep := b.replicas[tp]
+		rep := rm.replicas[tp]
 		if rep == nil {
 			continue
 		}
 		if rep.NeedsSync() {
-			b.beginSync(tp, rep)
+			rm.beginSync(tp, rep)
 		}
 		if !rep.FlushAlways() {
-			b.hwmAdvanced(tp)
+			rm.hwmAdvanced(tp)
 		}
 	}
 }
 
-func (b *Broker) syncDone(in SyncDone) {
-	if s, ok := b.syncs[in.TP]; ok && s.token == in.Token {
-		delete(b.syncs, in.TP)
+func (rm *replicaManager) syncDone(in SyncDone) {
+	if s, ok := rm.syncs[in.TP]; ok && s.token == in.Token {
+		delete(rm.syncs, in.TP)
 	}
-	rep := b.replicas[in.TP]
+	rep := rm.replicas[in.TP]
 	if rep == nil || rep.Incarnation() != in.Incarnation {
-		b.hit(pSyncStale)
+		rm.hit(pSyncStale)
 		return // the partition was deleted (and maybe recreated) meanwhile
 	}
 	moved := rep.SyncCompleted(in.Err)
 	if in.Err != nil || rep.Offline() {
 		// Offline: a write failed while the sync ran and the log may have dropped what
 		// it covered; nothing waiting on tp will be durable in this incarnation.
-		b.partitionFailed(in.TP, kerr.KafkaStorageError.Code)
+		rm.partitionFailed(in.TP, kerr.KafkaStorageError.Code)
 		return
 	}
 	if moved {
-		b.hwmAdvanced(in.TP)
+		rm.hwmAdvanced(in.TP)
 	}
 	if rep.NeedsSync() {
-		b.beginSync(in.TP, rep)
+		rm.beginSync(in.TP, rep)
 	}
 }
 
@@ -330,28 +372,28 @@ type pendingSync struct {
 }
 
 // beginSync starts a sync of tp's log.
-func (b *Broker) beginSync(tp core.TopicPartition, rep *replica.Replica) {
+func (rm *replicaManager) beginSync(tp core.TopicPartition, rep *replica.Replica) {
 	rep.BeginSync()
-	tok := b.token()
-	if b.syncs == nil {
-		b.syncs = map[core.TopicPartition]pendingSync{}
+	tok := rm.token()
+	if rm.syncs == nil {
+		rm.syncs = map[core.TopicPartition]pendingSync{}
 	}
-	b.syncs[tp] = pendingSync{token: tok, since: b.now}
-	b.env.SyncLog(tp, rep.Incarnation(), tok, rep.Log())
+	rm.syncs[tp] = pendingSync{token: tok, since: rm.now}
+	rm.env.SyncLog(tp, rep.Incarnation(), tok, rep.Log())
 }
 
 // partitionFailed answers every produce waiting on tp with code.
-func (b *Broker) partitionFailed(tp core.TopicPartition, code int16) {
-	waits := b.produces.byTP[tp]
-	delete(b.produces.byTP, tp)
+func (rm *replicaManager) partitionFailed(tp core.TopicPartition, code int16) {
+	waits := rm.produces.byTP[tp]
+	delete(rm.produces.byTP, tp)
 	for _, w := range waits {
 		if w.p.done {
 			continue
 		}
-		b.hit(pProduceFailedWaiting)
+		rm.hit(pProduceFailedWaiting)
 		w.part.ErrorCode = code
-		b.produceWaitDone(w)
+		rm.produceWaitDone(w)
 	}
-	b.offsetWritesFailed(tp, code)
-	b.fetchDataArrived(tp)
+	rm.post(msgPartitionFailed{tp, code})
+	rm.fetchDataArrived(tp)
 }

@@ -20,6 +20,6 @@ func TestProducerSnapshotIntervalSetting(t *testing.T) {
 	require.Error(t, c.Set("sluice.producer.snapshot.interval.batches", "0"))
 	require.Error(t, c.Set("sluice.producer.snapshot.interval.batches", "x"))
 
-	b := &Broker{cfg: c}
+	b := &node{cfg: c}
 	require.Equal(t, 7, b.replicaConfig(&meta.Topic{}).SnapshotEveryBatches)
 }

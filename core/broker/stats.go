@@ -29,14 +29,14 @@ func (s PartitionStats) UnderReplicated() bool { return s.Leader && s.InSync < s
 // PartitionStats returns every hosted partition's stats, by topic and partition. It
 // reads and changes nothing; the driver calls it between steps (E5 holds: it is not a
 // step, and no step runs meanwhile).
-func (b *Broker) PartitionStats() []PartitionStats {
-	out := make([]PartitionStats, 0, len(b.replicas))
-	for tp, r := range b.replicas {
+func (rm *replicaManager) PartitionStats() []PartitionStats {
+	out := make([]PartitionStats, 0, len(rm.replicas))
+	for tp, r := range rm.replicas {
 		s := PartitionStats{TP: tp, LogStart: r.StartOffset(),
 			HighWatermark: r.HighWatermark(), LogEnd: r.EndOffset(), Offline: r.Offline(),
 			InSync: r.InSyncReplicas(), Replicas: 1, Leader: !r.Follower(),
 			LeaderEpoch: r.LeaderEpoch()}
-		if st, assigned, _ := b.image.Partition(tp.Topic, tp.Partition); assigned {
+		if st, assigned, _ := rm.image.Partition(tp.Topic, tp.Partition); assigned {
 			s.Replicas, s.PartitionEpoch = len(st.Replicas), st.PartitionEpoch
 		}
 		out = append(out, s)

@@ -17,16 +17,16 @@ import (
 	"github.com/sluicemq/sluice/core/group"
 )
 
-func (b *Broker) handleSyncGroup(r Request, m *kmsg.SyncGroupRequest) {
+func (gc *groupCoordinator) handleSyncGroup(r Request, m *kmsg.SyncGroupRequest) {
 	answer := func(res group.SyncResult) {
-		b.groupAnswered(r)
-		b.reply(r, syncGroupResponse(m, res))
+		gc.groupAnswered(r)
+		gc.reply(r, syncGroupResponse(m, res))
 	}
-	if code := b.memberGroupCode(m.Group); code != 0 {
+	if code := gc.memberGroupCode(m.Group); code != 0 {
 		answer(group.SyncResult{Err: code})
 		return
 	}
-	g := b.groups.coord.Group(m.Group)
+	g := gc.groups.coord.Group(m.Group)
 	if g == nil {
 		answer(group.SyncResult{Err: kerr.UnknownMemberID.Code})
 		return
@@ -37,9 +37,9 @@ func (b *Broker) handleSyncGroup(r Request, m *kmsg.SyncGroupRequest) {
 		req.Assignments = append(req.Assignments,
 			group.Assignment{MemberID: a.MemberID, Data: a.MemberAssignment})
 	}
-	b.parkGroupRequest(r, "SyncGroup", m.Group, m.MemberID)
-	g.Sync(b.now, req, answer)
-	b.groupChanged(m.Group)
+	gc.parkGroupRequest(r, "SyncGroup", m.Group, m.MemberID)
+	g.Sync(gc.now, req, answer)
+	gc.groupChanged(m.Group)
 }
 
 func syncGroupResponse(m *kmsg.SyncGroupRequest, res group.SyncResult) *kmsg.SyncGroupResponse {

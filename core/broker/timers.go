@@ -54,45 +54,71 @@ type brokerTimer struct {
 	group   string          // timerGroup
 }
 
-// setTimer arms t for time at (or later); timerFired runs it on the broker's thread.
-func (b *Broker) setTimer(at core.Time, t brokerTimer) uint64 {
-	id := b.token()
-	t.set, t.at = b.now, at
-	b.timers[id] = t
-	b.env.SetTimer(at, id)
+// timerTable is one part's live timers by id. Ids come from the node's one token
+// sequence, so they are unique across the parts.
+type timerTable map[uint64]brokerTimer
+
+// armTimer arms t for time at (or later) in tbl; the front's timerFired hands it to
+// the part that owns tbl.
+func (n *node) armTimer(tbl timerTable, at core.Time, t brokerTimer) uint64 {
+	id := n.token()
+	t.set, t.at = n.now, at
+	tbl[id] = t
+	n.env.SetTimer(at, id)
 	return id
 }
 
+// dropTimer forgets a timer of tbl and asks the driver to drop it (E4).
+func (n *node) dropTimer(tbl timerTable, id uint64) {
+	if _, ok := tbl[id]; !ok {
+		return
+	}
+	delete(tbl, id)
+	n.env.CancelTimer(id)
+}
+
+// setTimer arms one of the replica manager's timers.
+func (rm *replicaManager) setTimer(at core.Time, t brokerTimer) uint64 {
+	return rm.armTimer(rm.timers, at, t)
+}
+
+// cancelTimer drops one of the replica manager's timers.
+func (rm *replicaManager) cancelTimer(id uint64) { rm.dropTimer(rm.timers, id) }
+
+// setTimer arms one of the group coordinator's timers.
+func (gc *groupCoordinator) setTimer(at core.Time, t brokerTimer) uint64 {
+	return gc.armTimer(gc.timers, at, t)
+}
+
+// cancelTimer drops one of the group coordinator's timers.
+func (gc *groupCoordinator) cancelTimer(id uint64) { gc.dropTimer(gc.timers, id) }
+
+// timerFired routes a due timer to the part that set it.
 func (b *Broker) timerFired(id uint64) {
-	t, ok := b.timers[id]
-	if !ok {
+	rm, gc := b.replicaManager, b.groupCoordinator
+	t, ok := rm.timers[id]
+	if ok {
+		delete(rm.timers, id)
+	} else if t, ok = gc.timers[id]; ok {
+		delete(gc.timers, id)
+	} else {
 		return // cancelled (E4)
 	}
-	delete(b.timers, id)
 	switch t.kind {
 	case timerProduceTimeout:
-		b.produceTimedOut(t.produce)
+		rm.produceTimedOut(t.produce)
 	case timerFetchWait:
-		b.fetchWaitEnded(t.fetch)
+		rm.fetchWaitEnded(t.fetch)
 	case timerOpenChunk:
-		b.opens.armed = false
-		b.openSome()
+		rm.opens.armed = false
+		rm.openSome()
 	case timerGroup:
-		b.groupTimerFired(t.group)
+		gc.groupTimerFired(t.group)
 	case timerOffsetExpiry:
-		b.offsetExpiryPass()
+		gc.offsetExpiryPass()
 	case timerRetention:
-		b.retentionPass()
+		rm.retentionPass()
 	default:
 		core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
 	}
-}
-
-// cancelTimer forgets a timer and asks the driver to drop it (E4).
-func (b *Broker) cancelTimer(id uint64) {
-	if _, ok := b.timers[id]; !ok {
-		return
-	}
-	delete(b.timers, id)
-	b.env.CancelTimer(id)
 }

@@ -47,6 +47,6 @@ func TestFiredTimerIsNotCancelled(t *testing.T) {
 	_, ok := h.reply(fid)
 	require.True(t, ok, "the long poll ran out and was answered empty")
 	require.Zero(t, h.env.cancelled, "a fired timer is not cancelled")
-	h.b.cancelTimer(12345)
+	h.b.replicaManager.cancelTimer(12345)
 	require.Zero(t, h.env.cancelled)
 }

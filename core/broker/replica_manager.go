@@ -1,0 +1,166 @@
+package broker
+
+// The replica manager: the part of the node that hosts partitions.
+//
+// It owns the replicas, the queue of logs still to open (open_queue.go), why a log did
+// not open, the partition count, the fsync in flight per partition, the parked acks=all
+// produces and long-polling fetches, and the retention pass. It serves Produce, Fetch,
+// ListOffsets, DeleteRecords and OffsetForLeaderEpoch. What other parts must learn from
+// it leaves as messages (messages.go): a partition's high-water mark moved
+// (msgDurable), a partition failed (msgPartitionFailed), the logs an admin operation
+// waited for are open (msgLogsOpened). docs/actors.md has the plan it is a step of.
+
+import (
+	"sort"
+
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/replica"
+)
+
+// replicaManager hosts the node's partitions.
+type replicaManager struct {
+	*node
+
+	replicas    map[core.TopicPartition]*replica.Replica
+	incarnation uint64 // last incarnation number handed to a replica
+	// partitionTotal counts the image's partitions (sluice.max.partitions);
+	// openErrs holds why a committed partition's log did not open (partition_limit.go).
+	partitionTotal int64
+	openErrs       map[core.TopicPartition]error
+
+	syncs    map[core.TopicPartition]pendingSync // the sync in flight per partition
+	produces produceState
+	fetches  fetchState
+	opens    openState  // new partitions whose logs are still to open (open_queue.go)
+	timers   timerTable // produce timeouts, fetch waits, open chunks, retention
+}
+
+func newReplicaManager(n *node) *replicaManager {
+	return &replicaManager{node: n,
+		replicas: map[core.TopicPartition]*replica.Replica{},
+		openErrs: map[core.TopicPartition]error{},
+		timers:   timerTable{},
+	}
+}
+
+// openReplica opens tp's log with its topic's current settings.
+func (rm *replicaManager) openReplica(tp core.TopicPartition) {
+	cfg := rm.replicaConfig(rm.image.Topic(tp.Topic))
+	log, err := rm.env.OpenLog(tp, cfg.Segment)
+	rm.noteOpen(tp, err)
+	if err != nil {
+		// The partition stays unhosted: clients get KAFKA_STORAGE_ERROR for it (via
+		// replicaFor) and the node keeps serving everything else.
+		rm.lg.Error("cannot open partition log", zap.Stringer("tp", tp), zap.Error(err))
+		rm.hit(pOpenLogFailed)
+		return
+	}
+	rm.incarnation++
+	r, err := replica.New(tp, rm.incarnation, log, cfg, rm.lg)
+	if err != nil {
+		rm.lg.Error("cannot recover partition", zap.Stringer("tp", tp), zap.Error(err))
+		rm.noteOpen(tp, err)
+		rm.hit(pRecoverFailed)
+		_ = log.Close()
+		return
+	}
+	rm.replicas[tp] = r
+}
+
+// removeReplica closes a deleted partition and removes its log, also when the log did
+// not open (a read error at recovery): left behind, it would be recovered into the
+// next topic of the same name.
+func (rm *replicaManager) removeReplica(tp core.TopicPartition) {
+	rm.noteOpen(tp, nil)
+	rm.forgetOpen(tp)
+	if r := rm.replicas[tp]; r != nil {
+		delete(rm.replicas, tp)
+		rm.partitionGone(tp)
+		r.Close()
+	}
+	if err := rm.env.RemoveLog(tp); err != nil {
+		rm.lg.Warn("cannot remove partition log", zap.Stringer("tp", tp), zap.Error(err))
+	}
+}
+
+// sortedPartitions returns the hosted partitions in a fixed order.
+func (rm *replicaManager) sortedPartitions() []core.TopicPartition {
+	tps := make([]core.TopicPartition, 0, len(rm.replicas))
+	for tp := range rm.replicas {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool { return tps[i].Less(tps[j]) })
+	return tps
+}
+
+// logPosition is what the group coordinator reads of an offsets partition's log.
+type logPosition struct {
+	start, hwm, end int64
+	offline         bool
+	incarnation     uint64
+}
+
+// logReader is the read-only view of the replica manager that the group coordinator
+// still reads synchronously: where an offsets partition's log stands (compaction,
+// coordinatorCode) and its records (the replay at load). The next step of the split
+// replaces it by what msgDurable carries and by reads answered as messages.
+type logReader interface {
+	position(tp core.TopicPartition) (logPosition, bool)
+	readLog(tp core.TopicPartition, offset int64, maxBytes int) replica.ReadResult
+}
+
+// position says where tp's log stands; false when tp is not hosted.
+func (rm *replicaManager) position(tp core.TopicPartition) (logPosition, bool) {
+	rep := rm.replicas[tp]
+	if rep == nil {
+		return logPosition{}, false
+	}
+	return logPosition{start: rep.StartOffset(), hwm: rep.HighWatermark(),
+		end: rep.EndOffset(), offline: rep.Offline(), incarnation: rep.Incarnation()}, true
+}
+
+// readLog reads tp's log below its high-water mark.
+func (rm *replicaManager) readLog(tp core.TopicPartition, offset int64,
+	maxBytes int) replica.ReadResult {
+	return rm.replicas[tp].Read(offset, maxBytes)
+}
+
+// appendSnapshot appends an offsets snapshot's batches (groups_compact.go) and answers
+// msgSnapshotAppended; a failed append is logged and the snapshot dropped (what was
+// appended repeats live values: harmless; the coordinator tries again later).
+func (rm *replicaManager) appendSnapshot(m msgAppendSnapshot) {
+	rep := rm.replicas[m.tp]
+	last := rep.EndOffset()
+	for _, raw := range m.batches {
+		res := rep.Append(rm.now.Millis(), raw)
+		if res.Err != 0 {
+			rm.lg.Warn("offsets snapshot not written", zap.Stringer("tp", m.tp),
+				zap.Int16("code", res.Err))
+			return
+		}
+		last = res.WaitOffset
+	}
+	rm.post(msgSnapshotAppended{write: m.write, offset: last})
+	rm.produces.dirty = append(rm.produces.dirty, m.tp)
+	rm.requestSyncs()
+}
+
+// trimOffsets moves an offsets partition's log start to its durable snapshot, unless
+// the partition is another incarnation by now.
+func (rm *replicaManager) trimOffsets(m msgTrimOffsets) {
+	rep := rm.replicas[m.tp]
+	if rep == nil || rep.Incarnation() != m.incarnation {
+		return
+	}
+	newStart, code := rep.DeleteRecordsBefore(m.start)
+	if code != 0 {
+		rm.lg.Warn("offsets partition not trimmed", zap.Stringer("tp", m.tp),
+			zap.Int16("code", code))
+		return
+	}
+	rm.hit(pOffsetsCompacted)
+	rm.lg.Info("offsets partition compacted", zap.Stringer("tp", m.tp),
+		zap.Int64("log_start_offset", newStart), zap.Int("live_offsets", m.live))
+}
