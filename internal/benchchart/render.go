@@ -75,8 +75,8 @@ type Options struct {
 const (
 	width     = 960
 	labelX    = 20  // system names
-	barX      = 190 // bars start
-	barMax    = 600 // the longest bar of a panel
+	barX      = 240 // bars start
+	barMax    = 560 // the longest bar of a panel
 	rowThru   = 26
 	rowLat    = 40
 	titleH    = 30
@@ -126,8 +126,11 @@ func captionLines(run Run, o Options) []string {
 	if run.CPUs != "" {
 		cpus = run.CPUs + " cores, "
 	}
-	lines := []string{fmt.Sprintf("Run of %s, %s%s (1, 5, 15 min). Data from "+
-		"scripts/bench.sh: sluice bench and ../shared/bench/peer_bench.sh.", date, cpus, load)}
+	lines := []string{
+		fmt.Sprintf("Run of %s, %s%s (1, 5, 15 min).", date, cpus, load),
+		"Figures from scripts/bench.sh (sluice bench, then ../shared/bench/peer_bench.sh); " +
+			"latency is per request, one request at a time.",
+	}
 	if o.Note != "" {
 		lines = append(lines, o.Note)
 	}
