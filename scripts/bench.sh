@@ -7,21 +7,31 @@
 #   BOOTSTRAP=host:port  bench a node that is already running instead of starting one
 #   BENCH_PORT [19093]   port of the node this script starts on 127.0.0.1
 #   PEERS [1]            0 skips the peer benchmarks
+#   BENCH_CHART [docs/images/bench.svg]  the run's picture (`sluice bench chart`); "" skips it
+#
+# Every FIGURE and CONTEXT line of the run (Sluice's and the peers') is also kept in
+# bin/bench-results/<UTC time>.txt, the results file the picture is drawn from.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 BENCH_PORT=${BENCH_PORT:-19093}
 PEERS=${PEERS:-1}
+BENCH_CHART=${BENCH_CHART-docs/images/bench.svg}
 
-loadavg() { echo "load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"; }
+load3() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown; }
+loadavg() { echo "load average: $(load3)"; }
 
-mkdir -p bin
+mkdir -p bin/bench-results
+results="bin/bench-results/$(date -u +%Y%m%dT%H%M%SZ).txt"
+# figures: print the FIGURE and CONTEXT lines of stdin and keep them in the results file.
+figures() { tee -a "$results"; }
 go build -o bin/sluice ./cmd/sluice
+echo "CONTEXT date=$(date -u +%FT%TZ) cpus=$(nproc) loadavg_start=\"$(load3)\"" | figures
 loadavg
 if ! bin/sluice help 2>&1 | grep -qE '^  bench '; then
   echo "sluice bench: not built yet (no 'bench' command in this binary); skipping"
 elif [ -n "${BOOTSTRAP:-}" ]; then
-  bin/sluice bench --bootstrap "$BOOTSTRAP" "$@"
+  bin/sluice bench --bootstrap "$BOOTSTRAP" "$@" | figures
 else
   # The node's data goes on the repository's disk, like ./data, so fsync costs are real.
   data=$(mktemp -d "$PWD/bin/bench-data.XXXXXX")
@@ -35,7 +45,7 @@ else
     fi
     sleep 0.1
   done
-  bin/sluice bench --bootstrap "127.0.0.1:$BENCH_PORT" --server-pid "$node" "$@"
+  bin/sluice bench --bootstrap "127.0.0.1:$BENCH_PORT" --server-pid "$node" "$@" | figures
 fi
 
 # What produce's record validation costs per batch (100 records of 1 KiB, per codec),
@@ -49,8 +59,16 @@ if [ "$PEERS" = 0 ]; then
   echo "peer benchmarks: skipped (PEERS=0)"
 elif [ -f "$peer" ]; then
   loadavg
-  bash "$peer"
+  bash "$peer" | figures || echo "peer benchmarks: failed; the picture shows what ran"
 else
   echo "peer benchmarks: $peer not found; skipping"
 fi
+echo "CONTEXT loadavg_end=\"$(load3)\"" | figures
 loadavg
+echo "results: $results"
+# The picture of this run next to docs/benchmarks.md; a peer that did not run is said so
+# in the picture.
+if [ -n "$BENCH_CHART" ]; then
+  bin/sluice bench chart --in "$results" --out "$BENCH_CHART" ||
+    echo "bench chart: not written (see above)"
+fi

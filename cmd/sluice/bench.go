@@ -51,8 +51,11 @@ type benchStep struct {
 const syncRecords = 20_000
 
 func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "chart" {
+		return runBenchChart(args[1:], stdout, stderr)
+	}
 	fs := newFlagSet("bench", "sluice bench [--bootstrap HOST:PORT] [--records N] [--size B] "+
-		"[--steps S,...]", stderr)
+		"[--steps S,...]\n       sluice bench chart --in RESULTS --out FILE.svg", stderr)
 	var o benchOpts
 	fs.StringVar(&o.bootstrap, "bootstrap", "127.0.0.1:9092", "broker address")
 	fs.IntVar(&o.records, "records", 200_000, "records per produce step")
