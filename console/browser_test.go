@@ -271,13 +271,28 @@ func (b *browser) count(t *testing.T, sel string) int {
 	return len(nodes)
 }
 
+// textOf is the visible text of the first element matching sel, waiting up to 3 s for
+// one. It finds the element and reads its text in one script: the charts are redrawn
+// every poll, and a lookup by node id followed by a read (chromedp.Text) failed once
+// with "No node with given id found" when a redraw replaced the node in between.
 func (b *browser) textOf(t *testing.T, sel string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second) // the page is drawn already
 	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-	require.NoError(t, err, "no %s on the page", sel)
-	return strings.Join(strings.Fields(s), " ")
+	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); `+
+		`return e ? e.innerText : null })()`, sel)
+	for {
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[*string](js))
+		if err == nil && s != nil {
+			return strings.Join(strings.Fields(*s), " ")
+		}
+		select {
+		case <-ctx.Done():
+			require.NoError(t, err, "no %s on the page", sel)
+			require.FailNow(t, "no "+sel+" on the page")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func (b *browser) screenshot(t *testing.T, path string) {
