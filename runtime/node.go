@@ -205,6 +205,9 @@ func (n *Node) open(ctx context.Context) error {
 	n.b = broker.New(n.opts.Config, env{n}, rand.New(rand.NewSource(seed())),
 		broker.WithDecompressor(compress.Codecs{}))
 	if n.quorum != nil {
+		if err := n.opts.Controller.Check(); err != nil {
+			return fmt.Errorf("controller settings: %w", err)
+		}
 		n.cl = newCluster(n)
 	}
 	// Start runs here, before the loop goroutine exists, so it is still one step at a

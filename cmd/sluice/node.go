@@ -89,6 +89,10 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "sluice node: %v\n", err)
 			return 1
 		}
+		if err := ns.ctl.Check(); err != nil {
+			fmt.Fprintf(stderr, "sluice node: config file %s: %v\n", *configFile, err)
+			return 1
+		}
 	}
 	// The command line beats the config file, which beats the defaults.
 	if set["id"] {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/core/controller"
 	kafkanet "github.com/sluicemq/sluice/net"
 )
 
@@ -102,4 +103,20 @@ func TestNodeCommandReportsBadConfigAndFlags(t *testing.T) {
 		"--data", t.TempDir()}, nil, &stderr, &stderr)
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr.String(), "cannot connect to an unspecified host")
+}
+
+// Settings that bound each other are checked once the whole file is read, so their
+// order in it does not matter; a bad pair is still refused, naming both.
+func TestNodeControllerSettingsInAnyOrder(t *testing.T) {
+	path := writeConfig(t, "broker.heartbeat.interval.ms=10000\nbroker.session.timeout.ms=30000\n")
+	cfg := broker.DefaultConfig()
+	ns := nodeSettings{ctl: controller.DefaultConfig()}
+	require.NoError(t, loadConfigFile(path, &cfg, &ns))
+	require.NoError(t, ns.ctl.Check())
+	require.Equal(t, int64(30000), ns.ctl.SessionTimeoutMs)
+
+	path = writeConfig(t, "broker.heartbeat.interval.ms=10000\n")
+	ns = nodeSettings{ctl: controller.DefaultConfig()}
+	require.NoError(t, loadConfigFile(path, &cfg, &ns))
+	require.ErrorContains(t, ns.ctl.Check(), "must be below broker.session.timeout.ms (9000)")
 }

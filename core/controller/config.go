@@ -50,7 +50,8 @@ func SettingNames() []string {
 		"leader.imbalance.check.interval.seconds", "sluice.controller.max.inflight.records"}
 }
 
-// Set changes one setting by its Kafka name. It returns ok false for a name that is not
+// Set changes one setting by its Kafka name; settings that bound each other are checked
+// together by Check once all are set (a config file may name them in any order). It returns ok false for a name that is not
 // the controller's (the caller tries its other settings), and an error for a bad value.
 func (c *Config) Set(name, value string) (ok bool, err error) {
 	switch name {
@@ -75,7 +76,7 @@ func (c *Config) Set(name, value string) (ok bool, err error) {
 	if err != nil {
 		return true, fmt.Errorf("%s: %w", name, err)
 	}
-	return true, c.Check()
+	return true, nil
 }
 
 // Check reports settings that cannot work together.
