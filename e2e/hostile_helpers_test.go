@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,7 +71,13 @@ func (n *node) requireServes(topic string, bound time.Duration) {
 	c, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	start := time.Now()
+	// The client's own debug log, shown only when the probe fails: a stall is then
+	// either the node's (a request sent and not answered) or the client's (backoff).
+	var clientLog bytes.Buffer
+	var logMu sync.Mutex
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr), kgo.AllowAutoTopicCreation(),
+		kgo.WithLogger(kgo.BasicLogger(lockedWriter{&logMu, &clientLog}, kgo.LogLevelDebug,
+			func() string { return time.Now().Format("15:04:05.000 ") })),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(),
 		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.MaxBufferedRecords(16),
@@ -82,14 +90,15 @@ func (n *node) requireServes(topic string, bound time.Duration) {
 	val := fmt.Sprintf("probe-%d", time.Now().UnixNano())
 	if err := cl.ProduceSync(c, &kgo.Record{Topic: topic,
 		Value: []byte(val)}).FirstErr(); err != nil {
-		n.t.Fatalf("a normal producer was not served within %v: %v\nnode log tail:\n%s",
-			bound, err, n.logTail(40))
+		n.t.Fatalf("a normal producer was not served within %v: %v\nnode log tail:\n%s"+
+			"\nclient log:\n%s", bound, err, n.logTail(40), locked(&logMu, &clientLog))
 	}
 	for {
 		fs := cl.PollFetches(c)
 		if err := c.Err(); err != nil {
 			n.t.Fatalf("a normal consumer did not read its record within %v (fetch "+
-				"errors: %v)\nnode log tail:\n%s", bound, fs.Errors(), n.logTail(40))
+				"errors: %v)\nnode log tail:\n%s\nclient log:\n%s", bound, fs.Errors(),
+				n.logTail(40), locked(&logMu, &clientLog))
 		}
 		found := false
 		fs.EachRecord(func(r *kgo.Record) { found = found || string(r.Value) == val })
@@ -98,6 +107,24 @@ func (n *node) requireServes(topic string, bound time.Duration) {
 		}
 	}
 	n.t.Logf("a normal client produced and consumed in %v", time.Since(start))
+}
+
+// lockedWriter serialises the client's log writes (its goroutines log concurrently).
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func locked(mu *sync.Mutex, b *bytes.Buffer) string {
+	mu.Lock()
+	defer mu.Unlock()
+	return b.String()
 }
 
 // logTail returns the last lines of the node's log, for a failure message.
