@@ -110,6 +110,10 @@ var table = []Setting{
 		"partitions CreateTopics may create per second (0: unlimited)"),
 	intS(Broker, "sluice.open.logs.per.step", "64", 1, i32,
 		"new partition logs opened per step of the event loop"),
+	intS(Broker, "max.incremental.fetch.session.cache.slots", "1000", 0, i32,
+		"incremental fetch sessions (KIP-227) kept at once (0: none)"),
+	intS(Broker, "sluice.fetch.session.cache.max.partitions", "100000", 0, i32,
+		"partitions all fetch sessions hold together"),
 
 	// Topic configs; the alias is the broker-wide default's name.
 	topicS("cleanup.policy", "log.cleanup.policy", Enum, "delete", 0, 0,

@@ -130,6 +130,9 @@ type ReaderSpec struct {
 	BackoffMs   int64
 	IdleEveryMs int64
 	TinyChance  float64 // per fetch: limits smaller than a batch (widen.go)
+	// Sessions: fetch through an incremental fetch session (KIP-227), as franz-go and
+	// librdkafka do, resending only partitions whose position moved (reader_session.go).
+	Sessions bool
 }
 
 // CommitterSpec configures one offset committer.
@@ -414,7 +417,8 @@ func drawReader(r *Rand, topic string) ReaderSpec {
 		MinBytes: int32(Pick(r, 1, 1, 1000)), MaxBytes: int32(Pick(r, 1000, 100000, 1<<20)),
 		PartMax: int32(Pick(r, 500, 10000, 1<<20)), TimeoutMs: Pick[int64](r, 1000, 5000),
 		SeekChance: Pick(r, 0.0, 0.02, 0.1), ListChance: Pick(r, 0.0, 0.1, 0.3),
-		BackoffMs: Pick[int64](r, 10, 100), IdleEveryMs: Pick[int64](r, 0, 200)}
+		BackoffMs: Pick[int64](r, 10, 100), IdleEveryMs: Pick[int64](r, 0, 200),
+		Sessions: r.Chance(0.5)}
 }
 
 // faultSpells maps --set faults.<name> to the spell it switches.
@@ -509,6 +513,15 @@ func (c *Config) setSim(name, value string) (bool, error) {
 			return true, fmt.Errorf("readers: want 0..64, got %q", value)
 		}
 		c.Readers = resize(c.Readers, n)
+		return true, nil
+	case name == "readers.sessions":
+		on, err := strconv.ParseBool(value)
+		if err != nil {
+			return true, fmt.Errorf("readers.sessions: want true or false, got %q", value)
+		}
+		for i := range c.Readers {
+			c.Readers[i].Sessions = on
+		}
 		return true, nil
 	case name == "committers":
 		n, err := strconv.Atoi(value)

@@ -25,6 +25,7 @@ type reader struct {
 	listing  bool
 	draining bool
 	healedOK bool // a fetch succeeded after the heal
+	sess     readerSession
 }
 
 type rPart struct {
@@ -116,17 +117,29 @@ func (r *reader) fetch() {
 	for i, p := range r.parts {
 		sent[i] = p.pos
 	}
-	req.Topics = append(req.Topics, rt)
+	if r.sessions() {
+		r.sessionFields(req, &rt)
+	}
+	if len(rt.Partitions) > 0 {
+		req.Topics = append(req.Topics, rt)
+	}
 	r.fetching = true
 	call := r.w.now
 	r.send(req, int64(r.spec.MaxWaitMs)+r.spec.TimeoutMs, func(resp kmsg.Response, err error) {
 		r.fetching = false
+		fr, _ := resp.(*kmsg.FetchResponse)
+		if r.sessions() && !r.sessionAnswered(fr, err) {
+			r.code("fetch", fr.ErrorCode)
+			r.wakeIn(r.spec.BackoffMs * ms)
+			return
+		}
 		if err != nil {
 			r.wakeIn(r.spec.BackoffMs * ms)
 			return
 		}
-		r.checkStall(req, sent, resp.(*kmsg.FetchResponse))
-		r.fetched(call, resp.(*kmsg.FetchResponse))
+		r.checkStall(req, sent, fr)
+		r.fetched(call, fr)
+		r.checkProgress(sent, fr)
 	})
 }
 
@@ -178,6 +191,11 @@ func (r *reader) fetchedPartition(call int64, p *rPart, rp *kmsg.FetchResponseTo
 	case 0:
 	case kerr.OffsetOutOfRange.Code:
 		p.resetPos = true
+		if rp.HighWatermark >= 0 {
+			// The partition's current bounds (a topic re-created under the reader's feet
+			// starts again at 0): a session lists it again only when they change.
+			p.hwm = rp.HighWatermark
+		}
 		return true
 	default:
 		if rp.ErrorCode == kerr.UnknownTopicOrPartition.Code {
@@ -351,8 +369,11 @@ func (r *reader) checkStall(req *kmsg.FetchRequest, sent []int64, resp *kmsg.Fet
 		}
 	}
 	if behind != "" && !served {
+		partMax := int32(-1) // an incremental fetch may carry no partition
+		if len(req.Topics) > 0 && len(req.Topics[0].Partitions) > 0 {
+			partMax = req.Topics[0].Partitions[0].PartitionMaxBytes
+		}
 		r.w.fail("liveness", "fetch-stalled %s: a fetch (max bytes %d, partition max %d) "+
-			"returned no records though %s had some", r.name, req.MaxBytes,
-			req.Topics[0].Partitions[0].PartitionMaxBytes, behind)
+			"returned no records though %s had some", r.name, req.MaxBytes, partMax, behind)
 	}
 }

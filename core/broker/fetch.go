@@ -20,13 +20,8 @@ package broker
 //     in [high-water mark, log end] read as empty.
 //   - Long poll: when fewer than MinBytes are available the request waits up to
 //     MaxWaitMillis for more, and is answered as soon as enough arrives.
-//   - Fetch sessions (KIP-227) are not created: the response's SessionID is always 0,
-//     which tells the client to keep sending full fetches. A full fetch is served
-//     whatever SessionID it names, as Kafka serves it: SessionEpoch -1 (FINAL_EPOCH: a
-//     sessionless fetch, as kafka-go's Client.Fetch sends) and 0 (INITIAL_EPOCH: a
-//     request for a new session, which closes the named one). Any other epoch is an
-//     incremental fetch of a session this broker does not have:
-//     FETCH_SESSION_ID_NOT_FOUND, and the client falls back to full fetches.
+//   - Fetch sessions (KIP-227): fetch_session.go. A full fetch (SessionEpoch 0 or -1) is
+//     served whatever SessionID it names, as Kafka serves it; epoch 0 asks for a session.
 //   - CurrentLeaderEpoch (v9+) is checked as in OffsetForLeaderEpoch: newer than the
 //     leader's gets UNKNOWN_LEADER_EPOCH, older FENCED_LEADER_EPOCH, -1 skips the check.
 
@@ -48,6 +43,9 @@ type fetchWait struct {
 	have       int     // bytes available when parked
 	timer      uint64
 	done       bool
+	session    *fetchSession // nil: sessionless
+	// incremental: the response lists only partitions with news (fetch_session.go)
+	incremental bool
 }
 
 type fetchState struct {
@@ -57,21 +55,33 @@ type fetchState struct {
 	draining bool // shutting down: no fetch waits any more
 }
 
-func (rm *replicaManager) handleFetch(r Request, m *kmsg.FetchRequest) {
-	if m.SessionEpoch != 0 && m.SessionEpoch != -1 {
-		resp := m.ResponseKind().(*kmsg.FetchResponse)
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+func (rm *replicaManager) handleFetch(r Request, req *kmsg.FetchRequest) {
+	m, sess, code := rm.resolveFetch(req)
+	if code != 0 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = code
 		rm.reply(r, resp)
 		return
 	}
+	incremental := req.SessionEpoch > 0
 	resp, n, anyErr := rm.readFetch(m)
 	if m.MaxWaitMillis <= 0 || n >= int(max(m.MinBytes, 1)) || anyErr ||
 		rm.fetches.count >= rm.cfg.MaxWaitingFetches || rm.fetches.draining {
-		rm.reply(r, resp)
+		rm.replyFetch(r, resp, sess, incremental)
 		return
 	}
 	rm.hit(pFetchParked)
-	rm.parkFetch(r, m, n)
+	w := rm.parkFetch(r, m, n)
+	w.session, w.incremental = sess, incremental
+}
+
+// replyFetch answers a fetch, through its session if it has one.
+func (rm *replicaManager) replyFetch(r Request, resp *kmsg.FetchResponse,
+	sess *fetchSession, incremental bool) {
+	if sess != nil {
+		rm.sessionResponse(sess, incremental, resp)
+	}
+	rm.reply(r, resp)
 }
 
 // readFetch builds the response from what is readable now and returns it with the
@@ -142,7 +152,7 @@ func (rm *replicaManager) readFetchPartition(topic string, p *kmsg.FetchRequestT
 	return rp
 }
 
-func (rm *replicaManager) parkFetch(r Request, m *kmsg.FetchRequest, have int) {
+func (rm *replicaManager) parkFetch(r Request, m *kmsg.FetchRequest, have int) *fetchWait {
 	w := &fetchWait{req: r, m: m, have: have}
 	if rm.fetches.byTP == nil {
 		rm.fetches.byTP = map[core.TopicPartition][]*fetchWait{}
@@ -164,6 +174,7 @@ func (rm *replicaManager) parkFetch(r Request, m *kmsg.FetchRequest, have int) {
 	rm.fetches.count++
 	w.timer = rm.setTimer(rm.now.AddMillis(int64(m.MaxWaitMillis)),
 		brokerTimer{kind: timerFetchWait, fetch: w})
+	return w
 }
 
 // fetchWaitEnded answers a parked fetch whose MaxWaitMillis ran out.
@@ -209,7 +220,7 @@ func (rm *replicaManager) answerFetch(w *fetchWait) {
 	}
 	rm.dropFetch(w)
 	resp, _, _ := rm.readFetch(w.m)
-	rm.reply(w.req, resp)
+	rm.replyFetch(w.req, resp, w.session, w.incremental)
 }
 
 // dropFetch removes a parked fetch from every index without answering it.

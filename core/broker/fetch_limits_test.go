@@ -138,9 +138,9 @@ func TestFetchLimitSettings(t *testing.T) {
 }
 
 // Issue 6 item 7: kafka-go's Client.Fetch sends SessionEpoch -1 (a sessionless full
-// fetch) with whatever SessionID; Kafka serves it. Epoch 0 asks for a new session,
-// which this broker declines by answering SessionID 0, serving the fetch in full. Only
-// incremental epochs name a session the broker must have.
+// fetch) with whatever SessionID; Kafka serves it. Epoch 0 asks for a new session and
+// is served in full too. Only incremental epochs name a session the broker must have
+// (fetch_session_test.go covers sessions).
 func TestFetchSessionlessAndFullFetchesAreServed(t *testing.T) {
 	h := newHarness(t)
 	h.mustCreate("t", 1)
@@ -150,7 +150,8 @@ func TestFetchSessionlessAndFullFetchesAreServed(t *testing.T) {
 		req.SessionID, req.SessionEpoch = c.id, c.epoch
 		resp := h.do(req).(*kmsg.FetchResponse)
 		require.Zero(t, resp.ErrorCode, "session %d epoch %d", c.id, c.epoch)
-		require.Zero(t, resp.SessionID, "no session is created")
+		require.Equal(t, c.epoch == 0, resp.SessionID != 0,
+			"a session is created exactly for epoch 0")
 		require.NotEmpty(t, fetchPart(t, resp).RecordBatches, "session %d epoch %d",
 			c.id, c.epoch)
 	}

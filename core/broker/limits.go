@@ -41,6 +41,12 @@ type LimitsConfig struct {
 	// broker opens in one step; a bigger creation continues in later steps, serving
 	// other clients in between (open_queue.go).
 	OpenLogsPerStep int
+	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots: the most
+	// incremental fetch sessions (KIP-227) the node keeps; 0 turns sessions off.
+	FetchSessionCacheSlots int
+	// FetchSessionCacheMaxPartitions (sluice.fetch.session.cache.max.partitions) bounds
+	// the partitions all sessions hold together (fetch_session.go).
+	FetchSessionCacheMaxPartitions int
 }
 
 // DefaultLimitsConfig returns Kafka's defaults where Kafka has the setting.
@@ -52,6 +58,9 @@ func DefaultLimitsConfig() LimitsConfig {
 		AutoCreatePartitionsPerSec:   50,
 		ControllerMutationRate:       0,
 		OpenLogsPerStep:              64,
+		FetchSessionCacheSlots:       1000,
+		// About 150 bytes each: 15 MB at most.
+		FetchSessionCacheMaxPartitions: 100_000,
 	}
 }
 
@@ -71,6 +80,10 @@ var limitSettings = []struct {
 	{"sluice.controller.mutation.rate", 0,
 		func(c *LimitsConfig) *int { return &c.ControllerMutationRate }},
 	{"sluice.open.logs.per.step", 1, func(c *LimitsConfig) *int { return &c.OpenLogsPerStep }},
+	{"max.incremental.fetch.session.cache.slots", 0,
+		func(c *LimitsConfig) *int { return &c.FetchSessionCacheSlots }},
+	{"sluice.fetch.session.cache.max.partitions", 0,
+		func(c *LimitsConfig) *int { return &c.FetchSessionCacheMaxPartitions }},
 }
 
 // set applies one setting; ok is false when name is not a limit setting.

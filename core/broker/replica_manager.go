@@ -33,6 +33,7 @@ type replicaManager struct {
 	syncs    map[core.TopicPartition]pendingSync // the sync in flight per partition
 	produces produceState
 	fetches  fetchState
+	sessions sessionCache // incremental fetch sessions (fetch_session.go)
 	opens    openState  // new partitions whose logs are still to open (open_queue.go)
 	timers   timerTable // produce timeouts, fetch waits, open chunks, retention
 }
