@@ -34,8 +34,8 @@ type replicaManager struct {
 	produces produceState
 	fetches  fetchState
 	sessions sessionCache // incremental fetch sessions (fetch_session.go)
-	opens    openState  // new partitions whose logs are still to open (open_queue.go)
-	timers   timerTable // produce timeouts, fetch waits, open chunks, retention
+	opens    openState    // new partitions whose logs are still to open (open_queue.go)
+	timers   timerTable   // produce timeouts, fetch waits, open chunks, retention
 }
 
 func newReplicaManager(n *node) *replicaManager {
