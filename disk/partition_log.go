@@ -41,11 +41,14 @@ var errClosed = errors.New("partition log closed")
 // segment; none of them flushes, so nothing waits on an fsync. Lock order: fileMu
 // before mu.
 type PartitionLog struct {
-	fs     FS
-	dir    string
-	state  StateStore
-	prefix string
-	lg     *zap.Logger
+	fs    FS
+	dir   string
+	state StateStore
+	// volatile holds the taint mark across process restarts when state cannot (nil:
+	// none; taint.go).
+	volatile VolatileMarks
+	prefix   string
+	lg       *zap.Logger
 
 	fileMu  sync.Mutex
 	mu      sync.Mutex
@@ -83,8 +86,15 @@ var _ replica.Log = (*PartitionLog)(nil)
 // nowMs stands in for the creation time of segments whose time was not recorded.
 func OpenPartitionLog(fs FS, dir string, state StateStore, stateKeyPrefix string,
 	cfg replica.SegmentConfig, nowMs int64, lg *zap.Logger) (*PartitionLog, error) {
+	return OpenPartitionLogOpts(fs, dir, state, stateKeyPrefix, cfg, nowMs, lg, LogOptions{})
+}
+
+// OpenPartitionLogOpts is OpenPartitionLog with the optional parts of its environment.
+func OpenPartitionLogOpts(fs FS, dir string, state StateStore, stateKeyPrefix string,
+	cfg replica.SegmentConfig, nowMs int64, lg *zap.Logger, opts LogOptions) (*PartitionLog,
+	error) {
 	l := &PartitionLog{
-		fs: fs, dir: dir, state: state, prefix: stateKeyPrefix,
+		fs: fs, dir: dir, state: state, prefix: stateKeyPrefix, volatile: opts.Volatile,
 		lg: lg.With(zap.String("log", dir)), cfg: normalizeConfig(cfg),
 	}
 	if _, removing, err := state.Get(removingKey(stateKeyPrefix)); err != nil {

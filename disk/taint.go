@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"errors"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -22,22 +23,40 @@ const rewriteChunk = 1 << 20
 
 func (l *PartitionLog) taintKey() []byte { return []byte(l.prefix + "tainted") }
 
-// markTainted records that some segment may hold bytes no fsync will write. If even that
-// fails, nothing durable remembers the hazard: the error says what the operator must do.
+// markTainted records that some segment may hold bytes no fsync will write: in the
+// volatile marks (which live as long as the hazard, and do not share the data disk's
+// faults) and in the state store (which also covers a node without volatile marks). If
+// both fail, nothing remembers the hazard: the error says what the operator must do.
 func (l *PartitionLog) markTainted(cause error) {
-	if err := l.state.Set(l.taintKey(), []byte{1}); err != nil {
+	vol := errors.New("no volatile marks")
+	if l.volatile != nil && !mutantOn("taint-volatile-skipped") {
+		vol = l.volatile.Mark(l.taintKeyName())
+	}
+	err := l.state.Set(l.taintKey(), []byte{1})
+	switch {
+	case err != nil && vol != nil:
 		l.lg.Error("a failed fsync may have left unwritten pages, and recording it failed too; "+
 			"reboot the machine before restarting the node", zap.NamedError("fsync_error", cause),
-			zap.Error(err))
+			zap.Error(err), zap.NamedError("volatile_error", vol))
+		return
+	case err != nil:
+		l.lg.Warn("a failed fsync may have left unwritten pages; the state store could not "+
+			"record it, the volatile marks did: a restart rewrites the log, a reboot clears "+
+			"the hazard", zap.Error(cause), zap.NamedError("state_error", err))
 		return
 	}
 	l.lg.Warn("a failed fsync may have left unwritten pages; the next recovery rewrites the log",
 		zap.Error(cause))
 }
 
+func (l *PartitionLog) taintKeyName() string { return string(l.taintKey()) }
+
 func (l *PartitionLog) tainted() (bool, error) {
 	_, ok, err := l.state.Get(l.taintKey())
-	return ok, err
+	if ok || err != nil || l.volatile == nil {
+		return ok, err
+	}
+	return l.volatile.Marked(l.taintKeyName())
 }
 
 // cureTaint rewrites every recovered segment, then clears the mark.
@@ -54,7 +73,14 @@ func (l *PartitionLog) cureTaint() error {
 	}
 	l.dirSynced = l.dirChanges
 	l.lg.Warn("rewrote the log after a failed fsync", zap.Int("segments", len(l.segs)))
-	return l.state.Delete(l.taintKey())
+	if err := l.state.Delete(l.taintKey()); err != nil {
+		return err
+	}
+	if l.volatile != nil {
+		// A mark left behind only costs one more rewrite at the next open.
+		_ = l.volatile.Clear(l.taintKeyName())
+	}
+	return nil
 }
 
 // rewriteSegment copies the segment's bytes into a new file, fsyncs it and renames it

@@ -197,8 +197,12 @@ func (e env) OpenLog(tp core.TopicPartition, cfg replica.SegmentConfig) (replica
 	if old := n.logs[tp]; old != nil {
 		return nil, fmt.Errorf("log of %s is already open", tp)
 	}
-	pl, err := disk.OpenPartitionLog(n.files, n.logDir(tp), n.state, logStatePrefix(tp),
-		cfg, n.now().Millis(), n.lg)
+	opts := disk.LogOptions{}
+	if n.marks != nil {
+		opts.Volatile = n.marks
+	}
+	pl, err := disk.OpenPartitionLogOpts(n.files, n.logDir(tp), n.state, logStatePrefix(tp),
+		cfg, n.now().Millis(), n.lg, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,7 @@ type Node struct {
 
 	state   *disk.PebbleState
 	files   *disk.FileCache // every partition log's segment files
+	marks   *disk.DirMarks  // taint marks on tmpfs (nil: none)
 	fds     fdBudget
 	metaLog *disk.MetaLog
 	srv     *kafkanet.Server
@@ -202,6 +203,7 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.syncer = newSyncer(n.opts.SyncWorkers, n.deliverCompletion)
 	n.files = disk.NewFileCache(disk.OSFS{}, n.fds.logFiles)
+	n.marks = n.openMarks()
 	n.b = broker.New(n.opts.Config, env{n}, rand.New(rand.NewSource(seed())),
 		broker.WithDecompressor(compress.Codecs{}))
 	if n.quorum != nil {
@@ -338,7 +340,32 @@ func (n *Node) release() error {
 	if n.state != nil {
 		errs = append(errs, n.state.Close())
 	}
+	if n.marks != nil {
+		_ = os.Remove(n.marks.Dir()) // only when empty: a mark outlives the process
+	}
 	return errors.Join(errs...)
+}
+
+// openMarks opens the node's volatile marks on tmpfs (disk.VolatileMarks), or returns nil
+// with a warning: a failed fsync is then remembered by the state store alone.
+func (n *Node) openMarks() *disk.DirMarks {
+	root := n.opts.MarksDir
+	if root == "-" {
+		return nil
+	}
+	if root == "" {
+		root = "/dev/shm"
+		if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+			return nil
+		}
+	}
+	m, err := disk.NewDirMarks(root, n.opts.DataDir)
+	if err != nil {
+		n.lg.Warn("no volatile marks: a failed fsync is remembered by the state store alone",
+			zap.Error(err))
+		return nil
+	}
+	return m
 }
 
 // nodeLog is a partition log the node opened. It forgets itself when the broker closes

@@ -21,6 +21,10 @@ type Options struct {
 	AdvertisedAddr string
 	// DataDir holds the partition logs and the node's state. Default ./data.
 	DataDir string
+	// MarksDir is a tmpfs directory for marks that must outlive the process but not the
+	// machine's page cache (disk.VolatileMarks: a failed fsync's taint). Default
+	// /dev/shm when it exists; "-" turns the marks off.
+	MarksDir string
 	// Config is the broker's configuration. A zero Config (no TopicDefaults) means
 	// broker.DefaultConfig(). AdvertisedHost and AdvertisedPort are overwritten from
 	// AdvertisedAddr.

@@ -32,6 +32,7 @@ type node struct {
 	fs    *disk.MemFS
 	files *disk.FileCache // this incarnation's handle cache over fs
 	state *disk.MemState
+	marks *disk.MemMarks // tmpfs: kept across process restarts, emptied at a crash
 	lg    *zap.Logger
 
 	b      *broker.Broker
@@ -81,7 +82,8 @@ type node struct {
 func newNode(w *World, id int32) *node {
 	name := fmt.Sprintf("node%d", id)
 	n := &node{w: w, id: id, fs: disk.NewMemFS(), state: disk.NewMemState(),
-		rnd: newStream(w.cfg.Seed, name+"/broker"), crashR: newStream(w.cfg.Seed, name+"/crash"),
+		marks: disk.NewMemMarks(),
+		rnd:   newStream(w.cfg.Seed, name+"/broker"), crashR: newStream(w.cfg.Seed, name+"/crash"),
 		diskR: newStream(w.cfg.Seed, name+"/disk"), clockR: newStream(w.cfg.Seed, name+"/clock"),
 		readR: newStream(w.cfg.Seed, name+"/readerr"), tripR: newStream(w.cfg.Seed, name+"/trip"),
 		conns: map[uint64]*conn{},
@@ -204,6 +206,7 @@ func (n *node) crash() {
 	n.stop("crash")
 	n.staleWrites()
 	n.fs.Crash(n.crashR)
+	n.marks.Reboot()
 	n.w.hist.Crashes = append(n.w.hist.Crashes,
 		linearizabilityCrash(n.id, n.w.now))
 }

@@ -12,8 +12,8 @@ func openLog(n *node, tp core.TopicPartition, cfg replica.SegmentConfig) (replic
 	if n.w.mutantKeepLogs {
 		cfg.TopicID = [16]byte{} // the checker's own test: the old topic's log is recovered
 	}
-	l, err := disk.OpenPartitionLog(n.files, logDir(tp), n.state, statePrefix(tp), cfg,
-		n.brokerNow().Millis(), n.lg)
+	l, err := disk.OpenPartitionLogOpts(n.files, logDir(tp), n.state, statePrefix(tp), cfg,
+		n.brokerNow().Millis(), n.lg, disk.LogOptions{Volatile: n.marks})
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,9 @@ var Catalogue = []Mutant{
 		"offset commits (and group records) are answered once the log end covers their " +
 			"batch, not the high-water mark",
 		"./core/broker/"},
+	{"disk/taint-volatile-skipped", "disk", "durability",
+		"a failed fsync's taint goes to the state store only, which a failing disk may refuse",
+		"./disk/"},
 	{"disk/state-nosync", "disk", "durability",
 		"node-state store writes (log start offsets, ...) are committed without sync",
 		"./disk/"},
