@@ -24,9 +24,15 @@ func Place(brokers []meta.Broker, count int32, replicationFactor int16, rnd core
 	[][]int32, int16, string) {
 	order := rackAlternating(brokers)
 	n := len(order)
-	if replicationFactor < 1 || int(replicationFactor) > n {
-		return nil, codeInvalidReplication, fmt.Sprintf("replication factor %d: %d live "+
-			"brokers", replicationFactor, n)
+	if replicationFactor < 1 {
+		return nil, codeInvalidReplication, fmt.Sprintf("Replication factor must be "+
+			"larger than 0, not %d.", replicationFactor)
+	}
+	if int(replicationFactor) > n {
+		return nil, codeInvalidReplication, fmt.Sprintf("Unable to replicate the "+
+			"partition %d time(s): the target replication factor of %d cannot be reached "+
+			"because only %d broker(s) are live (registered and unfenced).",
+			replicationFactor, replicationFactor, n)
 	}
 	if count < 1 {
 		return nil, codeInvalidPartitions, fmt.Sprintf("%d partitions", count)
