@@ -115,8 +115,8 @@ func TestQuorumManualReplicaAssignmentIsHonoured(t *testing.T) {
 		{Replicas: []int32{2, 3}, ISR: []int32{2, 3}, Leader: 2},
 	}, q.states("m"))
 	for _, bad := range []kmsg.CreateTopicsRequestTopic{
-		assign("x", []int32{1, 9}),            // unknown broker
-		assign("x", []int32{1, 1}),            // twice
+		assign("x", []int32{1, 9}),             // unknown broker
+		assign("x", []int32{1, 1}),             // twice
 		assign("x", []int32{1, 2}, []int32{3}), // uneven
 	} {
 		rt := q.createTopics(bad).Topics[0]
