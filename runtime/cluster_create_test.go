@@ -146,8 +146,8 @@ func TestClusterOfOneCreatesPlacedTopics(t *testing.T) {
 // and creates the topic there, placed with its replication factor on distinct brokers
 // (every node applies the same placement); a factor above the brokers is refused; a
 // manual assignment is kept; CreatePartitions places the new partitions; Metadata
-// auto-creation on a non-controller is forwarded; and producer ids handed out by two
-// nodes never overlap.
+// auto-creation and __consumer_offsets on a non-controller are forwarded; and producer
+// ids handed out by two nodes never overlap.
 func TestClusterCreatesTopicsThroughTheController(t *testing.T) {
 	nodes := startCluster(t, 3)
 	leader := activeController(t, nodes)
@@ -216,6 +216,24 @@ func TestClusterCreatesTopicsThroughTheController(t *testing.T) {
 		return m.Topics[0].ErrorCode == 0
 	}, 10*time.Second, 50*time.Millisecond, "the forwarded creation reaches this node")
 	requireSpread(t, topicStates(other, "auto"), 3, 1, 1, 2, 3)
+
+	// A commit on a non-controller creates __consumer_offsets through the controller:
+	// COORDINATOR_NOT_AVAILABLE while it is created, then committed; 3 replicas.
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = "g", -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "auto"
+	cpart := kmsg.NewOffsetCommitRequestTopicPartition()
+	cpart.Offset = 0
+	ct.Partitions = append(ct.Partitions, cpart)
+	commit.Topics = append(commit.Topics, ct)
+	require.Eventually(t, func() bool {
+		r := ask(t, other, commit).(*kmsg.OffsetCommitResponse)
+		code := r.Topics[0].Partitions[0].ErrorCode
+		require.Contains(t, []int16{0, kerr.CoordinatorNotAvailable.Code}, code)
+		return code == 0
+	}, 10*time.Second, 50*time.Millisecond, "the offsets topic is created")
+	requireSpread(t, topicStates(other, "__consumer_offsets"), 8, 3, 1, 2, 3)
 
 	// Producer ids: each node asks the controller for blocks; none overlap.
 	seen := map[int64]int{}
