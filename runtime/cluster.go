@@ -2,6 +2,7 @@ package runtime
 
 import (
 	crand "crypto/rand"
+	"errors"
 	"math/rand"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,35 +19,47 @@ import (
 // A node with a metadata quorum hosts two more actors beside the broker, stepped by the
 // same loop under the same lock (E5): the controller (core/controller), active while
 // the node leads the quorum, and the broker lifecycle (core/lifecycle), which
-// registers the node with the active controller and heartbeats. The loop's inputs are
+// registers the node with the active controller and heartbeats. The broker reaches the
+// controller through its ControllerPort (brokerPort): topic creations and producer-id
+// blocks. The loop's inputs are
 // the broker's; cluster.route sends each to the actors it concerns. Tokens, timer ids
 // and peer request ids of the two are kept apart from the broker's (small counters) by
-// a high bit each. A lifecycle RPC to the controller on its own node never leaves the
-// process: it is queued and delivered after the step that sent it (local), as its
-// answer is.
+// a high bit each, as are the broker's requests to a peer's controller. A lifecycle or
+// broker RPC to the controller on its own node never leaves the process: it is queued
+// and delivered after the step that sent it (local), as its answer is.
 
 const (
 	ctlBit = uint64(1) << 62 // controller proposals and timers
 	lcBit  = uint64(1) << 61 // lifecycle timers and peer requests
+	brBit  = uint64(1) << 60 // the broker's requests to a peer's controller
 )
+
+// errNoController answers a broker's request to the controller while no quorum leader
+// is known.
+var errNoController = errors.New("no metadata quorum leader is known")
 
 var codeNotController = kerr.NotController.Code
 
 // ctlCall is a controller request waiting for its answer: from a connection, or from
-// this node's lifecycle (local, with the lifecycle's RPC id).
+// this node's lifecycle or broker (local, with the lifecycle's RPC id or the broker's
+// request id).
 type ctlCall struct {
 	conn, reqID uint64
 	req         kmsg.Request
 	local       bool
-	lcID        uint64
+	localID     uint64
+	broker      bool // local, from the broker: answered as a broker.ControllerAnswer
 }
 
-// localMsg is a delivery between the two actors of this node, made after the step.
+// localMsg is a delivery between the actors of this node, made after the step: to the
+// controller, to the broker (toBroker) or to the lifecycle.
 type localMsg struct {
 	toController bool
 	call         uint64 // toController: the controller request id
 	msg          controller.Message
 	reply        lifecycle.Reply // to the lifecycle
+	toBroker     bool
+	answer       broker.ControllerAnswer
 }
 
 type cluster struct {
@@ -113,10 +126,14 @@ func (c *cluster) route(now core.Time, in broker.Input) bool {
 			return false
 		}
 	case broker.PeerReply:
-		if in.ID&lcBit == 0 {
+		switch {
+		case in.ID&lcBit != 0:
+			c.peerReply(now, in)
+		case in.ID&brBit != 0:
+			c.n.b.Step(now, brokerAnswer(in))
+		default:
 			return false
 		}
-		c.peerReply(now, in)
 	case broker.Request:
 		if c.n.answerDescribeQuorum(in) {
 			return true
@@ -134,16 +151,20 @@ func (c *cluster) route(now core.Time, in broker.Input) bool {
 	return true
 }
 
-// drain delivers what the two actors sent each other during the step, and what that
-// made them send, until nothing is left (each actor has at most one RPC in flight, so
-// this ends).
+// drain delivers what the actors sent each other during the step, and what that made
+// them send, until nothing is left (the lifecycle has at most one RPC in flight, and
+// the controller answers the broker's requests without asking anything back, so this
+// ends).
 func (c *cluster) drain(now core.Time) {
 	for len(c.local) > 0 {
 		m := c.local[0]
 		c.local = c.local[1:]
-		if m.toController {
+		switch {
+		case m.toController:
 			c.ctl.Step(now, controller.Request{ID: m.call, Msg: m.msg})
-		} else {
+		case m.toBroker:
+			c.n.b.Step(now, m.answer)
+		default:
 			c.lc.Step(now, m.reply)
 		}
 	}
@@ -179,8 +200,13 @@ func (e ctlEnv) Answer(id uint64, resp controller.Response) {
 		return
 	}
 	delete(e.c.calls, id)
+	if call.broker {
+		e.c.local = append(e.c.local, localMsg{toBroker: true,
+			answer: broker.ControllerAnswer{ID: call.localID, Resp: resp}})
+		return
+	}
 	if call.local {
-		e.c.local = append(e.c.local, localMsg{reply: lifecycle.Reply{ID: call.lcID,
+		e.c.local = append(e.c.local, localMsg{reply: lifecycle.Reply{ID: call.localID,
 			Resp: resp}})
 		return
 	}
@@ -194,6 +220,50 @@ func (e ctlEnv) SetTimer(at core.Time, id uint64) {
 func (e ctlEnv) CancelTimer(id uint64) { e.c.n.timers.cancel(id | ctlBit) }
 func (e ctlEnv) Logger() *zap.Logger   { return e.c.n.lg.Named("controller") }
 
+// brokerPort is the broker's way to the controller (broker.ControllerPort): this node's
+// own, delivered after the step like the lifecycle's requests, or the quorum leader's
+// over the wire (ctlwire.go). A producer-id block is asked with the broker epoch the
+// lifecycle registered, as Kafka's AllocateProducerIds carries it.
+type brokerPort struct{ n *Node }
+
+func (p brokerPort) AskController(to int32, id uint64, msg controller.Message,
+	timeoutMs int64) {
+	c := p.n.cl
+	if m, ok := msg.(controller.AllocateProducerIDs); ok {
+		m.BrokerEpoch = c.lc.Status().Epoch
+		msg = m
+	}
+	fail := func(err error) {
+		c.local = append(c.local, localMsg{toBroker: true,
+			answer: broker.ControllerAnswer{ID: id, Err: err}})
+	}
+	switch {
+	case to < 0:
+		fail(errNoController)
+	case to == p.n.opts.Config.NodeID:
+		c.next++
+		c.calls[c.next] = ctlCall{local: true, broker: true, localID: id}
+		c.local = append(c.local, localMsg{toController: true, call: c.next, msg: msg})
+	default:
+		req, err := wireRequest(msg)
+		if err != nil {
+			fail(err)
+			return
+		}
+		p.n.peers.Send(broker.PeerRequest{Node: to, ID: id | brBit, Msg: req,
+			TimeoutMs: timeoutMs})
+	}
+}
+
+// brokerAnswer converts a peer controller's reply to one of the broker's requests.
+func brokerAnswer(in broker.PeerReply) broker.ControllerAnswer {
+	a := broker.ControllerAnswer{ID: in.ID &^ brBit, Err: in.Err}
+	if in.Err == nil {
+		a.Resp, a.Err = wireResponse(in.Msg)
+	}
+	return a
+}
+
 // lcEnv is the lifecycle's Env on a node.
 type lcEnv struct{ c *cluster }
 
@@ -201,7 +271,7 @@ func (e lcEnv) Send(to int32, id uint64, msg controller.Message, timeoutMs int64
 	c := e.c
 	if to == c.n.opts.Config.NodeID {
 		c.next++
-		c.calls[c.next] = ctlCall{local: true, lcID: id}
+		c.calls[c.next] = ctlCall{local: true, localID: id}
 		c.local = append(c.local, localMsg{toController: true, call: c.next, msg: msg})
 		return
 	}

@@ -10,8 +10,9 @@ import (
 	"github.com/sluicemq/sluice/core/controller"
 )
 
-// The controller's RPCs on the wire: BrokerRegistration and BrokerHeartbeat, Kafka's own
-// messages (kmsg), converted to and from the controller's typed messages here so that
+// The controller's RPCs on the wire: BrokerRegistration, BrokerHeartbeat and
+// AllocateProducerIds (a broker's producer-id block), Kafka's own messages (kmsg),
+// converted to and from the controller's typed messages here so that
 // core/ never sees the codec's shapes. Only the listener named PLAINTEXT is read: Sluice
 // has one listener per node (docs/controller.md, "Broker lifecycle").
 
@@ -35,6 +36,9 @@ func controllerRequest(req kmsg.Request) (controller.Message, bool) {
 		}
 		return controller.Heartbeat{NodeID: m.BrokerID, BrokerEpoch: m.BrokerEpoch,
 			MetadataIndex: idx, WantFence: m.WantFence}, true
+	case *kmsg.AllocateProducerIDsRequest:
+		return controller.AllocateProducerIDs{NodeID: m.BrokerID,
+			BrokerEpoch: m.BrokerEpoch}, true
 	}
 	return nil, false
 }
@@ -54,6 +58,11 @@ func controllerResponse(req kmsg.Request, resp controller.Response) kmsg.Respons
 		if r, ok := resp.(controller.HeartbeatResponse); ok {
 			o.IsFenced, o.ShouldShutdown, o.IsCaughtUp = r.Fenced, r.ShuttingDown, !r.Fenced
 		}
+	case *kmsg.AllocateProducerIDsResponse:
+		o.ErrorCode = resp.ErrCode()
+		if r, ok := resp.(controller.AllocateProducerIDsResponse); ok && r.Err == 0 {
+			o.ProducerIDStart, o.ProducerIDLen = r.Start, r.Len
+		}
 	}
 	return out
 }
@@ -65,13 +74,17 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 	switch msg.(type) {
 	case controller.RegisterBroker:
 		resp = controller.RegisterBrokerResponse{Err: codeNotController}
+	case controller.AllocateProducerIDs:
+		resp = controller.AllocateProducerIDsResponse{Err: codeNotController}
 	default:
 		resp = controller.HeartbeatResponse{Err: codeNotController}
 	}
 	return controllerResponse(req, resp)
 }
 
-// wireRequest converts a lifecycle RPC for sending to a peer's controller.
+// wireRequest converts a lifecycle or broker RPC for sending to a peer's controller.
+// CreateTopic and CreatePartitions have none: a node that is not the controller
+// forwards the client's CreateTopics itself (core/broker/controller_port.go).
 func wireRequest(msg controller.Message) (kmsg.Request, error) {
 	switch m := msg.(type) {
 	case controller.RegisterBroker:
@@ -89,11 +102,15 @@ func wireRequest(msg controller.Message) (kmsg.Request, error) {
 		req.BrokerID, req.BrokerEpoch = m.NodeID, m.BrokerEpoch
 		req.CurrentMetadataOffset, req.WantFence = int64(m.MetadataIndex), m.WantFence
 		return req, nil
+	case controller.AllocateProducerIDs:
+		req := kmsg.NewPtrAllocateProducerIDsRequest()
+		req.BrokerID, req.BrokerEpoch = m.NodeID, m.BrokerEpoch
+		return req, nil
 	}
 	return nil, fmt.Errorf("no wire form for %T", msg)
 }
 
-// wireResponse converts a peer's answer to a lifecycle RPC.
+// wireResponse converts a peer controller's answer to a lifecycle or broker RPC.
 func wireResponse(resp kmsg.Response) (controller.Response, error) {
 	switch r := resp.(type) {
 	case *kmsg.BrokerRegistrationResponse:
@@ -101,6 +118,9 @@ func wireResponse(resp kmsg.Response) (controller.Response, error) {
 	case *kmsg.BrokerHeartbeatResponse:
 		return controller.HeartbeatResponse{Err: r.ErrorCode, Fenced: r.IsFenced,
 			ShuttingDown: r.ShouldShutdown}, nil
+	case *kmsg.AllocateProducerIDsResponse:
+		return controller.AllocateProducerIDsResponse{Err: r.ErrorCode,
+			Start: r.ProducerIDStart, Len: r.ProducerIDLen}, nil
 	}
 	return nil, fmt.Errorf("unexpected response %T from a controller", resp)
 }

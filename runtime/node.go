@@ -204,8 +204,11 @@ func (n *Node) open(ctx context.Context) error {
 	n.syncer = newSyncer(n.opts.SyncWorkers, n.deliverCompletion)
 	n.files = disk.NewFileCache(disk.OSFS{}, n.fds.logFiles)
 	n.marks = n.openMarks()
-	n.b = broker.New(n.opts.Config, env{n}, rand.New(rand.NewSource(seed())),
-		broker.WithDecompressor(compress.Codecs{}))
+	bopts := []broker.Option{broker.WithDecompressor(compress.Codecs{})}
+	if n.quorum != nil {
+		bopts = append(bopts, broker.WithController(brokerPort{n}))
+	}
+	n.b = broker.New(n.opts.Config, env{n}, rand.New(rand.NewSource(seed())), bopts...)
 	if n.quorum != nil {
 		if err := n.opts.Controller.Check(); err != nil {
 			return fmt.Errorf("controller settings: %w", err)

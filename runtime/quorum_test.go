@@ -25,6 +25,16 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
+// waitUnfenced waits until n's lifecycle is registered with the controller and
+// unfenced.
+func waitUnfenced(t *testing.T, n *runtime.Node) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		st, ok := n.Membership()
+		return ok && st.Registered && !st.Fenced
+	}, 20*time.Second, 10*time.Millisecond, "the node is registered and unfenced")
+}
+
 // quorumNode is a node over dir whose metadata log is a raft quorum of voters, or its
 // own log when voters is nil. It is not closed for the caller.
 func quorumNode(t *testing.T, dir string, voters []raftmeta.Voter) (*runtime.Node, error) {
@@ -43,8 +53,11 @@ func TestQuorumOfOneServesAndRemembersTopics(t *testing.T) {
 	n, err := quorumNode(t, dir, voters)
 	require.NoError(t, err)
 	require.Equal(t, voters[0].Addr, n.QuorumAddr())
+	// Topics are placed on registered, unfenced brokers: wait until this one is (what
+	// /readyz waits for), as Kafka's broker serves clients only once unfenced.
+	waitUnfenced(t, n)
 	cl := newClient(t, n, kgo.DefaultProduceTopic("q"))
-	createTopic(t, cl, "q", 2) // waits for the quorum to elect itself and commit
+	createTopic(t, cl, "q", 2)
 	for _, v := range []string{"a", "b", "c"} {
 		require.NoError(t, cl.ProduceSync(testCtx(t, 10*time.Second),
 			&kgo.Record{Value: []byte(v)}).FirstErr())
@@ -80,6 +93,7 @@ func TestMetadataLogKindIsKeptAndQuorumsOfManyRefused(t *testing.T) {
 	quorum := t.TempDir()
 	n, err = quorumNode(t, quorum, []raftmeta.Voter{{ID: 1, Addr: freeAddr(t)}})
 	require.NoError(t, err)
+	waitUnfenced(t, n)
 	createTopic(t, newClient(t, n), "kept", 1)
 	require.NoError(t, n.Close())
 	_, err = quorumNode(t, quorum, nil)

@@ -85,6 +85,9 @@ var table = []Setting{
 		"durable batches of a partition between snapshots of its producer table"),
 	intS(Broker, "offsets.topic.num.partitions", "8", 1, i32,
 		"partitions of __consumer_offsets, fixed when it is created"),
+	intS(Broker, "offsets.topic.replication.factor", "3", 1, math.MaxInt16,
+		"replicas of __consumer_offsets with a metadata quorum, capped to the live "+
+			"brokers (a node without a quorum: 1)"),
 	intS(Broker, "offset.metadata.max.bytes", "4096", 0, i32,
 		"largest metadata string of a committed offset"),
 	intS(Broker, "group.min.session.timeout.ms", "6000", 0, i32,

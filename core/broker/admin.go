@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/controller"
 	"github.com/sluicemq/sluice/core/meta"
 )
 
@@ -37,6 +38,9 @@ const (
 // commitFailure is the per-entity answer when a proposed record did not commit. The
 // record was not applied, so a retry is safe: REQUEST_TIMED_OUT is retriable.
 func commitFailure(err error) (int16, string) {
+	if code, msg, ok := controllerRefusal(err); ok {
+		return code, msg
+	}
 	return kerr.RequestTimedOut.Code, "the metadata change did not commit: " + err.Error()
 }
 
@@ -102,7 +106,8 @@ func (n *node) newTopicID() [16]byte {
 }
 
 // replicationFactor resolves a requested replication factor (-1: the broker default)
-// and checks it against the single broker this cluster has.
+// and checks it against the single broker this cluster has, or with a quorum against
+// the live (registered, unfenced) brokers.
 func (n *node) replicationFactor(rf int16) (int16, int16, string) {
 	if rf == -1 {
 		rf = n.cfg.DefaultReplicationFactor
@@ -110,6 +115,14 @@ func (n *node) replicationFactor(rf int16) (int16, int16, string) {
 	if rf <= 0 {
 		return 0, kerr.InvalidReplicationFactor.Code,
 			"Replication factor must be larger than 0, or -1 to use the default value."
+	}
+	if n.ctlPort != nil {
+		// The controller checks it again as it places (its image is this node's).
+		live := len(controller.EligibleBrokers(n.image))
+		if code, msg := controller.CheckReplicationFactor(rf, live); code != 0 {
+			return 0, code, msg
+		}
+		return rf, 0, ""
 	}
 	if rf > 1 {
 		return 0, kerr.InvalidReplicationFactor.Code, fmt.Sprintf(

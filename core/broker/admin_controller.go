@@ -45,10 +45,19 @@ type adminController struct {
 	pidBlockInFlight     bool
 
 	creation creationState // topic creation rates (limits.go)
+
+	// With a quorum (controller_port.go): requests to the controller awaiting their
+	// answer, by id, and CreateTopics forwarded to the controller's node, by peer
+	// request id, with the topic names they carry.
+	ctlWaiters map[uint64]metaWaiter
+	forwards   map[uint64]forward
+	forwarding map[string]bool
 }
 
 func newAdminController(n *node, hosts hostView) *adminController {
-	return &adminController{node: n, hosts: hosts, metaWaiters: map[uint64]metaWaiter{}}
+	return &adminController{node: n, hosts: hosts, metaWaiters: map[uint64]metaWaiter{},
+		ctlWaiters: map[uint64]metaWaiter{}, forwards: map[uint64]forward{},
+		forwarding: map[string]bool{}}
 }
 
 // propose sends rec to the metadata log; metaAnswer hands w its answer: nil when it
@@ -56,8 +65,15 @@ func newAdminController(n *node, hosts hostView) *adminController {
 // retriable for the client: a rejected or not-leader record never commits; an unknown
 // one may commit later and is then applied like any other record (M3).
 func (ctl *adminController) propose(rec meta.Record, w metaWaiter) {
+	w.kind, w.topic = rec.Kind, rec.Topic
+	if ctl.ctlPort != nil {
+		if msg, ok := ctl.controllerMessage(rec, w); ok {
+			ctl.askController(msg, w) // the controller places and proposes
+			return
+		}
+	}
 	tok := ctl.token()
-	w.since, w.kind, w.topic = ctl.now, rec.Kind, rec.Topic
+	w.since = ctl.now
 	ctl.metaWaiters[tok] = w
 	ctl.env.ProposeMeta(rec, tok)
 }
@@ -87,6 +103,11 @@ func (ctl *adminController) autoCreate(op *opAutoCreate) {
 	failed := map[string]topicError{}
 	pending := newPendingTopics()
 	var recs []meta.Record
+	if ctl.notController() { // leadership moved while the operation was queued
+		op.failed = ctl.autoCreateElsewhere(m)
+		ctl.proposeAll(op, nil)
+		return
+	}
 	deferred := 0
 	for _, name := range ctl.autoCreatable(m) {
 		if !ctl.autoCreateAdmits(len(recs)) {
@@ -119,6 +140,9 @@ func (ctl *adminController) autoCreateCommitted(op *opAutoCreate) {
 	for i, err := range op.errs {
 		if err != nil {
 			code, msg := commitFailure(err)
+			if code == kerr.NotController.Code { // the controller moved: clients retry
+				code = kerr.LeaderNotAvailable.Code
+			}
 			op.failed[op.recs[i].Topic] = topicError{code, msg}
 		}
 	}

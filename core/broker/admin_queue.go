@@ -33,11 +33,12 @@ type adminState struct {
 type adminPhase uint8
 
 const (
-	adminQueued    adminPhase = iota // waiting behind the running operation
-	adminProposing                   // its records are proposed, answers outstanding
-	adminOpening                     // committed; waiting for new partitions' logs
-	adminOffsets                     // waiting for offset tombstones to be durable
-	adminDone                        // answered and finished
+	adminQueued     adminPhase = iota // waiting behind the running operation
+	adminProposing                    // its records are proposed, answers outstanding
+	adminOpening                      // committed; waiting for new partitions' logs
+	adminOffsets                      // waiting for offset tombstones to be durable
+	adminDone                         // answered and finished
+	adminForwarding                   // forwarded to the controller's node (controller_port.go)
 )
 
 func (p adminPhase) String() string {
@@ -52,6 +53,8 @@ func (p adminPhase) String() string {
 		return "writing-offsets"
 	case adminDone:
 		return "done"
+	case adminForwarding:
+		return "forwarded"
 	default:
 		return fmt.Sprintf("phase(%d)", uint8(p))
 	}
@@ -76,17 +79,19 @@ func (a *adminBase) base() *adminBase { return a }
 // opCreateTopics is a CreateTopics request; at[j] is recs[j]'s entry in resp.Topics.
 type opCreateTopics struct {
 	adminBase
-	m    *kmsg.CreateTopicsRequest
-	resp *kmsg.CreateTopicsResponse
-	at   []int
+	m      *kmsg.CreateTopicsRequest
+	resp   *kmsg.CreateTopicsResponse
+	at     []int
+	assign [][][]int32 // with a quorum: recs[j]'s manual assignment, or nil
 }
 
 // opCreatePartitions is a CreatePartitions request; at as in opCreateTopics.
 type opCreatePartitions struct {
 	adminBase
-	m    *kmsg.CreatePartitionsRequest
-	resp *kmsg.CreatePartitionsResponse
-	at   []int
+	m      *kmsg.CreatePartitionsRequest
+	resp   *kmsg.CreatePartitionsResponse
+	at     []int
+	assign [][][]int32 // with a quorum: recs[j]'s manual assignment, or nil
 }
 
 // opDeleteTopics is a DeleteTopics request; waits[i] is resp.Topics[i]'s index in recs,

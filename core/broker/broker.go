@@ -78,6 +78,8 @@ func (b *Broker) Step(now core.Time, in Input) {
 		b.metaLeaderChanged(in)
 	case PeerReply:
 		b.peerReply(in)
+	case ControllerAnswer:
+		b.controllerAnswered(in)
 	case Drain:
 		b.drain()
 	default:
@@ -89,7 +91,7 @@ func (b *Broker) start(in Start) {
 	core.Invariant(!b.started, "B2", "Start delivered twice")
 	b.started = true
 	b.metaPort.applied = in.LastIndex()
-	b.metaPort.leader = -1
+	b.metaPort.leader, b.leader = -1, -1
 	b.replay(append(append([]meta.Record(nil), in.Snapshot...), in.Records...))
 	b.opens.live = true
 	b.armRetention()

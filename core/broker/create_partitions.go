@@ -10,6 +10,11 @@ package broker
 //     are not exactly [this node] → INVALID_REPLICA_ASSIGNMENT;
 //   - the node would host more than sluice.max.partitions → POLICY_VIOLATION.
 //
+// With a metadata quorum (controller_port.go) a node that is not the active controller
+// answers every topic NOT_CONTROLLER; on the controller's node the controller places the
+// new partitions with the topic's replication factor (or checks the assignment: Kafka's
+// rules, the topic's replica count) and proposes the record.
+//
 // Valid topics each get one PartitionsAdded record (the new total); the new partitions'
 // logs are opened as it applies, a chunk per step (open_queue.go), and the reply waits
 // for every commit and every log. ValidateOnly only
@@ -21,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicemq/sluice/core/controller"
 	"github.com/sluicemq/sluice/core/meta"
 )
 
@@ -31,6 +37,17 @@ func (ctl *adminController) handleCreatePartitions(r Request, m *kmsg.CreatePart
 func (ctl *adminController) createPartitions(op *opCreatePartitions) {
 	m := op.m
 	resp := m.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	if ctl.notController() {
+		for _, t := range m.Topics {
+			rt := kmsg.NewCreatePartitionsResponseTopic()
+			rt.Topic, rt.ErrorCode = t.Topic, kerr.NotController.Code
+			rt.ErrorMessage = strp("This node is not the active controller.")
+			resp.Topics = append(resp.Topics, rt)
+		}
+		ctl.reply(op.req, resp)
+		ctl.adminFinished(op)
+		return
+	}
 	counts := map[string]int{}
 	for _, t := range m.Topics {
 		counts[t.Topic]++
@@ -62,6 +79,9 @@ func (ctl *adminController) createPartitions(op *opCreatePartitions) {
 			recs = append(recs, meta.Record{Kind: meta.KindPartitionsAdded, Topic: t.Topic,
 				Partitions: t.Count})
 			at = append(at, i)
+			if ctl.ctlPort != nil {
+				op.assign = append(op.assign, growthAssignment(t))
+			}
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
@@ -115,10 +135,29 @@ func (ctl *adminController) checkGrowth(t *kmsg.CreatePartitionsRequestTopic) (i
 		return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Increasing the number of "+
 			"partitions by %d but %d assignments provided.", added, len(t.Assignment))
 	}
+	if ctl.ctlPort != nil {
+		// The controller checks it again as it places (its image is this node's).
+		rf := 0
+		if len(topic.States) > 0 {
+			rf = len(topic.States[0].Replicas)
+		}
+		_, code, msg := controller.CheckAssignment(ctl.image, growthAssignment(t), rf)
+		return code, msg
+	}
 	for _, a := range t.Assignment {
 		if p := ctl.checkReplicas(a.Replicas); p != "" {
 			return kerr.InvalidReplicaAssignment.Code, p
 		}
 	}
 	return 0, ""
+}
+
+// growthAssignment is a CreatePartitions topic's manual assignment, one replica list per
+// new partition, or nil.
+func growthAssignment(t *kmsg.CreatePartitionsRequestTopic) [][]int32 {
+	var out [][]int32
+	for _, a := range t.Assignment {
+		out = append(out, a.Replicas)
+	}
+	return out
 }

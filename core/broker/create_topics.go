@@ -10,11 +10,19 @@ package broker
 //   - NumPartitions/ReplicationFactor set together with ReplicaAssignment → INVALID_REQUEST;
 //   - NumPartitions 0, < -1 or above 10000 → INVALID_PARTITIONS (-1: num.partitions);
 //   - ReplicationFactor other than 1 or -1 (default.replication.factor) →
-//     INVALID_REPLICATION_FACTOR: the cluster has one broker;
+//     INVALID_REPLICATION_FACTOR: the cluster has one broker (with a quorum: 0, below -1
+//     or above the live brokers);
 //   - ReplicaAssignment whose partitions are not 0..n-1 or whose replicas are not exactly
-//     [this node] → INVALID_REPLICA_ASSIGNMENT;
+//     [this node] → INVALID_REPLICA_ASSIGNMENT (with a quorum: Kafka's checks, see
+//     controller.CheckAssignment);
 //   - a config that is unknown, null, repeated or invalid → INVALID_CONFIG;
 //   - the node would host more than sluice.max.partitions → POLICY_VIOLATION.
+//
+// With a metadata quorum (controller_port.go) a node that is not the active controller
+// answers every topic NOT_CONTROLLER; the controller's node validates as above, then
+// the controller places the partitions and proposes the record, and its refusals
+// (INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT, NOT_CONTROLLER when it lost
+// leadership, REQUEST_TIMED_OUT when the record's outcome is unknown) are the topic's.
 //
 // A topic whose record committed but some of whose partition logs did not open is
 // answered KAFKA_STORAGE_ERROR with the cause (partition_limit.go), never success.
@@ -38,6 +46,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/sluicemq/sluice/core/controller"
 	"github.com/sluicemq/sluice/core/meta"
 )
 
@@ -48,6 +57,11 @@ func (ctl *adminController) handleCreateTopics(r Request, m *kmsg.CreateTopicsRe
 func (ctl *adminController) createTopics(op *opCreateTopics) {
 	m := op.m
 	resp := m.ResponseKind().(*kmsg.CreateTopicsResponse)
+	if ctl.notController() {
+		ctl.reply(op.req, notControllerTopics(m, resp))
+		ctl.adminFinished(op)
+		return
+	}
 	counts := map[string]int{}
 	for _, t := range m.Topics {
 		counts[t.Topic]++
@@ -82,6 +96,9 @@ func (ctl *adminController) createTopics(op *opCreateTopics) {
 				rt.TopicID = rec.TopicID
 				recs = append(recs, rec)
 				at = append(at, i)
+				if ctl.ctlPort != nil {
+					op.assign = append(op.assign, manualAssignment(t.ReplicaAssignment))
+				}
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -146,6 +163,20 @@ func (ctl *adminController) logThrottled(resp *kmsg.CreateTopicsResponse) {
 			zap.Int32("throttle_ms", resp.ThrottleMillis),
 			zap.Int("partitions_per_sec", ctl.cfg.Limits.ControllerMutationRate))
 	}
+}
+
+// notControllerTopics answers every topic of a CreateTopics NOT_CONTROLLER: with a
+// quorum, only the active controller's node creates topics (Metadata names it), and
+// clients refresh their metadata and retry there.
+func notControllerTopics(m *kmsg.CreateTopicsRequest,
+	resp *kmsg.CreateTopicsResponse) *kmsg.CreateTopicsResponse {
+	for _, t := range m.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic, rt.ErrorCode = t.Topic, kerr.NotController.Code
+		rt.ErrorMessage = strp("This node is not the active controller.")
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }
 
 // describeCreated fills the v5+ fields of a successful creation.
@@ -225,11 +256,22 @@ func (ctl *adminController) planLayout(s topicSpec) (int32, int16, int16, string
 					"Partitions should be a consecutive 0-based integer sequence"
 			}
 			seen[a.Partition] = true
+			if ctl.ctlPort != nil {
+				continue // the whole assignment is checked below
+			}
 			if p := ctl.checkReplicas(a.Replicas); p != "" {
 				return 0, 0, kerr.InvalidReplicaAssignment.Code, p
 			}
 		}
-		return n, 1, 0, ""
+		if ctl.ctlPort == nil {
+			return n, 1, 0, ""
+		}
+		// The controller checks it again as it places (its image is this node's).
+		assign := manualAssignment(s.assignment)
+		if _, code, msg := controller.CheckAssignment(ctl.image, assign, 0); code != 0 {
+			return 0, 0, code, msg
+		}
+		return n, int16(len(assign[0])), 0, ""
 	}
 	n := s.partitions
 	if n == -1 {

@@ -11,6 +11,9 @@ package broker
 // removes them, with tombstones in __consumer_offsets; the reply also waits for those
 // to be durable (groups_topics.go).
 // Answers are in request order; v6 answers carry the topic ID, v5+ an error message.
+// With a metadata quorum, a node that is not the active controller answers every topic
+// NOT_CONTROLLER (clients retry on the controller Metadata names); the controller's node
+// proposes the deletions itself, as the records need no placement.
 
 import (
 	"fmt"
@@ -40,6 +43,17 @@ func deleteTargets(m *kmsg.DeleteTopicsRequest) []kmsg.DeleteTopicsRequestTopic 
 func (ctl *adminController) deleteTopics(op *opDeleteTopics) {
 	m := op.m
 	resp := m.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	if ctl.notController() {
+		for _, t := range deleteTargets(m) {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, kerr.NotController.Code
+			rt.ErrorMessage = strp("This node is not the active controller.")
+			resp.Topics = append(resp.Topics, rt)
+		}
+		ctl.reply(op.req, resp)
+		ctl.adminFinished(op)
+		return
+	}
 	var recs []meta.Record
 	recOf := map[string]int{} // topic → index in recs
 	var waits []int           // per response entry: index in recs, or -1

@@ -19,6 +19,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -41,8 +42,12 @@ const (
 // GroupConfig holds the group coordinator's settings.
 type GroupConfig struct {
 	OffsetsPartitions int32 // offsets.topic.num.partitions (Kafka: 50)
-	MetadataMaxBytes  int   // offset.metadata.max.bytes
-	Coordinator       group.Config
+	// OffsetsReplicationFactor is offsets.topic.replication.factor (Kafka's 3): the
+	// offsets topic's replicas with a metadata quorum, capped to the live brokers; a
+	// node without a quorum always creates it with one.
+	OffsetsReplicationFactor int16
+	MetadataMaxBytes         int // offset.metadata.max.bytes
+	Coordinator              group.Config
 	// CompactAfterRecords is how many records an offsets partition takes before it may
 	// be rewritten to its live offsets (groups_compact.go).
 	CompactAfterRecords int
@@ -55,13 +60,15 @@ type GroupConfig struct {
 // DefaultGroupConfig returns Kafka's defaults, except 8 offsets partitions: a single
 // node gains nothing from 50 logs.
 func DefaultGroupConfig() GroupConfig {
-	return GroupConfig{OffsetsPartitions: 8, MetadataMaxBytes: 4096,
-		Coordinator: group.DefaultConfig(), CompactAfterRecords: 50_000,
+	return GroupConfig{OffsetsPartitions: 8, OffsetsReplicationFactor: 3,
+		MetadataMaxBytes: 4096,
+		Coordinator:      group.DefaultConfig(), CompactAfterRecords: 50_000,
 		RetentionCheckIntervalMs: 600_000}
 }
 
 // groupSettingNames lists the names GroupConfig.set accepts.
-var groupSettingNames = []string{"offsets.topic.num.partitions", "offset.metadata.max.bytes",
+var groupSettingNames = []string{"offsets.topic.num.partitions",
+	"offsets.topic.replication.factor", "offset.metadata.max.bytes",
 	"group.min.session.timeout.ms", "group.max.session.timeout.ms",
 	"group.initial.rebalance.delay.ms", "group.max.size", "offsets.retention.minutes",
 	"offsets.retention.check.interval.ms"}
@@ -79,6 +86,9 @@ func (c *GroupConfig) set(name, value string) (ok bool, err error) {
 	if err != nil || n < 0 {
 		return true, fmt.Errorf("%s: not a non-negative number: %q", name, value)
 	}
+	if name == "offsets.topic.replication.factor" && (n < 1 || n > math.MaxInt16) {
+		return true, fmt.Errorf("%s: %d is outside [1, %d]", name, n, math.MaxInt16)
+	}
 	if n < 1 && (name == "offsets.topic.num.partitions" || name == "group.max.size" ||
 		name == "offsets.retention.minutes" || name == "offsets.retention.check.interval.ms") {
 		return true, fmt.Errorf("%s: must be at least 1", name)
@@ -86,6 +96,8 @@ func (c *GroupConfig) set(name, value string) (ok bool, err error) {
 	switch name {
 	case "offsets.topic.num.partitions":
 		c.OffsetsPartitions = int32(n)
+	case "offsets.topic.replication.factor":
+		c.OffsetsReplicationFactor = int16(n)
 	case "offset.metadata.max.bytes":
 		c.MetadataMaxBytes = int(n)
 	case "group.min.session.timeout.ms":

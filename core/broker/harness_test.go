@@ -190,6 +190,14 @@ type harness struct {
 
 	// brokerOpts are passed to New at every boot (injected dependencies).
 	brokerOpts []Option
+
+	// With a metadata quorum (quorum_harness_test.go): onApplied sees every committed
+	// record after the broker, extra delivers the controller's work and returns how
+	// much it delivered, and leader is the quorum leader announced at boot (0: this
+	// node).
+	onApplied func(idx uint64, rec meta.Record)
+	extra     func() int
+	leader    int32
 }
 
 // newHarness starts a broker with DefaultConfig changed by opts.
@@ -208,7 +216,11 @@ func (h *harness) boot() {
 	h.b = New(h.cfg, h.env, rand.New(rand.NewSource(h.seed)), h.brokerOpts...)
 	h.seed++
 	h.step(Start{Records: slices.Clone(h.env.committed)})
-	h.step(MetaLeaderChanged{Leader: h.cfg.NodeID, Epoch: 1})
+	leader := h.cfg.NodeID
+	if h.leader != 0 {
+		leader = h.leader
+	}
+	h.step(MetaLeaderChanged{Leader: leader, Epoch: 1})
 }
 
 func (h *harness) step(in Input) { h.b.Step(h.now, in) }
@@ -261,6 +273,9 @@ func (h *harness) deliver() int {
 	if !h.holdSyncs {
 		n += h.deliverSyncs()
 	}
+	if h.extra != nil {
+		n += h.extra()
+	}
 	if n == 0 {
 		n += h.fireDue()
 	}
@@ -303,6 +318,9 @@ func (h *harness) commitMeta(rec meta.Record) uint64 {
 	h.env.committed = append(h.env.committed, rec)
 	idx := uint64(len(h.env.committed))
 	h.step(MetaApplied{Index: idx, Record: rec})
+	if h.onApplied != nil {
+		h.onApplied(idx, rec)
+	}
 	return idx
 }
 

@@ -9,13 +9,20 @@ package broker
 // at once instead of retrying forever). A request that carries an existing id and
 // epoch (KIP-360 epoch bump) also gets a fresh id: without transactions nothing needs
 // the old id fenced.
+//
+// With a metadata quorum the blocks come from the cluster's controller (Kafka's
+// AllocateProducerIds, asked of the quorum leader's controller, here or on a peer), so
+// that the ids two nodes hand out never overlap.
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/controller"
 	"github.com/sluicemq/sluice/core/meta"
 )
 
@@ -72,6 +79,13 @@ func (ctl *adminController) allocProducerID(w pidWaiter) {
 		return
 	}
 	ctl.pidBlockInFlight = true
+	if ctl.ctlPort != nil {
+		// With a quorum the controller hands out blocks (Kafka's AllocateProducerIds),
+		// so that no two nodes draw the same one; answered in pidBlockFromController.
+		ctl.askController(controller.AllocateProducerIDs{NodeID: ctl.cfg.NodeID},
+			metaWaiter{kind: meta.KindProducerIDBlock})
+		return
+	}
 	start := ctl.image.NextProducerID()
 	rec := meta.Record{Kind: meta.KindProducerIDBlock, NextProducerID: start + producerIDBlock}
 	ctl.propose(rec, metaWaiter{}) // answered in pidBlockAnswered
@@ -79,6 +93,24 @@ func (ctl *adminController) allocProducerID(w pidWaiter) {
 
 // pidBlockAnswered hands out the committed block to the waiting requests, in order.
 func (ctl *adminController) pidBlockAnswered(err error) {
+	// The image has applied the block; hand it out from its start.
+	next := ctl.image.NextProducerID()
+	ctl.pidBlockReady(next-producerIDBlock, next, err)
+}
+
+// pidBlockFromController hands out the block the controller allocated (a peer's
+// controller: this node's image may not have applied it yet).
+func (ctl *adminController) pidBlockFromController(resp controller.Response, err error) {
+	r, ok := resp.(controller.AllocateProducerIDsResponse)
+	if err == nil && (!ok || r.Len <= 0 || r.Start < 0) {
+		err = fmt.Errorf("the controller answered %T %+v to AllocateProducerIds", resp, resp)
+	}
+	ctl.pidBlockReady(r.Start, r.Start+int64(r.Len), err)
+}
+
+// pidBlockReady hands out the ids [start, end) to the waiting requests, in order, or
+// answers them all with a retriable error when err is set.
+func (ctl *adminController) pidBlockReady(start, end int64, err error) {
 	ctl.pidBlockInFlight = false
 	waiters := ctl.pidWaiters
 	ctl.pidWaiters = nil
@@ -89,9 +121,7 @@ func (ctl *adminController) pidBlockAnswered(err error) {
 		}
 		return
 	}
-	// The image has applied the block; hand it out from its start.
-	next := ctl.image.NextProducerID()
-	ctl.nextPID, ctl.pidBlockEnd = next-producerIDBlock, next
+	ctl.nextPID, ctl.pidBlockEnd = start, end
 	for _, w := range waiters {
 		ctl.allocProducerID(w)
 	}

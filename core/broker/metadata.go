@@ -24,6 +24,9 @@ package broker
 // librdkafka without giving up on the topic as they may on UNKNOWN_TOPIC_OR_PARTITION),
 // and the retry creates it once there is room. Names that are not legal topic names get
 // INVALID_TOPIC_EXCEPTION; other unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+// With a metadata quorum the controller places an auto-created topic; a node that is not
+// the active controller forwards the creation to the controller's node as a CreateTopics
+// and answers the topic LEADER_NOT_AVAILABLE at once (controller_port.go).
 // Authorized-operations fields keep their "not provided" default.
 
 import (
@@ -37,6 +40,10 @@ import (
 func (b *Broker) handleMetadata(r Request, m *kmsg.MetadataRequest) {
 	if len(b.autoCreatable(m)) == 0 {
 		b.reply(r, b.metadataResponse(m, nil))
+		return
+	}
+	if b.notController() { // the controller's node creates them (controller_port.go)
+		b.reply(r, b.metadataResponse(m, b.autoCreateElsewhere(m)))
 		return
 	}
 	b.serialize(&opAutoCreate{adminBase: adminBase{req: r}, m: m})

@@ -38,6 +38,13 @@ type node struct {
 	now core.Time
 
 	image *meta.Image // changed only by the front (apply.go); the parts read it
+	// leader is the metadata quorum's leader as last announced (-1: none known);
+	// changed only by the front (metaport.go).
+	leader int32
+	// ctlPort reaches the cluster's controller on a node with a metadata quorum
+	// (controller_port.go); nil on a node that is its own quorum, which proposes its
+	// own records as before.
+	ctlPort ControllerPort
 
 	nextToken uint64 // every timer, sync and proposal id (token)
 

@@ -7,8 +7,12 @@ package broker
 // writes that waited (msgOffsetsTopicEnded).
 
 import (
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
+	"github.com/sluicemq/sluice/core/controller"
 	"github.com/sluicemq/sluice/core/group"
 	"github.com/sluicemq/sluice/core/meta"
 )
@@ -33,8 +37,47 @@ func (ctl *adminController) createOffsetsTopic(op *opOffsetsTopic) {
 		ctl.afterOpens(op)
 		return
 	}
+	if ctl.notController() {
+		ctl.forwardOffsetsTopic(op)
+		return
+	}
 	// Then afterOpens: its partitions' logs (open_queue.go); then offsetsTopicOpened.
 	ctl.proposeAll(op, []meta.Record{ctl.offsetsTopicRecord()})
+}
+
+// forwardOffsetsTopic has the controller's node create the offsets topic, on a quorum
+// node that is not the controller (controller_port.go); offsetsForwarded continues.
+func (ctl *adminController) forwardOffsetsTopic(op *opOffsetsTopic) {
+	rec := ctl.offsetsTopicSpec()
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = rec.Topic, rec.Partitions,
+		rec.ReplicationFactor
+	for _, c := range rec.Configs {
+		tc := kmsg.NewCreateTopicsRequestTopicConfig()
+		tc.Name, tc.Value = c.Name, strp(c.Value)
+		t.Configs = append(t.Configs, tc)
+	}
+	op.phase = adminForwarding
+	if !ctl.forwardCreateTopics([]kmsg.CreateTopicsRequestTopic{t}, op) {
+		ctl.offsetsForwarded(op)
+	}
+}
+
+// offsetsForwarded continues the creation of the offsets topic once the controller's
+// node answered (or none was known): if this node has applied the topic's record, its
+// logs are awaited and the coordinator loads it; otherwise the writes that waited fail
+// retriably (COORDINATOR_NOT_AVAILABLE, as Kafka answers while it creates the topic)
+// and the next one finds the topic.
+func (ctl *adminController) offsetsForwarded(op *opOffsetsTopic) {
+	if ctl.image.Topic(group.OffsetsTopic) != nil {
+		op.existed = true
+		ctl.afterOpens(op)
+		return
+	}
+	ctl.lg.Info("the offsets topic is not created yet; group requests are answered " +
+		"COORDINATOR_NOT_AVAILABLE until it is")
+	ctl.adminFinished(op)
+	ctl.post(msgOffsetsTopicEnded{})
 }
 
 // offsetsTopicOpened has the coordinator load the offsets topic once it exists and its
@@ -57,9 +100,34 @@ func (ctl *adminController) offsetsTopicOpened(op *opOffsetsTopic) {
 }
 
 func (ctl *adminController) offsetsTopicRecord() meta.Record {
+	rec := ctl.offsetsTopicSpec()
+	rec.TopicID = ctl.newTopicID()
+	return rec
+}
+
+// offsetsTopicReplicationFactor is 1 on a node without a quorum, and with one
+// offsets.topic.replication.factor capped to the live brokers (docs/controller.md:
+// Kafka refuses until there are enough; the issue asks for min(3, brokers)).
+func (ctl *adminController) offsetsTopicReplicationFactor() int16 {
+	if ctl.ctlPort == nil {
+		return 1
+	}
+	want := ctl.cfg.Groups.OffsetsReplicationFactor
+	live := int16(min(len(controller.EligibleBrokers(ctl.image)), math.MaxInt16))
+	if live == 0 || live >= want {
+		return want // none live: the controller refuses, and a later write retries
+	}
+	ctl.lg.Warn("offsets topic created with fewer replicas than "+
+		"offsets.topic.replication.factor: not enough live brokers",
+		zap.Int16("offsets.topic.replication.factor", want), zap.Int16("live_brokers", live))
+	return live
+}
+
+// offsetsTopicSpec is the offsets topic's TopicCreated record without its topic id.
+func (ctl *adminController) offsetsTopicSpec() meta.Record {
 	return meta.Record{Kind: meta.KindTopicCreated, Topic: group.OffsetsTopic,
-		TopicID: ctl.newTopicID(), Partitions: ctl.cfg.Groups.OffsetsPartitions,
-		ReplicationFactor: 1,
+		Partitions:        ctl.cfg.Groups.OffsetsPartitions,
+		ReplicationFactor: ctl.offsetsTopicReplicationFactor(),
 		// Durable before answered, never removed by log retention (offsets expire
 		// through the coordinator, groups_expire.go), segments of Kafka's
 		// offsets.topic.segment.bytes.

@@ -31,6 +31,9 @@ const (
 	PendingSync        PendingKind = "fsync"        // an fsync in flight
 	PendingTimer       PendingKind = "timer"        // a group deadline or an open chunk
 	PendingGroup       PendingKind = "group"        // JoinGroup/SyncGroup held by its group
+	// PendingController is a request to the cluster's controller, or a creation
+	// forwarded to its node, awaiting the answer (controller_port.go).
+	PendingController PendingKind = "controller"
 )
 
 // PendingOp is one piece of work the broker waits on.
@@ -189,6 +192,7 @@ func (rm *replicaManager) produceWaits(p *pendingProduce) string {
 func (ctl *adminController) pending(out []PendingOp, logsToOpen func() int) []PendingOp {
 	out = ctl.pendingAdmin(out, logsToOpen)
 	out = ctl.pendingProposals(out)
+	out = ctl.pendingController(out)
 	for _, w := range ctl.pidWaiters {
 		out = append(out, PendingOp{Kind: PendingProducerID, What: "InitProducerId",
 			Waits: "a producer-id block to commit", Since: w.since, Conn: w.req.Conn,
@@ -229,6 +233,11 @@ func (ctl *adminController) tokensOf(op adminOp) []uint64 {
 	for tok, w := range ctl.metaWaiters {
 		if w.op == op {
 			toks = append(toks, tok)
+		}
+	}
+	for id, w := range ctl.ctlWaiters {
+		if w.op == op {
+			toks = append(toks, id)
 		}
 	}
 	sort.Slice(toks, func(i, j int) bool { return toks[i] < toks[j] })

@@ -16,9 +16,11 @@ var (
 	codeInconsistentClusterID = kerr.InconsistentClusterID.Code
 	codeInvalidReplication    = kerr.InvalidReplicationFactor.Code
 	codeInvalidPartitions     = kerr.InvalidPartitions.Code
-	codeTopicExists           = kerr.TopicAlreadyExists.Code
-	codeElectionNotNeeded     = kerr.ElectionNotNeeded.Code
-	codePreferredNotAvailable = kerr.PreferredLeaderNotAvailable.Code
+	// codeInvalidReplicaAssignment refuses a manual assignment (CheckAssignment).
+	codeInvalidReplicaAssignment = kerr.InvalidReplicaAssignment.Code
+	codeTopicExists              = kerr.TopicAlreadyExists.Code
+	codeElectionNotNeeded        = kerr.ElectionNotNeeded.Code
+	codePreferredNotAvailable    = kerr.PreferredLeaderNotAvailable.Code
 	// codeRetriable answers a request whose proposal did not commit (not leader aside):
 	// rejected, unknown outcome, or committed but overtaken by an earlier record. The
 	// caller retries and is checked against the image as it is then.

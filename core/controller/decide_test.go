@@ -98,7 +98,7 @@ func brokers(racks ...string) []meta.Broker {
 func TestPlaceRefusesMoreReplicasThanBrokers(t *testing.T) {
 	_, code, msg := Place(brokers("", ""), 1, 3, rand.New(rand.NewSource(1)))
 	require.Equal(t, codeInvalidReplication, code)
-	require.Contains(t, msg, "2 live brokers")
+	require.Contains(t, msg, "only 2 broker(s) are live")
 	_, code, _ = Place(brokers("", ""), 1, 0, rand.New(rand.NewSource(1)))
 	require.Equal(t, codeInvalidReplication, code)
 	_, code, _ = Place(brokers("", ""), 0, 1, rand.New(rand.NewSource(1)))

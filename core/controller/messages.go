@@ -134,12 +134,27 @@ type ControlledShutdown struct {
 
 // CreateTopic places a new topic's replicas on the live brokers and creates it. Name
 // and configs were validated by the broker that took the CreateTopics request.
+// Assignment, when set, is the client's manual assignment (one replica list per
+// partition, in partition order): Partitions and ReplicationFactor then follow from it,
+// and it is checked instead of placed (CheckAssignment).
 type CreateTopic struct {
 	Name              string
 	TopicID           [16]byte
 	Partitions        int32
 	ReplicationFactor int16
 	Configs           []meta.Config
+	Assignment        [][]int32
+}
+
+// CreatePartitions grows a topic to Count partitions, placing the new ones with the
+// topic's replication factor, or as Assignment says (one replica list per new
+// partition). TopicID, when set, must be the topic's (the broker validated the request
+// against that topic).
+type CreatePartitions struct {
+	Topic      string
+	TopicID    [16]byte
+	Count      int32
+	Assignment [][]int32
 }
 
 // AllocateProducerIDs hands a broker a block of producer ids (Kafka's
@@ -160,6 +175,7 @@ func (Heartbeat) isMessage()           {}
 func (AlterPartition) isMessage()      {}
 func (ControlledShutdown) isMessage()  {}
 func (CreateTopic) isMessage()         {}
+func (CreatePartitions) isMessage()    {}
 func (AllocateProducerIDs) isMessage() {}
 func (ElectLeaders) isMessage()        {}
 
@@ -197,6 +213,14 @@ type CreateTopicResponse struct {
 	States  []meta.PartitionState
 }
 
+// CreatePartitionsResponse carries the new partitions' placement (none for a topic
+// created before placement existed, which stays unassigned).
+type CreatePartitionsResponse struct {
+	Err     int16
+	Message string
+	States  []meta.PartitionState
+}
+
 // AllocateProducerIDsResponse carries the block [Start, Start+Len).
 type AllocateProducerIDsResponse struct {
 	Err   int16
@@ -222,4 +246,5 @@ func (r AlterPartitionResponse) ErrCode() int16      { return r.Err }
 func (r ControlledShutdownResponse) ErrCode() int16  { return r.Err }
 func (r CreateTopicResponse) ErrCode() int16         { return r.Err }
 func (r AllocateProducerIDsResponse) ErrCode() int16 { return r.Err }
+func (r CreatePartitionsResponse) ErrCode() int16    { return r.Err }
 func (r ElectLeadersResponse) ErrCode() int16        { return r.Err }

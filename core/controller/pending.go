@@ -15,21 +15,23 @@ type Op uint8
 
 // The controller's operations.
 const (
-	OpCreateCluster  Op = iota + 1 // ClusterCreated, at the first activation
-	OpRegister                     // BrokerRegistered, for a RegisterBroker
-	OpUnfence                      // BrokerChange unfenced, for a heartbeat
-	OpFence                        // BrokerChange fenced, its session expired
-	OpShutdown                     // BrokerChange shutting down, for a ControlledShutdown
-	OpRepair                       // PartitionChange off ineligible brokers (Repair)
-	OpPreferred                    // PartitionChange to the preferred leader
-	OpAlterPartition               // PartitionChange for an AlterPartition
-	OpCreateTopic                  // TopicCreated, for a CreateTopic
-	OpProducerIDs                  // ProducerIDBlock, for an AllocateProducerIDs
+	OpCreateCluster    Op = iota + 1 // ClusterCreated, at the first activation
+	OpRegister                       // BrokerRegistered, for a RegisterBroker
+	OpUnfence                        // BrokerChange unfenced, for a heartbeat
+	OpFence                          // BrokerChange fenced, its session expired
+	OpShutdown                       // BrokerChange shutting down, for a ControlledShutdown
+	OpRepair                         // PartitionChange off ineligible brokers (Repair)
+	OpPreferred                      // PartitionChange to the preferred leader
+	OpAlterPartition                 // PartitionChange for an AlterPartition
+	OpCreateTopic                    // TopicCreated, for a CreateTopic
+	OpProducerIDs                    // ProducerIDBlock, for an AllocateProducerIDs
+	OpCreatePartitions               // PartitionsAdded, for a CreatePartitions
 )
 
 func (o Op) String() string {
 	names := [...]string{"?", "create-cluster", "register", "unfence", "fence", "shutdown",
-		"repair", "preferred", "alter-partition", "create-topic", "producer-ids"}
+		"repair", "preferred", "alter-partition", "create-topic", "producer-ids",
+		"create-partitions"}
 	if int(o) < len(names) {
 		return names[o]
 	}

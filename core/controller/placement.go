@@ -24,9 +24,8 @@ func Place(brokers []meta.Broker, count int32, replicationFactor int16, rnd core
 	[][]int32, int16, string) {
 	order := rackAlternating(brokers)
 	n := len(order)
-	if replicationFactor < 1 || int(replicationFactor) > n {
-		return nil, codeInvalidReplication, fmt.Sprintf("replication factor %d: %d live "+
-			"brokers", replicationFactor, n)
+	if code, msg := CheckReplicationFactor(replicationFactor, n); code != 0 {
+		return nil, code, msg
 	}
 	if count < 1 {
 		return nil, codeInvalidPartitions, fmt.Sprintf("%d partitions", count)
@@ -54,6 +53,21 @@ func Place(brokers []meta.Broker, count int32, replicationFactor int16, rnd core
 		out[p] = ids
 	}
 	return out, 0, ""
+}
+
+// CheckReplicationFactor refuses a replication factor below 1 or above the number of
+// live brokers (INVALID_REPLICATION_FACTOR), with the reason.
+func CheckReplicationFactor(rf int16, live int) (int16, string) {
+	if rf < 1 {
+		return codeInvalidReplication, fmt.Sprintf("Replication factor must be larger "+
+			"than 0, not %d.", rf)
+	}
+	if int(rf) > live {
+		return codeInvalidReplication, fmt.Sprintf("Unable to replicate the partition "+
+			"%d time(s): the target replication factor of %d cannot be reached because "+
+			"only %d broker(s) are live (registered and unfenced).", rf, rf, live)
+	}
+	return 0, ""
 }
 
 // pickFollower returns the position of the next follower: not picked yet, in a rack not

@@ -70,6 +70,19 @@ func (w *world) checkProposals() {
 			for _, n := range leaders {
 				require.True(w.t, n >= lo && n <= hi, "leaders %v over %d brokers", leaders, live)
 			}
+		case meta.KindPartitionsAdded:
+			t := w.image.Topic(rec.Topic)
+			require.NotNil(w.t, t)
+			require.Len(w.t, rec.PartitionStates, int(rec.Partitions-t.Partitions))
+			for _, s := range rec.PartitionStates {
+				require.Len(w.t, s.Replicas, len(t.States[0].Replicas), "the topic's factor")
+				require.NoError(w.t, s.Check())
+				for _, r := range s.Replicas {
+					b, ok := w.image.Broker(r)
+					require.True(w.t, ok && b.State == meta.BrokerUnfenced,
+						"new partition placed on broker %d, not unfenced", r)
+				}
+			}
 		case meta.KindPartitionChange:
 			if rec.Unclean {
 				require.True(w.t, w.cfg.UncleanLeaderElection, "unclean election disabled")
@@ -141,7 +154,7 @@ func (w *world) beatAlive() {
 }
 
 func (w *world) step() {
-	switch rapid.IntRange(0, 11).Draw(w.t, "action") {
+	switch rapid.IntRange(0, 12).Draw(w.t, "action") {
 	case 0: // a node starts (a new process), or one that failed to register retries
 		if n := w.node(); !w.alive[n] {
 			w.start(n)
@@ -165,6 +178,12 @@ func (w *world) step() {
 		}
 	case 6:
 		w.ask(ElectLeaders{})
+	case 12:
+		if names := w.image.TopicNames(); len(names) > 0 {
+			name := rapid.SampledFrom(names).Draw(w.t, "grow")
+			w.ask(CreatePartitions{Topic: name, Count: w.image.Topic(name).Partitions +
+				rapid.Int32Range(0, 3).Draw(w.t, "more")})
+		}
 	case 7:
 		if !w.leading {
 			w.lead()
@@ -248,7 +267,7 @@ func (w *world) checkSettled() {
 }
 
 // TestControllerProperty drives the controller through random registrations,
-// heartbeats, deaths, restarts, time, topic creations, ISR changes, shutdowns,
+// heartbeats, deaths, restarts, time, topic creations and growths, ISR changes, shutdowns,
 // elections and metadata-log outcomes (committed, unknown then committed or lost, not
 // leader), checking every proposal and every committed change as it happens, and the
 // cluster's shape once things quiet down.

@@ -43,6 +43,8 @@ func (c *Controller) request(in Request) {
 		c.controlledShutdown(in.ID, m)
 	case CreateTopic:
 		c.createTopic(in.ID, m)
+	case CreatePartitions:
+		c.createPartitions(in.ID, m)
 	case AllocateProducerIDs:
 		c.allocateProducerIDs(in.ID, m)
 	case ElectLeaders:
@@ -64,6 +66,8 @@ func notController(m Message) Response {
 		return ControlledShutdownResponse{Err: codeNotController}
 	case CreateTopic:
 		return CreateTopicResponse{Err: codeNotController}
+	case CreatePartitions:
+		return CreatePartitionsResponse{Err: codeNotController}
 	case AllocateProducerIDs:
 		return AllocateProducerIDsResponse{Err: codeNotController}
 	case ElectLeaders:
@@ -131,24 +135,6 @@ func (c *Controller) controlledShutdown(id uint64, m ControlledShutdown) {
 		epoch: m.BrokerEpoch})
 	c.dirty = true      // reconcile proposes the ShuttingDown record (shutDown)
 	c.answerShutdowns() // fenced or already shutting down: maybe done now
-}
-
-func (c *Controller) createTopic(id uint64, m CreateTopic) {
-	if c.image.Topic(m.Name) != nil {
-		c.env.Answer(id, CreateTopicResponse{Err: codeTopicExists})
-		return
-	}
-	assign, code, msg := Place(EligibleBrokers(c.image), m.Partitions,
-		m.ReplicationFactor, c.rnd)
-	if code != 0 {
-		c.env.Answer(id, CreateTopicResponse{Err: code, Message: msg})
-		return
-	}
-	c.propose(Pending{Op: OpCreateTopic, Key: Key{Node: -1, Topic: m.Name, Partition: -1},
-		Request: id, Record: meta.Record{Kind: meta.KindTopicCreated, Topic: m.Name,
-			TopicID: m.TopicID, Partitions: m.Partitions,
-			ReplicationFactor: m.ReplicationFactor, Configs: m.Configs,
-			PartitionStates: NewPartitionStates(assign)}})
 }
 
 // allocateProducerIDs proposes the next block beyond any in flight; a block whose
@@ -219,6 +205,8 @@ func (c *Controller) answerPending(p *Pending, code int16) {
 		resp = AlterPartitionResponse{Err: code, State: s}
 	case OpCreateTopic:
 		resp = CreateTopicResponse{Err: code, States: p.Record.PartitionStates}
+	case OpCreatePartitions:
+		resp = CreatePartitionsResponse{Err: code, States: p.Record.PartitionStates}
 	case OpProducerIDs:
 		resp = AllocateProducerIDsResponse{Err: code,
 			Start: p.Record.NextProducerID - ProducerIDBlock, Len: ProducerIDBlock}
@@ -239,6 +227,8 @@ func zeroed(resp Response, code int16) Response {
 		return RegisterBrokerResponse{Err: code}
 	case CreateTopicResponse:
 		return CreateTopicResponse{Err: code}
+	case CreatePartitionsResponse:
+		return CreatePartitionsResponse{Err: code}
 	case AllocateProducerIDsResponse:
 		return AllocateProducerIDsResponse{Err: code}
 	case AlterPartitionResponse:
