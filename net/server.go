@@ -99,7 +99,7 @@ func ListenAll(ls []Listener, sink Sink, opts Options) (*Server, error) {
 		ln, err := net.Listen("tcp", l.Addr)
 		if err != nil {
 			s.closeListeners()
-			return nil, fmt.Errorf("listener %s: %w", l.Name, err)
+			return nil, fmt.Errorf("listen on %s (listener %s): %w", l.Addr, l.Name, err)
 		}
 		s.lns = append(s.lns, &boundListener{Listener: l, ln: ln})
 	}

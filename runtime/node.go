@@ -196,7 +196,7 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	if n.srv, err = kafkanet.ListenAll(lns, sink{n}, netOpts); err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err // names the address and the listener
 	}
 	n.replier = n.srv.NewReplier()
 	if err := n.setAdvertised(); err != nil {
