@@ -162,7 +162,7 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 	} else if *controllerListen != "" {
 		return usageNode(fs, "--controller-listen needs --voters")
 	}
-	return serveNode(opts, stderr)
+	return serveNode(opts, stderr, nil)
 }
 
 func usageNode(fs *flag.FlagSet, format string, args ...any) int {
@@ -173,7 +173,8 @@ func usageNode(fs *flag.FlagSet, format string, args ...any) int {
 // serveNode runs the node until a signal, then shuts it down gracefully. A signal
 // during start ends the start (opening the node state gives up at once). A second
 // signal during shutdown kills the process (the default handling is restored).
-func serveNode(opts runtime.Options, stderr io.Writer) int {
+// started, when set, is called once the node serves.
+func serveNode(opts runtime.Options, stderr io.Writer, started func(*runtime.Node)) int {
 	lg := opts.Logger
 	defer func() { _ = lg.Sync() }()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -186,15 +187,15 @@ func serveNode(opts runtime.Options, stderr io.Writer) int {
 		}
 	}
 	node := runtime.NewNode(opts)
-	started := make(chan error, 1)
-	go func() { started <- node.Start(ctx) }()
+	startErr := make(chan error, 1)
+	go func() { startErr <- node.Start(ctx) }()
 	var err error
 	select {
-	case err = <-started:
+	case err = <-startErr:
 	case <-ctx.Done():
 		stop()
 		lg.Info("signal received while starting, stopping (a second signal kills the node)")
-		if err = <-started; err == nil || errors.Is(err, context.Canceled) {
+		if err = <-startErr; err == nil || errors.Is(err, context.Canceled) {
 			err = errors.New("start interrupted by a signal")
 			_ = node.Close()
 		}
@@ -202,6 +203,9 @@ func serveNode(opts runtime.Options, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice node: %v\n", err)
 		return 1
+	}
+	if started != nil {
+		started(node)
 	}
 	select {
 	case <-ctx.Done():
