@@ -6,6 +6,8 @@ package main
 // (internal/devcert), and prints how to connect.
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	stdnet "net"
@@ -42,6 +44,9 @@ func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		"console (default: none)")
 	logLevel := fs.String("log-level", "warn", "least `LEVEL` logged: debug, info, warn or error")
 	if _, err := parseCommand(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	for _, a := range []string{*listen, *tlsListen} {
