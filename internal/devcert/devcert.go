@@ -50,8 +50,9 @@ func NewCA(name string, validFor time.Duration) (*CA, error) {
 type Leaf struct {
 	CommonName   string
 	Organization string
-	// Server makes a server certificate for 127.0.0.1, ::1 and localhost; otherwise a
-	// client certificate.
+	// Server makes a server certificate for 127.0.0.1, ::1 and localhost (usable as a
+	// client certificate too, as a node's is towards its peers); otherwise a client
+	// certificate.
 	Server    bool
 	NotBefore time.Time // zero: an hour ago
 	NotAfter  time.Time // zero: a year from now
@@ -88,7 +89,10 @@ func (ca *CA) Issue(l Leaf) (Pair, error) {
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
 	if l.Server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		// Client auth too: a node presents its keystore's certificate to its peers when
+		// the inter-broker listener requires client certificates.
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth,
+			x509.ExtKeyUsageClientAuth}
 		tmpl.DNSNames = []string{"localhost"}
 		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	}
