@@ -190,6 +190,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		{"sluice.connection.max.inflight", st.InFlightWaits},
 		{"sluice.queued.max.response.bytes", st.ResponseBudgetWaits},
 		{"sluice.connection.write.timeout.ms", st.WriteTimeouts},
+		{"ssl.handshake", st.TLSHandshakeFailures}, // failed or timed out (docs/security.md)
 	} {
 		ch <- prometheus.MustNewConstMetric(c.limitHits, prometheus.CounterValue, float64(h.v),
 			h.name)
