@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -355,4 +356,29 @@ func TestParseListeners(t *testing.T) {
 	require.Equal(t, map[string]Protocol{"INTERNAL": Plaintext, "EXTERNAL": SSL}, m)
 	require.ErrorContains(t, SASLSSL.Supported(), "not supported yet")
 	require.NoError(t, SSL.Supported())
+}
+
+// Inline PEM settings are one config-file line: written with \n, or on one line with
+// spaces, they still load.
+func TestInlinePEMSettings(t *testing.T) {
+	ca, err := devcert.NewCA("inline CA", time.Hour)
+	require.NoError(t, err)
+	pair, err := ca.Issue(devcert.Leaf{CommonName: "inline", Server: true})
+	require.NoError(t, err)
+	oneLine := func(b []byte) string { return strings.ReplaceAll(string(b), "\n", " ") }
+	escaped := func(b []byte) string { return strings.ReplaceAll(string(b), "\n", `\n`) }
+	for _, form := range []func([]byte) string{oneLine, escaped} {
+		var s TLSSettings
+		for _, kv := range [][2]string{{"ssl.keystore.certificate.chain", form(pair.CertPEM)},
+			{"ssl.keystore.key", form(pair.KeyPEM)},
+			{"ssl.truststore.certificates", form(ca.PEM)}, {"ssl.client.auth", "required"}} {
+			_, err := s.Set(kv[0], kv[1])
+			require.NoError(t, err)
+		}
+		cfg, err := s.ServerConfig(zaptest.NewLogger(t))
+		require.NoError(t, err)
+		cert, err := cfg.GetCertificate(nil)
+		require.NoError(t, err)
+		require.Equal(t, "inline", cert.Leaf.Subject.CommonName)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,9 +72,9 @@ func (t *TLSSettings) Set(key, value string) (known bool, err error) {
 	case "ssl.keystore.location":
 		t.KeystoreLocation = value
 	case "ssl.keystore.certificate.chain":
-		t.KeystoreChain = value
+		t.KeystoreChain = inlinePEM(value)
 	case "ssl.keystore.key":
-		t.KeystoreKey = value
+		t.KeystoreKey = inlinePEM(value)
 	case "ssl.key.password", "ssl.keystore.password", "ssl.truststore.password":
 		if value != "" {
 			return true, fmt.Errorf("%s: encrypted PEM keys and password-protected stores "+
@@ -82,7 +83,7 @@ func (t *TLSSettings) Set(key, value string) (known bool, err error) {
 	case "ssl.truststore.location":
 		t.TruststoreLocation = value
 	case "ssl.truststore.certificates":
-		t.TruststoreCerts = value
+		t.TruststoreCerts = inlinePEM(value)
 	case "ssl.client.auth":
 		if _, err := clientAuthOf(value); err != nil {
 			return true, err
@@ -397,4 +398,32 @@ func (r *certReloader) reloadIfChanged() {
 	}
 	r.lg.Info("reloaded the listener's certificate", fields...)
 	warnExpiry(r.lg, r.path, cert)
+}
+
+// pemMarker matches a PEM block's BEGIN or END line.
+var pemMarker = regexp.MustCompile(`-----(BEGIN|END) [A-Z0-9 ]+-----`)
+
+// inlinePEM makes PEM given on one config-file line readable: "\n" sequences become
+// newlines, and a block written on one line (Kafka's docs join the lines with
+// continuations) gets its marker lines back and its base64 joined.
+func inlinePEM(value string) string {
+	value = strings.ReplaceAll(value, `\n`, "\n")
+	if strings.Contains(value, "\n") {
+		return value
+	}
+	var b strings.Builder
+	rest := value
+	for {
+		loc := pemMarker.FindStringIndex(rest)
+		if loc == nil {
+			b.WriteString(strings.Join(strings.Fields(rest), ""))
+			break
+		}
+		if body := strings.Join(strings.Fields(rest[:loc[0]]), ""); body != "" {
+			b.WriteString(body + "\n")
+		}
+		b.WriteString(rest[loc[0]:loc[1]] + "\n")
+		rest = rest[loc[1]:]
+	}
+	return b.String()
 }
