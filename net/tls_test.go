@@ -3,6 +3,7 @@ package net
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"errors"
 	"net"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/sluicemq/sluice/core/broker"
 
 	"github.com/sluicemq/sluice/internal/devcert"
 )
@@ -381,4 +384,66 @@ func TestInlinePEMSettings(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "inline", cert.Leaf.Subject.CommonName)
 	}
+}
+
+// A TLS client reading a large response slowly but steadily (more than 64 KiB per
+// write timeout) is not cut off: crypto/tls cannot continue a write after a deadline,
+// so the writer gives each 64 KiB piece its own deadline.
+func TestSlowTLSReaderOfALargeResponseIsNotCutOff(t *testing.T) {
+	p := newPKI(t)
+	sink := newFakeSink(false)
+	srv := startListeners(t, sink, Options{WriteTimeout: 300 * time.Millisecond},
+		p.serverTLS(t))
+	// Small socket buffers on both sides, so that the kernel cannot take the whole
+	// response at once and the writer must wait for the reader.
+	raw, err := net.DialTimeout("tcp", srv.ListenerAddr("SSL"), 5*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, raw.(*net.TCPConn).SetReadBuffer(64<<10))
+	nc := tls.Client(raw, p.clientTLS(false))
+	t.Cleanup(func() { _ = nc.Close() })
+	require.NoError(t, nc.SetDeadline(time.Now().Add(30*time.Second)))
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.SetVersion(11)
+	send(t, nc, 1, fetch)
+	r := sink.next(t)
+	srv.mu.RLock()
+	require.NoError(t, srv.conns[r.Conn].raw.(*net.TCPConn).SetWriteBuffer(64<<10))
+	srv.mu.RUnlock()
+	resp := fetch.ResponseKind().(*kmsg.FetchResponse)
+	resp.SetVersion(11)
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic = "big"
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.RecordBatches = make([]byte, 2<<20)
+	for i := range rp.RecordBatches {
+		rp.RecordBatches[i] = byte(i)
+	}
+	rt.Partitions = append(rt.Partitions, rp)
+	resp.Topics = append(resp.Topics, rt)
+	srv.Reply(broker.Reply{Conn: r.Conn, ID: r.ID, Msg: resp})
+
+	var got []byte
+	buf := make([]byte, 32<<10)
+	for paced := 0; ; {
+		if len(got)-paced >= 32<<10 { // about 1.6 MB/s: 64 KiB in 40 ms, 1 MiB in 650 ms
+			time.Sleep(20 * time.Millisecond)
+			paced = len(got)
+		}
+		n, err := nc.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			t.Fatalf("read %d bytes, then: %v (write timeouts %d)", len(got), err,
+				srv.Stats().WriteTimeouts)
+		}
+		if len(got) >= 4 && len(got)-4 >= int(binary.BigEndian.Uint32(got)) {
+			break
+		}
+	}
+	got = got[4:]
+	require.Equal(t, int32(1), int32(binary.BigEndian.Uint32(got)))
+	back := kmsg.NewPtrFetchResponse()
+	back.SetVersion(11)
+	require.NoError(t, back.ReadFrom(got[4:]))
+	require.Equal(t, rp.RecordBatches, back.Topics[0].Partitions[0].RecordBatches)
+	require.Zero(t, srv.Stats().WriteTimeouts)
 }
