@@ -149,7 +149,8 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 		return 1
 	}
 	opts := runtime.Options{ListenAddr: ns.listen, AdvertisedAddr: ns.advertise,
-		Listeners: ls, InterBrokerListener: interBroker, DataDir: ns.data, Config: cfg, Logger: lg, Net: ns.net, SlowRequest: ns.slowRequest,
+		Listeners: ls, InterBrokerListener: interBroker, DataDir: ns.data, Config: cfg,
+		Logger: lg, Net: ns.net, SlowRequest: ns.slowRequest,
 		MaxOpenLogFiles: ns.maxOpenFiles, ControllerListen: *controllerListen,
 		HTTPListen: *httpListen, Controller: ns.ctl, Rack: ns.rack,
 		ConsoleAdmin: *consoleAdmin}

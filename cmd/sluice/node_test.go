@@ -64,8 +64,9 @@ func TestNodeConfigFileErrorsNameTheLine(t *testing.T) {
 		"ssl.keystore.type=JKS\n": `line 1: ssl.keystore.type: "JKS" is not one of PEM`,
 		"listener.name.ssl.ssl.client.auth=yes\n": `line 1: listener.name.ssl.ssl.client.auth: ` +
 			`ssl.client.auth: "yes" is not one of none, requested, required`,
-		"listener.name.ssl.log.dirs=/x\n": `line 1: listener.name.ssl.log.dirs: only ssl.* settings can be given per listener`,
-		"log.dirs=/a,/b\n":                `line 1: log.dirs: Sluice keeps its data in one`,
+		"listener.name.ssl.log.dirs=/x\n": `line 1: listener.name.ssl.log.dirs: ` +
+			`only ssl.* settings can be given per listener`,
+		"log.dirs=/a,/b\n": `line 1: log.dirs: Sluice keeps its data in one`,
 		"max.connections.per.ip=0\n": `line 1: max.connections.per.ip: 0 is outside its ` +
 			`range [1, 2^31-1]`,
 	} {

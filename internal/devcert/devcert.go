@@ -30,8 +30,9 @@ func NewCA(name string, validFor time.Duration) (*CA, error) {
 		return nil, err
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: name, Organization: []string{"Sluice dev"}},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(validFor),
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: name, Organization: []string{"Sluice dev"}},
+		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(validFor),
 		IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 	}
