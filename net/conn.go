@@ -1,6 +1,7 @@
 package net
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -24,9 +25,15 @@ const readBufferBytes = 32 << 10
 type conn struct {
 	id  uint64
 	srv *Server
-	nc  net.Conn
+	nc  net.Conn // the connection as read and written: a *tls.Conn on a TLS listener
+	raw net.Conn // the TCP connection under nc (nc itself when plaintext), for close
 	lg  *zap.Logger
 	ip  string // the client address, for max.connections.per.ip
+
+	listener string // the listener's name, on every request
+	// principal is the authenticated identity, on every request: User:ANONYMOUS, or the
+	// client certificate's subject (tls.go). The reader sets it before the first request.
+	principal string
 
 	clientID  string // the last request's client id; only the reader uses it
 	idleArmed bool   // the socket's read deadline is the idle one; only the reader uses it
@@ -59,14 +66,21 @@ type conn struct {
 	closeOnce sync.Once
 }
 
-func newConn(s *Server, id uint64, nc net.Conn) *conn {
+func newConn(s *Server, id uint64, nc net.Conn, l *boundListener) *conn {
+	raw := nc
 	var rc syscall.RawConn
-	if sc, ok := nc.(syscall.Conn); ok {
+	if l.TLS != nil {
+		// Bytes on the socket are TLS records: direct writes of plain responses
+		// (direct.go) must never happen, so rc stays nil and every write goes through
+		// the tls.Conn.
+		nc = tls.Server(raw, l.TLS)
+	} else if sc, ok := nc.(syscall.Conn); ok {
 		rc, _ = sc.SyscallConn()
 	}
-	c := &conn{rc: rc,
+	c := &conn{rc: rc, raw: raw, listener: l.Name, principal: Anonymous,
 		id: id, srv: s, nc: nc,
-		lg:      s.lg.With(zap.Uint64("conn", id), zap.Stringer("remote", nc.RemoteAddr())),
+		lg: s.lg.With(zap.Uint64("conn", id), zap.Stringer("remote", nc.RemoteAddr()),
+			zap.String("listener", l.Name)),
 		q:       newFIFO(s.opts.MaxInFlight),
 		wake:    make(chan struct{}, 1),
 		room:    make(chan struct{}, 1),
@@ -87,7 +101,9 @@ func signal(ch chan struct{}) {
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		close(c.done)
-		_ = c.nc.Close()
+		// The TCP socket itself: a tls.Conn's Close may wait to send close_notify, and
+		// Kafka clients do not need one.
+		_ = c.raw.Close()
 	})
 }
 
@@ -128,7 +144,8 @@ func (c *conn) handle(body []byte) bool {
 		return false
 	}
 	id, alone := c.reserve(h, len(body), out)
-	c.srv.sink.Request(broker.Request{Conn: c.id, ID: id, ClientID: h.clientID, Msg: req}, alone)
+	c.srv.sink.Request(broker.Request{Conn: c.id, ID: id, ClientID: h.clientID, Msg: req,
+		Listener: c.listener, Principal: c.principal}, alone)
 	return true
 }
 

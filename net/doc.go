@@ -44,6 +44,19 @@
 // backpressure, never a goroutine or a buffer per waiting request. Server.Stats counts
 // each limit's hits, and the connections opened and closed.
 //
+// # Listeners and TLS
+//
+// A Server accepts on one or more named listeners (ListenAll; listeners.go parses
+// Kafka's listeners syntax). Connections of all listeners share the server's ids,
+// limits and budgets. A listener with a tls.Config wraps each connection in a
+// *tls.Conn whose handshake runs on the reader before the first request, bounded by the
+// request read timeout (tls.go); such a connection has no raw socket, so direct writes
+// never happen on it, and its writer writes in 64 KiB pieces with a deadline each
+// (writer.go). Every request carries its listener's name and the connection's principal
+// (User:ANONYMOUS, or the verified client certificate's subject). TLSSettings
+// (tlsconfig.go) builds a listener's tls.Config from Kafka's ssl.* settings (PEM only)
+// and reloads a keystore file when it changes.
+//
 // # Metrics
 //
 // With Options.Observer set, each answered request is reported once to it

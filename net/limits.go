@@ -20,13 +20,17 @@ type Stats struct {
 	WriteTimeouts         uint64 // connections closed by sluice.connection.write.timeout.ms
 	ConnsOpened           uint64 // connections accepted (not those closed at once by a cap)
 	ConnsClosed           uint64 // accepted connections that have ended
+	// TLSHandshakeFailures counts connections of TLS listeners closed because their
+	// handshake failed or did not end within sluice.request.read.timeout.ms (those are
+	// counted in ReadTimeouts too).
+	TLSHandshakeFailures uint64
 }
 
 type counters struct {
 	connsRejected, connsRejectedPerIP, idleClosed, readTimeouts atomic.Uint64
 	requestBudgetWaits, requestBudgetTimeouts, inFlightWaits    atomic.Uint64
 	responseBudgetWaits, writeTimeouts                          atomic.Uint64
-	connsOpened, connsClosed                                    atomic.Uint64
+	connsOpened, connsClosed, tlsHandshakeFailures              atomic.Uint64
 }
 
 // Stats returns how often each limit was hit so far.
@@ -42,6 +46,7 @@ func (s *Server) Stats() Stats {
 		WriteTimeouts:         c.writeTimeouts.Load(),
 		ConnsOpened:           c.connsOpened.Load(),
 		ConnsClosed:           c.connsClosed.Load(),
+		TLSHandshakeFailures:  c.tlsHandshakeFailures.Load(),
 	}
 }
 

@@ -2,6 +2,7 @@ package net
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sort"
@@ -28,6 +29,8 @@ type PeerOptions struct {
 	MaxResponseBytes int32
 	// DialTimeout bounds one connection attempt. Default 10s.
 	DialTimeout time.Duration
+	// TLS, when set, is used to reach peers whose inter-broker listener is SSL.
+	TLS *tls.Config
 	// Logger receives the client's own log lines (at debug) and ours. Default: none.
 	Logger *zap.Logger
 }
@@ -177,10 +180,14 @@ func (p *Peers) acquire(node int32) (*peer, error) {
 	}
 	pe := p.clients[node]
 	if pe == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(p.opts.ClientID),
+		opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID(p.opts.ClientID),
 			kgo.BrokerMaxReadBytes(p.opts.MaxResponseBytes),
 			kgo.DialTimeout(p.opts.DialTimeout),
-			kgo.WithLogger(zapKgoLogger{p.opts.Logger.With(zap.Int32("peer", node))}))
+			kgo.WithLogger(zapKgoLogger{p.opts.Logger.With(zap.Int32("peer", node))})}
+		if p.opts.TLS != nil {
+			opts = append(opts, kgo.DialTLSConfig(p.opts.TLS.Clone()))
+		}
+		cl, err := kgo.NewClient(opts...)
 		if err != nil {
 			return nil, fmt.Errorf("node %d at %s: %w", node, addr, err)
 		}

@@ -19,6 +19,9 @@ import (
 func (c *conn) readLoop() {
 	defer c.srv.goroutines.Done()
 	defer c.finish()
+	if !c.handshake() {
+		return
+	}
 	br := bufio.NewReaderSize(c.nc, readBufferBytes)
 	for c.waitRoom() {
 		if !c.awaitFrame(br) {

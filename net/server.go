@@ -2,7 +2,9 @@ package net
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -23,18 +25,39 @@ type Sink interface {
 	ConnClosed(conn uint64)
 }
 
-// Server accepts Kafka client connections on one listener.
+// Listener is one endpoint a Server accepts connections on.
+type Listener struct {
+	// Name is the listener's name (PLAINTEXT, SSL, INTERNAL, ...), carried on every
+	// request read from it (broker.Request.Listener).
+	Name string
+	// Addr is host:port; port 0 picks a free one.
+	Addr string
+	// TLS, when set, makes the listener's connections speak TLS: the handshake is
+	// bounded by sluice.request.read.timeout.ms, and the client certificate's subject,
+	// when one is given and verified, is the connection's principal (tls.go).
+	TLS *tls.Config
+}
+
+// boundListener is a Listener with its socket.
+type boundListener struct {
+	Listener
+	ln net.Listener
+}
+
+// Server accepts Kafka client connections on one or more listeners. Connection ids,
+// limits and budgets are the server's, shared by all its listeners.
 type Server struct {
-	ln   net.Listener
+	lns  []*boundListener
 	sink Sink
 	opts Options
 	lg   *zap.Logger
 
-	counters    counters
-	connsSample sampler // log lines of max.connections
-	perIPSample sampler // log lines of max.connections.per.ip
-	reqBudget   *budget // queued.max.request.bytes
-	respBudget  *budget // sluice.queued.max.response.bytes
+	counters        counters
+	connsSample     sampler // log lines of max.connections
+	perIPSample     sampler // log lines of max.connections.per.ip
+	handshakeSample sampler // log lines of failed TLS handshakes
+	reqBudget       *budget // queued.max.request.bytes
+	respBudget      *budget // sluice.queued.max.response.bytes
 
 	nextConn atomic.Uint64
 	nextReq  atomic.Uint64
@@ -49,35 +72,84 @@ type Server struct {
 	readers    sync.WaitGroup // one per live connection, done after ConnClosed
 }
 
-// Listen binds addr (host:port; port 0 picks a free one). Call Start to accept.
+// Listen binds addr (host:port; port 0 picks a free one) as one plaintext listener named
+// PLAINTEXT. Call Start to accept.
 func Listen(addr string, sink Sink, opts Options) (*Server, error) {
+	return ListenAll([]Listener{{Name: string(Plaintext), Addr: addr}}, sink, opts)
+}
+
+// ListenAll binds every listener (at least one; names distinct). On error none stays
+// bound. Call Start to accept.
+func ListenAll(ls []Listener, sink Sink, opts Options) (*Server, error) {
 	opts.defaults()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
+	if len(ls) == 0 {
+		return nil, errors.New("no listener")
 	}
-	return &Server{ln: ln, sink: sink, opts: opts, lg: opts.Logger,
+	s := &Server{sink: sink, opts: opts, lg: opts.Logger,
 		conns: map[uint64]*conn{}, perIP: map[string]int{},
 		reqBudget:  newBudget(opts.QueuedMaxRequestBytes),
 		respBudget: newBudget(opts.QueuedMaxResponseBytes),
 		epoch:      time.Now(),
-	}, nil
+	}
+	for _, l := range ls {
+		if s.listener(l.Name) != nil {
+			s.closeListeners()
+			return nil, fmt.Errorf("listener name %s appears twice", l.Name)
+		}
+		ln, err := net.Listen("tcp", l.Addr)
+		if err != nil {
+			s.closeListeners()
+			return nil, fmt.Errorf("listen on %s (listener %s): %w", l.Addr, l.Name, err)
+		}
+		s.lns = append(s.lns, &boundListener{Listener: l, ln: ln})
+	}
+	return s, nil
 }
 
-// Addr is the address the server listens on, with the real port when 0 was asked.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+func (s *Server) listener(name string) *boundListener {
+	for _, l := range s.lns {
+		if l.Name == name {
+			return l
+		}
+	}
+	return nil
+}
+
+// closeListeners closes every listening socket; the first real error is returned.
+func (s *Server) closeListeners() error {
+	var first error
+	for _, l := range s.lns {
+		if err := l.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Addr is the address of the first listener, with the real port when 0 was asked.
+func (s *Server) Addr() string { return s.lns[0].ln.Addr().String() }
+
+// ListenerAddr is the address the named listener listens on ("" when there is none).
+func (s *Server) ListenerAddr(name string) string {
+	if l := s.listener(name); l != nil {
+		return l.ln.Addr().String()
+	}
+	return ""
+}
 
 // Start accepts connections in the background until Shutdown.
 func (s *Server) Start() {
-	s.goroutines.Add(1)
-	go s.acceptLoop()
+	for _, l := range s.lns {
+		s.goroutines.Add(1)
+		go s.acceptLoop(l)
+	}
 }
 
-func (s *Server) acceptLoop() {
+func (s *Server) acceptLoop(l *boundListener) {
 	defer s.goroutines.Done()
 	backoff := time.Duration(0)
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := l.ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -89,13 +161,13 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		backoff = 0
-		s.add(nc)
+		s.add(nc, l)
 	}
 }
 
 // add registers a new connection and starts its reader and writer, unless a
 // connection cap (max.connections, max.connections.per.ip) closes it at once.
-func (s *Server) add(nc net.Conn) {
+func (s *Server) add(nc net.Conn, l *boundListener) {
 	ip := remoteIP(nc)
 	s.mu.Lock()
 	if s.closing {
@@ -117,7 +189,7 @@ func (s *Server) add(nc net.Conn) {
 			"(max.connections.per.ip), closing a new one", zap.Int("max_conns_per_ip", limit))
 		return
 	}
-	c := newConn(s, s.nextConn.Add(1), nc)
+	c := newConn(s, s.nextConn.Add(1), nc, l)
 	c.ip = ip
 	s.conns[c.id] = c
 	s.perIP[ip]++
@@ -190,10 +262,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
-	err := s.ln.Close()
-	if errors.Is(err, net.ErrClosed) {
-		err = nil
-	}
+	err := s.closeListeners()
 	for _, c := range conns {
 		c.drain()
 	}

@@ -1,6 +1,7 @@
 package net
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -142,6 +143,10 @@ const minWriteProgress = 64 << 10
 // the client takes less than minWriteProgress of it in sluice.connection.write.timeout.ms:
 // the deadline is renewed while the client makes progress, so a slow reader is not cut
 // off, but one that reads a trickle is.
+//
+// Over TLS a write that times out leaves the TLS connection unusable (crypto/tls says
+// so), so there the bytes go in pieces of minWriteProgress, each with its own
+// deadline: the same rule, never continuing after a timed-out write.
 func (c *conn) write(buf []byte) error {
 	if c.rc != nil { // first without a deadline: most writes fit the socket buffer at once
 		n, err := c.writeNonBlocking(buf)
@@ -153,15 +158,20 @@ func (c *conn) write(buf []byte) error {
 			return nil
 		}
 	}
-	for {
+	_, isTLS := c.nc.(*tls.Conn)
+	for len(buf) > 0 {
+		piece := buf
+		if isTLS && len(piece) > minWriteProgress {
+			piece = piece[:minWriteProgress]
+		}
 		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.opts.WriteTimeout))
-		n, err := c.nc.Write(buf)
+		n, err := c.nc.Write(piece)
 		buf = buf[n:]
 		if err == nil {
-			break
+			continue
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			if n >= minWriteProgress {
+			if n >= minWriteProgress && !isTLS {
 				continue
 			}
 			c.srv.counters.writeTimeouts.Add(1)

@@ -80,6 +80,7 @@ func newCluster(n *Node) *cluster {
 	lcfg := lifecycle.DefaultConfig()
 	lcfg.NodeID, lcfg.ClusterID = n.opts.Config.NodeID, n.opts.Config.ClusterID
 	lcfg.Host, lcfg.Port = n.opts.Config.AdvertisedHost, n.opts.Config.AdvertisedPort
+	lcfg.Listeners = n.registeredListeners()
 	lcfg.Rack = n.opts.Rack
 	lcfg.HeartbeatIntervalMs = ccfg.HeartbeatIntervalMs
 	_, _ = crand.Read(lcfg.Incarnation[:])

@@ -8,13 +8,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/core/controller"
+	"github.com/sluicemq/sluice/core/meta"
 )
 
 // The controller's RPCs on the wire: BrokerRegistration, BrokerHeartbeat and
 // AllocateProducerIds (a broker's producer-id block), Kafka's own messages (kmsg),
-// converted to and from the controller's typed messages here so that
-// core/ never sees the codec's shapes. Only the listener named PLAINTEXT is read: Sluice
-// has one listener per node (docs/controller.md, "Broker lifecycle").
+// converted to and from the controller's typed messages here so that core/ never sees
+// the codec's shapes. A registration lists every advertised listener of the node, the
+// one its peers use (inter.broker.listener.name) first: that first one is the
+// registration's Host and Port.
 
 // controllerRequest converts a controller RPC a peer sent; ok is false for other keys.
 func controllerRequest(req kmsg.Request) (controller.Message, bool) {
@@ -24,6 +26,12 @@ func controllerRequest(req kmsg.Request) (controller.Message, bool) {
 			ClusterID: m.ClusterID}
 		if len(m.Listeners) > 0 {
 			reg.Host, reg.Port = m.Listeners[0].Host, int32(m.Listeners[0].Port)
+		}
+		if len(m.Listeners) > 1 || (len(m.Listeners) == 1 && m.Listeners[0].Name != "PLAINTEXT") {
+			for _, l := range m.Listeners {
+				reg.Listeners = append(reg.Listeners, meta.Endpoint{Name: l.Name, Host: l.Host,
+					Port: int32(l.Port)})
+			}
 		}
 		if m.Rack != nil {
 			reg.Rack = *m.Rack
@@ -90,9 +98,16 @@ func wireRequest(msg controller.Message) (kmsg.Request, error) {
 	case controller.RegisterBroker:
 		req := kmsg.NewPtrBrokerRegistrationRequest()
 		req.BrokerID, req.ClusterID, req.IncarnationID = m.NodeID, m.ClusterID, m.Incarnation
-		l := kmsg.NewBrokerRegistrationRequestListener()
-		l.Name, l.Host, l.Port = "PLAINTEXT", m.Host, uint16(m.Port)
-		req.Listeners = []kmsg.BrokerRegistrationRequestListener{l}
+		if len(m.Listeners) == 0 {
+			l := kmsg.NewBrokerRegistrationRequestListener()
+			l.Name, l.Host, l.Port = "PLAINTEXT", m.Host, uint16(m.Port)
+			req.Listeners = []kmsg.BrokerRegistrationRequestListener{l}
+		}
+		for _, e := range m.Listeners {
+			l := kmsg.NewBrokerRegistrationRequestListener()
+			l.Name, l.Host, l.Port = e.Name, e.Host, uint16(e.Port)
+			req.Listeners = append(req.Listeners, l)
+		}
 		if m.Rack != "" {
 			req.Rack = &m.Rack
 		}

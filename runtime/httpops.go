@@ -52,7 +52,7 @@ func (n *Node) startHTTP() error {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		MaxRequestsInFlight: httpMaxScrapes, Timeout: httpWriteTimeout / 2,
 		ErrorLog: zap.NewStdLog(n.lg.Named("metrics"))}))
-	con, err := console.New(console.Options{KafkaAddr: n.srv.Addr(),
+	con, err := console.New(console.Options{KafkaAddr: n.clientAddr(),
 		NodeID: n.opts.Config.NodeID, Admin: n.opts.ConsoleAdmin, Gatherer: reg,
 		Logger: n.lg.Named("console")})
 	if err != nil {
@@ -190,6 +190,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		{"sluice.connection.max.inflight", st.InFlightWaits},
 		{"sluice.queued.max.response.bytes", st.ResponseBudgetWaits},
 		{"sluice.connection.write.timeout.ms", st.WriteTimeouts},
+		{"ssl.handshake", st.TLSHandshakeFailures}, // failed or timed out (docs/security.md)
 	} {
 		ch <- prometheus.MustNewConstMetric(c.limitHits, prometheus.CounterValue, float64(h.v),
 			h.name)

@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	stdnet "net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,7 +61,9 @@ type Node struct {
 	quorum *raftmeta.Meta // the metadata log when Options.Voters is set (docs/quorum.md)
 	fatal  sync.Once
 	peers  *kafkanet.Peers // the inter-broker client (Env.SendPeer)
-	cl     *cluster        // the controller and lifecycle, with a quorum (cluster.go)
+	// peerTLSErr says why the inter-broker listener's TLS client config cannot be built.
+	peerTLSErr error
+	cl         *cluster // the controller and lifecycle, with a quorum (cluster.go)
 	// http serves /healthz, /readyz and /metrics on httpAddr (httpops.go); serving is
 	// set once clients are let in.
 	http     *http.Server
@@ -116,6 +116,10 @@ func NewNode(opts Options) *Node {
 	if po.Logger == nil {
 		po.Logger = opts.Logger.Named("peers")
 	}
+	if po.TLS == nil {
+		// An error is reported by Start, which cannot serve without the listener.
+		po.TLS, n.peerTLSErr = opts.peerTLS(po.Logger)
+	}
 	if po.ClientID == "" {
 		po.ClientID = fmt.Sprintf("sluice-broker-%d", opts.Config.NodeID)
 	}
@@ -152,8 +156,14 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.srv.Start()
 	n.serving.Store(true)
+	var listening []string
+	for _, l := range n.opts.Listeners {
+		listening = append(listening, l.Name+"://"+n.srv.ListenerAddr(l.Name)+
+			" (advertised "+l.Advertised+", "+string(l.Protocol)+")")
+	}
 	n.lg.Info("node serving", zap.Int32("node", n.opts.Config.NodeID),
 		zap.String("listen", n.srv.Addr()), zap.String("advertise", n.opts.AdvertisedAddr),
+		zap.Strings("listeners", listening), zap.String("inter_broker", n.opts.InterBrokerListener),
 		zap.String("data", n.opts.DataDir), zap.String("http", n.httpAddr))
 	go func() {
 		select {
@@ -179,8 +189,15 @@ func (n *Node) open(ctx context.Context) error {
 	if n.opts.MaxRequestBytes > 0 {
 		netOpts.MaxRequestBytes = n.opts.MaxRequestBytes
 	}
-	if n.srv, err = kafkanet.Listen(n.opts.ListenAddr, sink{n}, netOpts); err != nil {
-		return fmt.Errorf("listen on %s: %w", n.opts.ListenAddr, err)
+	if n.peerTLSErr != nil {
+		return n.peerTLSErr
+	}
+	lns, err := n.netListeners()
+	if err != nil {
+		return err
+	}
+	if n.srv, err = kafkanet.ListenAll(lns, sink{n}, netOpts); err != nil {
+		return err // names the address and the listener
 	}
 	n.replier = n.srv.NewReplier()
 	if err := n.setAdvertised(); err != nil {
@@ -231,29 +248,8 @@ func (n *Node) open(ctx context.Context) error {
 	return n.startHTTP()
 }
 
-// setAdvertised fills the broker's advertised host and port, defaulting to the address
-// actually listened on (which knows the real port when 0 was asked for).
-func (n *Node) setAdvertised() error {
-	if n.opts.AdvertisedAddr == "" {
-		n.opts.AdvertisedAddr = n.srv.Addr()
-	}
-	host, portStr, err := stdnet.SplitHostPort(n.opts.AdvertisedAddr)
-	if err != nil {
-		return fmt.Errorf("advertised address %q: %w", n.opts.AdvertisedAddr, err)
-	}
-	port, err := strconv.ParseUint(portStr, 10, 16)
-	if err != nil || port == 0 {
-		return fmt.Errorf("advertised address %q: port must be 1-65535", n.opts.AdvertisedAddr)
-	}
-	if ip := stdnet.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		return fmt.Errorf("advertised address %q: clients cannot connect to an unspecified "+
-			"host; give --advertise a reachable host name or address", n.opts.AdvertisedAddr)
-	}
-	n.opts.Config.AdvertisedHost, n.opts.Config.AdvertisedPort = host, int32(port)
-	return nil
-}
-
-// Addr is the address the node listens on (with the real port when 0 was asked).
+// Addr is the address the node's first listener listens on (with the real port when 0
+// was asked).
 func (n *Node) Addr() string { return n.srv.Addr() }
 
 // NetStats counts how often each connection and request limit was hit.

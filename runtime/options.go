@@ -19,6 +19,16 @@ type Options struct {
 	// AdvertisedAddr is host:port clients are told to connect to (Metadata). Default:
 	// the address actually listened on.
 	AdvertisedAddr string
+	// Listeners, when set, replace ListenAddr and AdvertisedAddr: the node's named
+	// listeners (listeners, advertised.listeners, listener.security.protocol.map;
+	// docs/security.md). Requests carry the name of the listener they arrived on, and
+	// Metadata answers with each broker's address on that listener.
+	Listeners []Listener
+	// InterBrokerListener names the listener peers use (inter.broker.listener.name):
+	// its advertised address is the one the node registers with the controller, and
+	// the node reaches its peers with that listener's protocol. Default: the first
+	// listener.
+	InterBrokerListener string
 	// DataDir holds the partition logs and the node's state. Default ./data.
 	DataDir string
 	// MarksDir is a tmpfs directory for marks that must outlive the process but not the
@@ -87,9 +97,32 @@ type Options struct {
 	MaxOpenLogFiles int
 }
 
+// Listener is one named Kafka listener of a node.
+type Listener struct {
+	Name string // PLAINTEXT, SSL, INTERNAL, ...
+	// Addr is host:port to listen on (port 0: a free one).
+	Addr string
+	// Advertised is host:port clients are told (advertised.listeners). Default: the
+	// address actually listened on.
+	Advertised string
+	// Protocol is the listener's security protocol (PLAINTEXT or SSL; the SASL ones are
+	// refused at start until SASL exists).
+	Protocol kafkanet.Protocol
+	// TLS are the listener's ssl.* settings (SSL): its key pair, truststore and client
+	// authentication; peers use them as a client when this is the inter-broker listener.
+	TLS kafkanet.TLSSettings
+}
+
 func (o *Options) defaults() {
 	if o.ListenAddr == "" {
 		o.ListenAddr = "127.0.0.1:9092"
+	}
+	if len(o.Listeners) == 0 {
+		o.Listeners = []Listener{{Name: string(kafkanet.Plaintext), Addr: o.ListenAddr,
+			Advertised: o.AdvertisedAddr, Protocol: kafkanet.Plaintext}}
+	}
+	if o.InterBrokerListener == "" {
+		o.InterBrokerListener = o.Listeners[0].Name
 	}
 	if o.DataDir == "" {
 		o.DataDir = "data"

@@ -39,7 +39,9 @@ func Markdown() string {
 }
 
 var scopeTitle = map[Scope]string{
-	Node:        "Node",
+	Node: "Node",
+	Security: "Listeners and TLS (docs/security.md; each `ssl.*` setting may be given " +
+		"for one listener as `listener.name.<name>.ssl.*`)",
 	Connections: "Connections and requests",
 	Broker:      "Broker",
 	Topic:       "Topics (and their broker-wide defaults)",

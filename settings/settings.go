@@ -29,9 +29,12 @@ const (
 	Broker      Scope = "broker"      // the broker actor
 	Topic       Scope = "topic"       // a topic's config; the broker name sets its default
 	Controller  Scope = "controller"  // the cluster controller and broker lifecycle
+	// Security: listeners and TLS (docs/security.md). The ssl.* settings may also be
+	// given for one listener as listener.name.<name>.ssl.*.
+	Security Scope = "security"
 )
 
-var scopeOrder = []Scope{Node, Connections, Broker, Topic, Controller}
+var scopeOrder = []Scope{Node, Security, Connections, Broker, Topic, Controller}
 
 // Setting is one row of the table.
 type Setting struct {

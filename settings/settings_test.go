@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,6 +29,14 @@ func ownerSet(s settings.Setting, value string) error {
 		var o kafkanet.Options
 		_, err := o.Set(s.Name, value)
 		return err
+	case settings.Security:
+		var o kafkanet.TLSSettings
+		known, err := o.Set(s.Name, value)
+		if !known && !strings.HasPrefix(s.Name, "ssl.") &&
+			!strings.HasPrefix(s.Name, "sluice.ssl.") {
+			return nil // the listener settings belong to the node command
+		}
+		return err
 	}
 	return nil
 }
@@ -39,6 +48,7 @@ func TestTableListsEveryOwnersSettings(t *testing.T) {
 	names = append(names, broker.SettingNames()...)
 	names = append(names, controller.SettingNames()...)
 	names = append(names, kafkanet.SettingNames()...)
+	names = append(names, kafkanet.TLSSettingNames()...)
 	for _, n := range names {
 		_, ok := settings.Lookup(n)
 		require.True(t, ok, "%s is missing from the table", n)

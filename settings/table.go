@@ -29,10 +29,48 @@ func topicS(name, alias string, kind Kind, def string, lo, hi int64, choices []s
 // this package hold each to what its owner does.
 var table = []Setting{
 	// The node command (cmd/sluice).
-	strS(Node, "listeners", "PLAINTEXT://127.0.0.1:9092",
-		"the one listener for Kafka clients (--listen); PLAINTEXT only"),
-	strS(Node, "advertised.listeners", "",
-		"the listener clients are told to use (--advertise; default: listeners)"),
+	// Listeners and TLS (cmd/sluice node, net.TLSSettings).
+	strS(Security, "listeners", "PLAINTEXT://127.0.0.1:9092",
+		"NAME://host:port,... listeners for Kafka clients (--listeners; --listen is one "+
+			"PLAINTEXT listener)"),
+	strS(Security, "advertised.listeners", "",
+		"NAME://host:port,... addresses clients are told, per listener (--advertised-"+
+			"listeners; default: the address listened on)"),
+	strS(Security, "listener.security.protocol.map",
+		"PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+		"each listener name's protocol: PLAINTEXT or SSL (SASL_* are refused at start: "+
+			"not supported yet)"),
+	strS(Security, "inter.broker.listener.name", "",
+		"the listener peers use; its advertised address is the one registered "+
+			"(default: the first listener)"),
+	{Name: "ssl.keystore.type", Scope: Security, Kind: Enum, Default: "PEM",
+		Choices: []string{"PEM"}, Doc: "PEM only (Kafka's JKS and PKCS12 are not read)"},
+	strS(Security, "ssl.keystore.location", "",
+		"PEM file with the certificate chain and its unencrypted private key; re-read "+
+			"when it changes"),
+	strS(Security, "ssl.keystore.certificate.chain", "",
+		"the certificate chain as inline PEM (with ssl.keystore.key)"),
+	strS(Security, "ssl.keystore.key", "", "the private key as inline unencrypted PEM"),
+	strS(Security, "ssl.key.password", "", "refused when set: encrypted keys are not read"),
+	strS(Security, "ssl.keystore.password", "", "refused when set: no password stores"),
+	{Name: "ssl.truststore.type", Scope: Security, Kind: Enum, Default: "PEM",
+		Choices: []string{"PEM"}, Doc: "PEM only"},
+	strS(Security, "ssl.truststore.location", "",
+		"PEM CA bundle that signs client certificates (and peers' certificates)"),
+	strS(Security, "ssl.truststore.certificates", "", "the CA bundle as inline PEM"),
+	strS(Security, "ssl.truststore.password", "", "refused when set: no password stores"),
+	{Name: "ssl.client.auth", Scope: Security, Kind: Enum, Default: "none",
+		Choices: []string{"none", "requested", "required"},
+		Doc: "client certificates: none, verified when given, or required; the " +
+			"principal is User:<subject>"},
+	strS(Security, "ssl.enabled.protocols", "TLSv1.2,TLSv1.3",
+		"TLS versions served: TLSv1.2 and/or TLSv1.3"),
+	strS(Security, "ssl.endpoint.identification.algorithm", "https",
+		"peers' host names are checked against their certificates (empty: not)"),
+	{Name: "ssl.principal.mapping.rules", Scope: Security, Kind: Enum, Default: "DEFAULT",
+		Choices: []string{"DEFAULT"}, Doc: "the principal is the certificate's full subject"},
+	intS(Security, "sluice.ssl.keystore.reload.check.ms", "10000", 0, i64,
+		"how often a handshake checks ssl.keystore.location for a new file (0: never)"),
 	{Name: "log.dirs", Alias: "log.dir", Scope: Node, Kind: String, Default: "./data",
 		Doc: "the one data directory: partition logs and node state (--data)"},
 	intS(Node, "sluice.log.max.open.files", "", 1, i32,

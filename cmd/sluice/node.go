@@ -33,6 +33,7 @@ func init() {
 }
 
 const nodeSynopsis = "sluice node [--id N] [--listen HOST:PORT] [--advertise HOST:PORT] " +
+	"[--listeners NAME://HOST:PORT,...] [--advertised-listeners NAME://HOST:PORT,...] " +
 	"[--data DIR] [--config FILE] [--voters ID@HOST:PORT,...] [--controller-listen HOST:PORT] " +
 	"[--http-listen HOST:PORT] [--rack R] [--console-admin] [--log-format console|json] " +
 	"[--log-level debug|info|warn|error]"
@@ -41,6 +42,7 @@ const nodeSynopsis = "sluice node [--id N] [--listen HOST:PORT] [--advertise HOS
 // from flags, or from Kafka's names for them in the config file.
 type nodeSettings struct {
 	listen, advertise, data string
+	lst                     listenerSettings  // listeners, protocols, ssl.* (listeners.go)
 	net                     kafkanet.Options  // connection and request limits
 	maxOpenFiles            int               // sluice.log.max.open.files (0: derived)
 	ctl                     controller.Config // broker.session.timeout.ms, ...
@@ -54,6 +56,10 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 	listen := fs.String("listen", "127.0.0.1:9092", "`HOST:PORT` to accept Kafka clients on")
 	advertise := fs.String("advertise", "", "`HOST:PORT` clients are told to connect to "+
 		"(default: the listen address)")
+	listeners := fs.String("listeners", "", "named listeners, `NAME://HOST:PORT,...` "+
+		"(Kafka's listeners; replaces --listen; docs/security.md)")
+	advertisedListeners := fs.String("advertised-listeners", "", "addresses clients are "+
+		"told per listener, `NAME://HOST:PORT,...` (replaces --advertise)")
 	data := fs.String("data", "./data", "`DIR` for the partition logs and node state")
 	configFile := fs.String("config", "", "server.properties style `FILE` of key=value settings")
 	voters := fs.String("voters", "", "the metadata quorum, `ID@HOST:PORT,...` (raft "+
@@ -102,10 +108,22 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 		cfg.NodeID = int32(*id)
 	}
 	if set["listen"] {
-		ns.listen = *listen
+		ns.listen, ns.lst.listeners = *listen, ""
 	}
 	if set["advertise"] {
-		ns.advertise = *advertise
+		ns.advertise, ns.lst.advertised = *advertise, ""
+	}
+	if set["listeners"] {
+		if set["listen"] {
+			return usageNode(fs, "give --listen or --listeners, not both")
+		}
+		ns.lst.listeners = *listeners
+	}
+	if set["advertised-listeners"] {
+		if set["advertise"] {
+			return usageNode(fs, "give --advertise or --advertised-listeners, not both")
+		}
+		ns.lst.advertised = *advertisedListeners
 	}
 	if set["data"] {
 		ns.data = *data
@@ -125,8 +143,14 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 	if err != nil {
 		return usageNode(fs, "%v", err)
 	}
+	ls, interBroker, err := ns.lst.build(ns.listen, ns.advertise)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice node: %v\n", err)
+		return 1
+	}
 	opts := runtime.Options{ListenAddr: ns.listen, AdvertisedAddr: ns.advertise,
-		DataDir: ns.data, Config: cfg, Logger: lg, Net: ns.net, SlowRequest: ns.slowRequest,
+		Listeners: ls, InterBrokerListener: interBroker, DataDir: ns.data, Config: cfg,
+		Logger: lg, Net: ns.net, SlowRequest: ns.slowRequest,
 		MaxOpenLogFiles: ns.maxOpenFiles, ControllerListen: *controllerListen,
 		HTTPListen: *httpListen, Controller: ns.ctl, Rack: ns.rack,
 		ConsoleAdmin: *consoleAdmin}
@@ -139,7 +163,7 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 	} else if *controllerListen != "" {
 		return usageNode(fs, "--controller-listen needs --voters")
 	}
-	return serveNode(opts, stderr)
+	return serveNode(opts, stderr, nil)
 }
 
 func usageNode(fs *flag.FlagSet, format string, args ...any) int {
@@ -150,7 +174,8 @@ func usageNode(fs *flag.FlagSet, format string, args ...any) int {
 // serveNode runs the node until a signal, then shuts it down gracefully. A signal
 // during start ends the start (opening the node state gives up at once). A second
 // signal during shutdown kills the process (the default handling is restored).
-func serveNode(opts runtime.Options, stderr io.Writer) int {
+// started, when set, is called once the node serves.
+func serveNode(opts runtime.Options, stderr io.Writer, started func(*runtime.Node)) int {
 	lg := opts.Logger
 	defer func() { _ = lg.Sync() }()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -163,15 +188,15 @@ func serveNode(opts runtime.Options, stderr io.Writer) int {
 		}
 	}
 	node := runtime.NewNode(opts)
-	started := make(chan error, 1)
-	go func() { started <- node.Start(ctx) }()
+	startErr := make(chan error, 1)
+	go func() { startErr <- node.Start(ctx) }()
 	var err error
 	select {
-	case err = <-started:
+	case err = <-startErr:
 	case <-ctx.Done():
 		stop()
 		lg.Info("signal received while starting, stopping (a second signal kills the node)")
-		if err = <-started; err == nil || errors.Is(err, context.Canceled) {
+		if err = <-startErr; err == nil || errors.Is(err, context.Canceled) {
 			err = errors.New("start interrupted by a signal")
 			_ = node.Close()
 		}
@@ -179,6 +204,9 @@ func serveNode(opts runtime.Options, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice node: %v\n", err)
 		return 1
+	}
+	if started != nil {
+		started(node)
 	}
 	select {
 	case <-ctx.Done():
@@ -227,17 +255,19 @@ func loadConfigFile(path string, cfg *broker.Config, ns *nodeSettings) error {
 }
 
 func applySetting(key, value string, cfg *broker.Config, ns *nodeSettings) error {
+	if known, err := ns.lst.setPerListener(key, value); known {
+		return err
+	}
 	// The table first: an unknown name or a value outside its range is refused with a
 	// message naming the setting and its range, whoever owns it.
 	if err := settings.CheckKnown(key, value); err != nil {
 		return err
 	}
+	if known, err := ns.lst.set(key, value); known {
+		return err
+	}
 	var err error
 	switch key {
-	case "listeners":
-		ns.listen, err = listenerAddr(key, value)
-	case "advertised.listeners":
-		ns.advertise, err = listenerAddr(key, value)
 	case "log.dirs", "log.dir":
 		if strings.Contains(value, ",") {
 			return fmt.Errorf("%s: Sluice keeps its data in one directory, got %q", key, value)
@@ -270,21 +300,6 @@ func positiveInt(key, value string) (int, error) {
 		return 0, fmt.Errorf("%s: must be a positive number, got %q", key, value)
 	}
 	return v, nil
-}
-
-// listenerAddr accepts Kafka's listener syntax for one plaintext listener:
-// PLAINTEXT://host:port or host:port.
-func listenerAddr(key, value string) (string, error) {
-	if strings.Contains(value, ",") {
-		return "", fmt.Errorf("%s: only one listener is supported, got %q", key, value)
-	}
-	if scheme, addr, ok := strings.Cut(value, "://"); ok {
-		if !strings.EqualFold(scheme, "PLAINTEXT") {
-			return "", fmt.Errorf("%s: only PLAINTEXT listeners are supported, got %q", key, value)
-		}
-		value = addr
-	}
-	return value, nil
 }
 
 // printSettings lists what a config file may contain (for `sluice node -h`).

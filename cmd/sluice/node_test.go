@@ -12,6 +12,7 @@ import (
 	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/core/controller"
 	kafkanet "github.com/sluicemq/sluice/net"
+	"github.com/sluicemq/sluice/runtime"
 )
 
 func writeConfig(t *testing.T, text string) string {
@@ -41,7 +42,9 @@ max.connections.per.ip.overrides=127.0.0.2:200
 	require.Equal(t, int32(7), cfg.NodeID)
 	require.Equal(t, int32(5), cfg.NumPartitions)
 	require.Equal(t, "1000", cfg.TopicDefaults["retention.ms"])
-	require.Equal(t, nodeSettings{listen: "127.0.0.1:19093", advertise: "broker.example:19093",
+	require.Equal(t, nodeSettings{lst: listenerSettings{
+		listeners:  "PLAINTEXT://127.0.0.1:19093",
+		advertised: "PLAINTEXT://broker.example:19093"},
 		data: "/var/lib/sluice", net: kafkanet.Options{IdleTimeout: 1500 * time.Millisecond,
 			MaxConnsPerIP: 20, MaxConnsPerIPOverrides: map[string]int{"127.0.0.2": 200}}}, ns)
 }
@@ -56,8 +59,14 @@ func TestNodeConfigFileErrorsNameTheLine(t *testing.T) {
 		"log.flush.policy=sometimes\n": `line 1: log.flush.policy: "sometimes" is not one of ` +
 			`always, never`,
 		"broker.session.timeout.ms=-5\n": `line 1: broker.session.timeout.ms: -5 is outside`,
-		"listeners=SSL://:9093\n":        `line 1: listeners: only PLAINTEXT listeners`,
-		"log.dirs=/a,/b\n":               `line 1: log.dirs: Sluice keeps its data in one`,
+		"listener.security.protocol.map=A:KERBEROS\n": `line 1: listener.security.protocol.map: ` +
+			`unknown security protocol "KERBEROS"`,
+		"ssl.keystore.type=JKS\n": `line 1: ssl.keystore.type: "JKS" is not one of PEM`,
+		"listener.name.ssl.ssl.client.auth=yes\n": `line 1: listener.name.ssl.ssl.client.auth: ` +
+			`ssl.client.auth: "yes" is not one of none, requested, required`,
+		"listener.name.ssl.log.dirs=/x\n": `line 1: listener.name.ssl.log.dirs: ` +
+			`only ssl.* settings can be given per listener`,
+		"log.dirs=/a,/b\n": `line 1: log.dirs: Sluice keeps its data in one`,
 		"max.connections.per.ip=0\n": `line 1: max.connections.per.ip: 0 is outside its ` +
 			`range [1, 2^31-1]`,
 	} {
@@ -119,4 +128,53 @@ func TestNodeControllerSettingsInAnyOrder(t *testing.T) {
 	ns = nodeSettings{ctl: controller.DefaultConfig()}
 	require.NoError(t, loadConfigFile(path, &cfg, &ns))
 	require.ErrorContains(t, ns.ctl.Check(), "must be below broker.session.timeout.ms (9000)")
+}
+
+// Kafka's listener settings: custom names mapped to protocols, per-listener ssl.*
+// overrides, advertised addresses by name, the inter-broker listener; --listen and
+// --advertise remain one PLAINTEXT listener.
+func TestNodeListenerSettings(t *testing.T) {
+	path := writeConfig(t, `listeners=INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:9093
+advertised.listeners=EXTERNAL://kafka.example:9093
+listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:SSL
+inter.broker.listener.name=INTERNAL
+ssl.keystore.location=/etc/sluice/server.pem
+ssl.client.auth=requested
+listener.name.external.ssl.client.auth=required
+`)
+	cfg := broker.DefaultConfig()
+	var ns nodeSettings
+	require.NoError(t, loadConfigFile(path, &cfg, &ns))
+	ls, ib, err := ns.lst.build("127.0.0.1:9092", "")
+	require.NoError(t, err)
+	require.Equal(t, "INTERNAL", ib)
+	require.Len(t, ls, 2)
+	require.Equal(t, "INTERNAL", ls[0].Name)
+	require.Equal(t, kafkanet.Plaintext, ls[0].Protocol)
+	require.Equal(t, "", ls[0].Advertised)
+	require.Equal(t, kafkanet.SSL, ls[1].Protocol)
+	require.Equal(t, "kafka.example:9093", ls[1].Advertised)
+	require.Equal(t, "/etc/sluice/server.pem", ls[1].TLS.KeystoreLocation)
+	require.Equal(t, "required", ls[1].TLS.ClientAuth)
+	require.Equal(t, "requested", ls[0].TLS.ClientAuth, "overrides stay with their listener")
+
+	var plain listenerSettings
+	ls, ib, err = plain.build("127.0.0.1:9092", "example:9092")
+	require.NoError(t, err)
+	require.Equal(t, "", ib)
+	require.Equal(t, []runtime.Listener{{Name: "PLAINTEXT", Addr: "127.0.0.1:9092",
+		Advertised: "example:9092", Protocol: kafkanet.Plaintext}}, ls)
+
+	for _, tc := range []struct{ text, want string }{
+		{"listeners=CUSTOM://127.0.0.1:1\n", "listener CUSTOM has no security protocol"},
+		{"listeners=PLAINTEXT://127.0.0.1:1\nadvertised.listeners=SSL://h:1\n",
+			"SSL is not one of the listeners"},
+		{"listeners=PLAINTEXT://127.0.0.1:1\ninter.broker.listener.name=X\n",
+			"inter.broker.listener.name X is not one of the listeners"},
+	} {
+		var ns nodeSettings
+		require.NoError(t, loadConfigFile(writeConfig(t, tc.text), &cfg, &ns))
+		_, _, err := ns.lst.build("", "")
+		require.ErrorContains(t, err, tc.want)
+	}
 }

@@ -192,7 +192,7 @@ func (b *Broker) request(r Request) {
 	case *kmsg.CreatePartitionsRequest:
 		b.handleCreatePartitions(r, m)
 	case *kmsg.DescribeClusterRequest:
-		b.reply(r, b.handleDescribeCluster(m))
+		b.reply(r, b.handleDescribeCluster(r.Listener, m))
 	default:
 		if b.routeGroupRequest(r) {
 			return

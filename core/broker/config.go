@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/core/replica"
 )
 
@@ -13,10 +14,17 @@ import (
 // DefaultConfig; a node's config file (Kafka server.properties style) and command line
 // override them through Set.
 type Config struct {
-	NodeID         int32
+	NodeID int32
+	// AdvertisedHost and AdvertisedPort are the listener peers use
+	// (inter.broker.listener.name's), and the answer to a request whose listener is not
+	// in Listeners.
 	AdvertisedHost string
 	AdvertisedPort int32
-	ClusterID      string
+	// Listeners are every advertised listener by name (advertised.listeners): a
+	// Metadata, DescribeCluster or FindCoordinator request is answered with the address
+	// of the listener it arrived on (Request.Listener), as in Kafka.
+	Listeners []meta.Endpoint
+	ClusterID string
 
 	AutoCreateTopics         bool  // auto.create.topics.enable
 	NumPartitions            int32 // num.partitions

@@ -16,7 +16,8 @@ import (
 // endpointTypeBrokers is DescribeCluster's EndpointType for brokers (v1+).
 const endpointTypeBrokers = 1
 
-func (b *Broker) handleDescribeCluster(m *kmsg.DescribeClusterRequest) kmsg.Response {
+func (b *Broker) handleDescribeCluster(listener string,
+	m *kmsg.DescribeClusterRequest) kmsg.Response {
 	resp := m.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = endpointTypeBrokers
 	if m.Version >= 1 && m.EndpointType != endpointTypeBrokers {
@@ -27,7 +28,7 @@ func (b *Broker) handleDescribeCluster(m *kmsg.DescribeClusterRequest) kmsg.Resp
 	}
 	resp.ClusterID = b.clusterID()
 	resp.ControllerID = b.controllerID()
-	for _, v := range b.liveBrokers() {
+	for _, v := range b.liveBrokers(listener) {
 		br := kmsg.NewDescribeClusterResponseBroker()
 		br.NodeID, br.Host, br.Port = v.id, v.host, v.port
 		if v.rack != "" {

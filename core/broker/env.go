@@ -110,11 +110,21 @@ func (s Start) LastIndex() uint64 { return s.SnapshotIndex + uint64(len(s.Record
 
 // Request is one decoded client request. ID is unique per driver; Conn names the
 // connection. Msg's version (Msg.GetVersion) is the version the client used.
+//
+// Listener names the listener the request arrived on ("" for a driver without
+// listeners, such as the simulator: the broker then answers with its default advertised
+// address); Metadata, DescribeCluster and FindCoordinator answer with the brokers'
+// addresses on that listener, as Kafka does. Principal is who sent it, in Kafka's form:
+// "User:ANONYMOUS" on a listener without authentication, "User:CN=...,O=..." for a
+// verified TLS client certificate. Nothing consults it yet; ACLs will ("" counts as
+// anonymous).
 type Request struct {
-	Conn     uint64
-	ID       uint64
-	ClientID string
-	Msg      kmsg.Request
+	Conn      uint64
+	ID        uint64
+	ClientID  string
+	Msg       kmsg.Request
+	Listener  string
+	Principal string
 }
 
 // ConnClosed says a connection went away; pending work for it can be dropped.

@@ -20,7 +20,7 @@ const (
 	coordinatorTransaction = 1
 )
 
-func (gc *groupCoordinator) handleFindCoordinator(
+func (gc *groupCoordinator) handleFindCoordinator(listener string,
 	m *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := m.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if m.Version >= 4 {
@@ -28,19 +28,20 @@ func (gc *groupCoordinator) handleFindCoordinator(
 			c := kmsg.NewFindCoordinatorResponseCoordinator()
 			c.Key = key
 			c.NodeID, c.Host, c.Port, c.ErrorCode, c.ErrorMessage =
-				gc.findCoordinator(key, m.CoordinatorType)
+				gc.findCoordinator(listener, key, m.CoordinatorType)
 			resp.Coordinators = append(resp.Coordinators, c)
 		}
 		return resp
 	}
 	resp.NodeID, resp.Host, resp.Port, resp.ErrorCode, resp.ErrorMessage =
-		gc.findCoordinator(m.CoordinatorKey, m.CoordinatorType)
+		gc.findCoordinator(listener, m.CoordinatorKey, m.CoordinatorType)
 	return resp
 }
 
 // findCoordinator answers for one key: node, host, port, error code and message.
-func (gc *groupCoordinator) findCoordinator(key string, keyType int8) (int32, string, int32, int16,
-	*string) {
+// The address is this node's on the listener the request arrived on.
+func (gc *groupCoordinator) findCoordinator(listener, key string, keyType int8) (int32, string,
+	int32, int16, *string) {
 	code := int16(0)
 	switch keyType {
 	case coordinatorGroup:
@@ -54,5 +55,6 @@ func (gc *groupCoordinator) findCoordinator(key string, keyType int8) (int32, st
 		msg := kerr.ErrorForCode(code).Error()
 		return -1, "", -1, code, &msg
 	}
-	return gc.cfg.NodeID, gc.cfg.AdvertisedHost, gc.cfg.AdvertisedPort, 0, nil
+	host, port := gc.cfg.advertisedOn(listener)
+	return gc.cfg.NodeID, host, port, 0, nil
 }

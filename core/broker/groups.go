@@ -362,7 +362,7 @@ func (gc *groupCoordinator) groupTimerFired(id string) {
 func (gc *groupCoordinator) routeGroupRequest(r Request) bool {
 	switch m := r.Msg.(type) {
 	case *kmsg.FindCoordinatorRequest:
-		gc.reply(r, gc.handleFindCoordinator(m))
+		gc.reply(r, gc.handleFindCoordinator(r.Listener, m))
 	case *kmsg.JoinGroupRequest:
 		gc.handleJoinGroup(r, m)
 	case *kmsg.SyncGroupRequest:

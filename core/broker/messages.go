@@ -175,7 +175,7 @@ func (b *Broker) deliver(m message) {
 	case msgTombstoneCount:
 		ctl.tombstoneCounted(m)
 	case msgAnswerMetadata:
-		b.reply(m.req, b.metadataResponse(m.m, m.failed))
+		b.reply(m.req, b.metadataResponse(m.req.Listener, m.m, m.failed))
 	default:
 		core.Invariant(false, "B11", "message of unknown type %T", m)
 	}

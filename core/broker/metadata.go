@@ -39,11 +39,11 @@ import (
 
 func (b *Broker) handleMetadata(r Request, m *kmsg.MetadataRequest) {
 	if len(b.autoCreatable(m)) == 0 {
-		b.reply(r, b.metadataResponse(m, nil))
+		b.reply(r, b.metadataResponse(r.Listener, m, nil))
 		return
 	}
 	if b.notController() { // the controller's node creates them (controller_port.go)
-		b.reply(r, b.metadataResponse(m, b.autoCreateElsewhere(m)))
+		b.reply(r, b.metadataResponse(r.Listener, m, b.autoCreateElsewhere(m)))
 		return
 	}
 	b.serialize(&opAutoCreate{adminBase: adminBase{req: r}, m: m})
@@ -78,10 +78,10 @@ func (n *node) autoCreatable(m *kmsg.MetadataRequest) []string {
 	return names
 }
 
-func (b *Broker) metadataResponse(m *kmsg.MetadataRequest,
+func (b *Broker) metadataResponse(listener string, m *kmsg.MetadataRequest,
 	failed map[string]topicError) *kmsg.MetadataResponse {
 	resp := m.ResponseKind().(*kmsg.MetadataResponse)
-	for _, v := range b.liveBrokers() {
+	for _, v := range b.liveBrokers(listener) {
 		br := kmsg.NewMetadataResponseBroker()
 		br.NodeID, br.Host, br.Port = v.id, v.host, v.port
 		if v.rack != "" {

@@ -100,6 +100,9 @@ type RegisterBroker struct {
 	Host        string
 	Port        int32
 	Rack        string
+	// Listeners are all the broker's advertised listeners (Host and Port are the one
+	// its peers use, inter.broker.listener.name's); empty from a broker that has one.
+	Listeners []meta.Endpoint
 }
 
 // Heartbeat says a broker is alive (Kafka's BrokerHeartbeat). MetadataIndex is the last

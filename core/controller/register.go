@@ -61,7 +61,8 @@ func DecideRegister(im *meta.Image, clusterID string, contacts Contacts, now cor
 	}
 	return Registration{Propose: true, Record: meta.Record{Kind: meta.KindBrokerRegistered,
 		NodeID: req.NodeID, Incarnation: req.Incarnation, BrokerEpoch: epoch,
-		Host: req.Host, Port: req.Port, Rack: req.Rack, BrokerState: meta.BrokerFenced}}
+		Host: req.Host, Port: req.Port, Rack: req.Rack, BrokerState: meta.BrokerFenced,
+		Listeners: req.Listeners}}
 }
 
 // Beat is the outcome of deciding a Heartbeat.

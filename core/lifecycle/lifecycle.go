@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/controller"
+	"github.com/sluicemq/sluice/core/meta"
 )
 
 // Config is the node's identity and the lifecycle's timing.
@@ -15,9 +16,10 @@ type Config struct {
 	NodeID      int32
 	ClusterID   string
 	Incarnation [16]byte // drawn at each process start
-	Host        string   // the advertised Kafka listener
+	Host        string   // the advertised Kafka listener peers use
 	Port        int32
 	Rack        string
+	Listeners   []meta.Endpoint // every advertised listener (empty: only Host and Port)
 	// HeartbeatIntervalMs is broker.heartbeat.interval.ms.
 	HeartbeatIntervalMs int64
 	// RequestTimeoutMs bounds one RPC to the controller.
@@ -145,7 +147,7 @@ func (l *Lifecycle) act() {
 	if !l.st.Registered {
 		l.env.Send(l.st.Leader, l.inFlight, controller.RegisterBroker{NodeID: l.cfg.NodeID,
 			Incarnation: l.cfg.Incarnation, ClusterID: l.cfg.ClusterID, Host: l.cfg.Host,
-			Port: l.cfg.Port, Rack: l.cfg.Rack}, l.cfg.RequestTimeoutMs)
+			Port: l.cfg.Port, Rack: l.cfg.Rack, Listeners: l.cfg.Listeners}, l.cfg.RequestTimeoutMs)
 		return
 	}
 	l.env.Send(l.st.Leader, l.inFlight, controller.Heartbeat{NodeID: l.cfg.NodeID,

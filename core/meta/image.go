@@ -37,6 +37,25 @@ type Broker struct {
 	Port        int32
 	Rack        string
 	State       BrokerState
+	// Listeners are the broker's advertised listeners by name; empty for a
+	// registration from before named listeners (Host and Port are its one listener).
+	Listeners []Endpoint
+}
+
+// Endpoint is the broker's address on the named listener; ok is false when the broker
+// registered listeners and none has that name (Kafka leaves such a broker out of the
+// answers given on that listener). An empty name, or a registration without
+// listeners, gives Host and Port.
+func (b *Broker) Endpoint(listener string) (host string, port int32, ok bool) {
+	if listener == "" || len(b.Listeners) == 0 {
+		return b.Host, b.Port, true
+	}
+	for _, e := range b.Listeners {
+		if e.Name == listener {
+			return e.Host, e.Port, true
+		}
+	}
+	return "", 0, false
 }
 
 // Image is the metadata as of the last applied record.
@@ -166,7 +185,8 @@ func (im *Image) brokerRegistered(r Record) error {
 	}
 	im.maxBrokerEpoch = r.BrokerEpoch
 	im.brokers[r.NodeID] = &Broker{ID: r.NodeID, Incarnation: r.Incarnation,
-		Epoch: r.BrokerEpoch, Host: r.Host, Port: r.Port, Rack: r.Rack, State: r.BrokerState}
+		Epoch: r.BrokerEpoch, Host: r.Host, Port: r.Port, Rack: r.Rack, State: r.BrokerState,
+		Listeners: slices.Clone(r.Listeners)}
 	return nil
 }
 

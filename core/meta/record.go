@@ -142,6 +142,10 @@ type Record struct {
 	Host string `json:"host,omitempty"`
 	Port int32  `json:"port,omitempty"`
 	Rack string `json:"rack,omitempty"`
+	// Listeners are all the broker's advertised listeners by name (BrokerRegistered),
+	// the one in Host and Port included; empty in registrations from before named
+	// listeners, whose one listener is Host and Port.
+	Listeners []Endpoint `json:"listeners,omitempty"`
 	// BrokerState is the broker's new state (BrokerChange), or its state at
 	// registration (BrokerRegistered: fenced unless a snapshot restores another).
 	BrokerState BrokerState `json:"broker_state,omitempty"`
@@ -153,4 +157,11 @@ type Record struct {
 	// election, unclean.leader.election.enable=true): records acknowledged by the old
 	// ISR may be lost.
 	Unclean bool `json:"unclean,omitempty"`
+}
+
+// Endpoint is one named advertised listener of a broker.
+type Endpoint struct {
+	Name string `json:"name"`
+	Host string `json:"host"`
+	Port int32  `json:"port"`
 }

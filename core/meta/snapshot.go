@@ -1,6 +1,9 @@
 package meta
 
-import "reflect"
+import (
+	"reflect"
+	"slices"
+)
 
 // Snapshot returns records that rebuild the image from an empty one: the cluster id if
 // fixed, one BrokerRegistered per broker (with its epoch and state), one
@@ -21,7 +24,7 @@ func (im *Image) Snapshot() []Record {
 	for _, b := range im.brokersByEpoch() {
 		out = append(out, Record{Kind: KindBrokerRegistered, NodeID: b.ID,
 			Incarnation: b.Incarnation, BrokerEpoch: b.Epoch, Host: b.Host, Port: b.Port,
-			Rack: b.Rack, BrokerState: b.State})
+			Rack: b.Rack, BrokerState: b.State, Listeners: slices.Clone(b.Listeners)})
 	}
 	for _, n := range names {
 		t := im.topics[n]

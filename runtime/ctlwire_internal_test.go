@@ -1,0 +1,37 @@
+package runtime
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core/controller"
+	"github.com/sluicemq/sluice/core/meta"
+)
+
+// A registration crosses the wire with every listener, the inter-broker one first as
+// its address; one listener named PLAINTEXT crosses as before (no listener list in the
+// record), so registrations of single-listener nodes do not change.
+func TestRegistrationListenersOnTheWire(t *testing.T) {
+	roundTrip := func(reg controller.RegisterBroker) controller.RegisterBroker {
+		req, err := wireRequest(reg)
+		require.NoError(t, err)
+		decoded := kmsg.NewPtrBrokerRegistrationRequest()
+		decoded.SetVersion(req.GetVersion())
+		require.NoError(t, decoded.ReadFrom(req.AppendTo(nil)))
+		msg, ok := controllerRequest(decoded)
+		require.True(t, ok)
+		return msg.(controller.RegisterBroker)
+	}
+	multi := controller.RegisterBroker{NodeID: 2, ClusterID: "c", Host: "10.0.0.2", Port: 9093,
+		Listeners: []meta.Endpoint{{Name: "INTERNAL", Host: "10.0.0.2", Port: 9093},
+			{Name: "EXTERNAL", Host: "kafka2.example", Port: 9092}}}
+	require.Equal(t, multi, roundTrip(multi))
+
+	single := controller.RegisterBroker{NodeID: 1, ClusterID: "c", Host: "h", Port: 9092}
+	require.Equal(t, single, roundTrip(single))
+	withName := single
+	withName.Listeners = []meta.Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 9092}}
+	require.Equal(t, single, roundTrip(withName))
+}
