@@ -239,8 +239,14 @@ func TestClusterCreatesTopicsThroughTheController(t *testing.T) {
 	seen := map[int64]int{}
 	for i, n := range nodes {
 		for range 3 {
-			r := ask(t, n, kmsg.NewPtrInitProducerIDRequest()).(*kmsg.InitProducerIDResponse)
-			require.Zero(t, r.ErrorCode, "node %d", i+1)
+			// COORDINATOR_NOT_AVAILABLE is retriable (a block not allocated yet, or the
+			// controller moved): clients retry it, and so does this check.
+			var r *kmsg.InitProducerIDResponse
+			require.Eventually(t, func() bool {
+				r = ask(t, n, kmsg.NewPtrInitProducerIDRequest()).(*kmsg.InitProducerIDResponse)
+				require.Contains(t, []int16{0, kerr.CoordinatorNotAvailable.Code}, r.ErrorCode)
+				return r.ErrorCode == 0
+			}, 10*time.Second, 20*time.Millisecond, "node %d", i+1)
 			prev, dup := seen[r.ProducerID]
 			require.False(t, dup, "producer id %d from nodes %d and %d", r.ProducerID,
 				prev, i+1)

@@ -30,8 +30,9 @@ func clusterNode(t *testing.T, id int32, dir string, voters []raftmeta.Voter) *r
 	return runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0", DataDir: dir,
 		Config: cfg, Controller: ctl, Rack: fmt.Sprintf("r%d", id),
 		Logger:       zaptest.NewLogger(t).Named(fmt.Sprintf("n%d", id)),
-		DrainTimeout: 2 * time.Second, Voters: voters, QuorumTiming: raftmeta.TestTiming(),
-		UnreplicatedQuorum: true})
+		DrainTimeout: 2 * time.Second, Voters: voters,
+		// The scripts below talk to the active controller directly: one leader throughout.
+		QuorumTiming: raftmeta.SteadyTestTiming(), UnreplicatedQuorum: true})
 }
 
 // brokersSeen is the controller image's brokers as node n sees them.

@@ -148,6 +148,18 @@ var NeverHitReasons = map[string]string{
 	"replica/leader-epochs-rebuilt": "needs a log whose leader-epoch cache was lost while " +
 		"its batches survived (a state-store write in doubt dropped at a crash, or a data " +
 		"directory older than the cache); TestReplicaRebuildsALostEpochCache drives it",
+	"broker/fetch-session-bad-epoch": "needs an incremental fetch with an epoch other " +
+		"than the session's next; the simulator's readers keep theirs in step " +
+		"(TestFetchSessionEpochAndIDErrors drives it)",
+	"broker/fetch-session-no-room": "needs more than max.incremental.fetch.session." +
+		"cache.slots (1000) sessions; a run has a few readers " +
+		"(TestFetchSessionCacheIsBounded)",
+	"broker/fetch-session-evicted": "needs a full session cache and a session idle " +
+		"for 120 s; a run lasts seconds (TestFetchSessionCacheIsBounded)",
+	"broker/fetch-session-update-over-bound": "needs more than sluice.fetch.session." +
+		"cache.max.partitions partitions in sessions (TestFetchSessionCacheIsBounded)",
+	"api AllocateProducerIDs": "a broker's request to the controller of a metadata " +
+		"quorum; the simulator runs no quorum yet (runtime cluster tests cover it)",
 	"api ApiVersions": "answered by net/ (framing and version negotiation), which the " +
 		"simulator does not run; net/ and e2e tests cover it",
 	"replica/producer-evicted": "needs more than 10 000 producer ids on one partition " +

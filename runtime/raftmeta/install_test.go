@@ -173,17 +173,7 @@ func (b *inbox) applied() []broker.MetaApplied {
 	return out
 }
 
-// steadyTiming is TestTiming with a leader that keeps its lease through the scheduling
-// stalls of a loaded machine, for tests whose script assumes one leader throughout.
-// With TestTiming's 100 ms lease, a make test beside four builds on two cores (load
-// 15-19) once saw the leader step down between two proposals of
-// TestNonvoterFollowsTheLog, which answered the third NotLeader.
-func steadyTiming() Timing {
-	t := TestTiming()
-	t.Heartbeat, t.Election, t.LeaderLease = 600*time.Millisecond, 600*time.Millisecond,
-		500*time.Millisecond
-	return t
-}
+func steadyTiming() Timing { return SteadyTestTiming() }
 
 // TestNonvoterFollowsTheLog: a node outside the voter list does not bootstrap; once the
 // leader adds it as a non-voter it applies every committed record at the voters'
