@@ -35,6 +35,8 @@ type replicaManager struct {
 	fetches  fetchState
 	opens    openState  // new partitions whose logs are still to open (open_queue.go)
 	timers   timerTable // produce timeouts, fetch waits, open chunks, retention
+
+	fetcher fetcherState // the partitions this node follows (fetcher.go)
 }
 
 func newReplicaManager(n *node) *replicaManager {
@@ -67,6 +69,7 @@ func (rm *replicaManager) openReplica(tp core.TopicPartition) {
 		return
 	}
 	rm.replicas[tp] = r
+	rm.fetcherLogOpened(tp)
 }
 
 // removeReplica closes a deleted partition and removes its log, also when the log did
