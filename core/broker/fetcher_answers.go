@@ -45,7 +45,17 @@ func (rm *replicaManager) sendEpochs(link *leaderLink, parts []*followedPartitio
 	req.ReplicaID = rm.cfg.NodeID
 	var asked []*followedPartition
 	for _, fp := range parts {
-		last := lastEpoch(rm.replicas[fp.tp])
+		rep := rm.replicas[fp.tp]
+		last := lastEpoch(rep)
+		if last >= 0 && rep.EndOffset() == rep.StartOffset() {
+			// An empty log's epochs begin at its end (it led, writing nothing): they
+			// go, so its first fetch does not claim an epoch the leader never had.
+			if _, err := rep.TruncateTo(rep.EndOffset()); err != nil {
+				rm.partitionOffline(fp)
+				continue
+			}
+			last = -1
+		}
 		if last < 0 {
 			fp.phase = phaseFetching
 			continue
