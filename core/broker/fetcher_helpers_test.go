@@ -219,6 +219,13 @@ func (h *harness) serve(leaders map[int32]*testLeader) int {
 // leader's, at most rounds rounds; the fetch it then sends stays queued.
 func (h *harness) catchUp(l *testLeader, tp core.TopicPartition, rounds int) {
 	h.t.Helper()
+	h.catchUpWith(map[int32]*testLeader{l.id: l}, l, tp, rounds)
+}
+
+// catchUpWith is catchUp with other leaders answering requests sent to them earlier.
+func (h *harness) catchUpWith(leaders map[int32]*testLeader, l *testLeader,
+	tp core.TopicPartition, rounds int) {
+	h.t.Helper()
 	for range rounds {
 		rep, lead := h.b.replicas[tp], l.reps[tp]
 		end := lead.EndOffset()
@@ -226,7 +233,7 @@ func (h *harness) catchUp(l *testLeader, tp core.TopicPartition, rounds int) {
 			len(h.env.peerReqs) > 0 {
 			return
 		}
-		if h.serve(map[int32]*testLeader{l.id: l}) == 0 {
+		if h.serve(leaders) == 0 {
 			h.advance(time.Duration(h.cfg.Fetcher.BackoffMs) * time.Millisecond)
 		}
 	}
