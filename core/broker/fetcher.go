@@ -34,6 +34,7 @@ package broker
 // by replica.fetch.max.bytes per partition and replica.fetch.response.max.bytes in all.
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -393,4 +394,41 @@ func sortedFollowed(m map[core.TopicPartition]*followedPartition) []core.TopicPa
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
 	return out
+}
+
+// fetcherPending lists each leader link's request in flight or backoff (Pending).
+func (rm *replicaManager) fetcherPending(out []PendingOp) []PendingOp {
+	leaders := make([]int32, 0, len(rm.fetcher.links))
+	for id := range rm.fetcher.links {
+		leaders = append(leaders, id)
+	}
+	sort.Slice(leaders, func(i, j int) bool { return leaders[i] < leaders[j] })
+	for _, id := range leaders {
+		link := rm.fetcher.links[id]
+		what := fmt.Sprintf("leader %d (%d partitions)", id, len(link.parts))
+		switch {
+		case link.req != nil:
+			out = append(out, PendingOp{Kind: PendingFollower, What: what,
+				Waits: fmt.Sprintf("PeerReply id=%d (%s, %d partitions)", link.req.id,
+					link.req.kind, len(link.req.parts)), Since: link.req.since})
+		case link.timer != 0:
+			out = append(out, PendingOp{Kind: PendingFollower, What: what,
+				Waits: rm.describeTimer(rm.timers[link.timer], link.timer),
+				Since: rm.timers[link.timer].set})
+		}
+	}
+	return out
+}
+
+func (k requestKind) String() string {
+	switch k {
+	case reqEpochs:
+		return "OffsetForLeaderEpoch"
+	case reqLeaderEnds:
+		return "ListOffsets"
+	case reqFetch:
+		return "Fetch"
+	default:
+		return "request(?)"
+	}
 }

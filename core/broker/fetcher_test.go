@@ -229,8 +229,11 @@ func TestFollowerTransportErrorBacksOff(t *testing.T) {
 	for range 3 {
 		p, _ := h.onePeer()
 		h.env.peerReqs = nil
+		require.Contains(t, pendingText(h, PendingFollower), "PeerReply id=")
 		h.step(PeerReply{Node: 2, ID: p.ID, Err: errors.New("connection refused")})
 		require.Empty(t, h.env.peerReqs)
+		require.Contains(t, pendingText(h, PendingFollower), "due in 1000ms",
+			"the backoff is visible in Pending")
 		h.advance(backoff(h) - time.Millisecond)
 		require.Empty(t, h.env.peerReqs, "still backing off")
 		h.advance(time.Millisecond)
@@ -400,4 +403,15 @@ func TestFollowBeforeTheLogOpens(t *testing.T) {
 	h.settle()
 	require.True(t, h.b.replicas[tp].Follower())
 	require.Len(t, h.env.peerReqs, 1)
+}
+
+// pendingText is the broker's pending work of one kind, one line each.
+func pendingText(h *harness, kind PendingKind) string {
+	var out string
+	for _, p := range h.b.Pending() {
+		if p.Kind == kind {
+			out += p.String() + "\n"
+		}
+	}
+	return out
 }
