@@ -147,7 +147,7 @@ func (rm *replicaManager) handleFetcherAnswer(link *leaderLink, req *fetcherRequ
 			return
 		}
 	default:
-		core.Invariant(false, "B12", "fetcher request of unknown kind %d", req.kind)
+		core.Invariant(false, "B11", "fetcher request of unknown kind %d", req.kind)
 	}
 	rm.transportFailed(link, req, PeerReply{Err: errors.New("answer of the wrong type")})
 }
