@@ -37,10 +37,12 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/replica"
 )
 
 // fetchPhase is where one followed partition stands. The set is closed.
@@ -147,9 +149,20 @@ func (rm *replicaManager) follow(tp core.TopicPartition, leader, leaderEpoch int
 	rm.lg.Info("following partition", zap.Stringer("tp", tp), zap.Int32("leader", leader),
 		zap.Int32("leader_epoch", leaderEpoch))
 	if rep := rm.replicas[tp]; rep != nil {
-		rep.BecomeFollower(leaderEpoch)
+		rm.stepDown(tp, rep, leaderEpoch)
 	}
 	rm.pumpLink(link)
+}
+
+// stepDown makes rep a follower. What waited for its high-water mark as a leader (acks=all
+// produces, offset writes) is answered NOT_LEADER_OR_FOLLOWER first, as Kafka does: the
+// tail it waited on may be cut by the truncation, and the high-water mark the follower
+// takes from its new leader would otherwise "acknowledge" other records at its offsets.
+func (rm *replicaManager) stepDown(tp core.TopicPartition, rep *replica.Replica, epoch int32) {
+	if !rep.Follower() {
+		rm.partitionFailed(tp, kerr.NotLeaderForPartition.Code)
+	}
+	rep.BecomeFollower(epoch)
 }
 
 // unfollow stops following tp (the partition was deleted, this node leads it now or
@@ -197,7 +210,7 @@ func (rm *replicaManager) fetcherLogOpened(tp core.TopicPartition) {
 		return
 	}
 	if rep := rm.replicas[tp]; rep != nil {
-		rep.BecomeFollower(fp.epoch)
+		rm.stepDown(tp, rep, fp.epoch)
 	}
 	rm.pumpLink(rm.fetcher.links[fp.leader])
 }
@@ -235,6 +248,9 @@ func (rm *replicaManager) readiness(fp *followedPartition) readiness {
 		rm.partitionOffline(fp)
 		return notReady
 	}
+	if !rep.Follower() {
+		return notReady // it leads (BecomeLeader without unfollow): nothing to fetch
+	}
 	if fp.retryAt > rm.now {
 		return notReady
 	}
@@ -243,7 +259,11 @@ func (rm *replicaManager) readiness(fp *followedPartition) readiness {
 	}
 	if fp.phase == phaseFetching {
 		if _, _, ok := rep.FetchPosition(); !ok {
-			return mustWait // appended data waits for a sync requestSyncs started
+			if rep.NeedsSync() {
+				// Appended unsynced under log.flush.policy=never, which is now always.
+				rm.beginSync(fp.tp, rep)
+			}
+			return mustWait // appended data waits for its sync (F2)
 		}
 	}
 	return readyNow

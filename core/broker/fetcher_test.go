@@ -415,3 +415,26 @@ func pendingText(h *harness, kind PendingKind) string {
 	}
 	return out
 }
+
+// A leader that becomes a follower answers what waited for its high-water mark
+// NOT_LEADER_OR_FOLLOWER: the tail it waited on is cut when the new leader lacks it,
+// and the new leader's high-water mark must not acknowledge it.
+func TestFollowAnswersProducesWaitingAsLeader(t *testing.T) {
+	h, l, tp := followerSetup(t)
+	h.holdSyncs = true
+	id := h.send(produceReq(-1, "t", 0, values("mine")))
+	h.settle()
+	_, answered := h.reply(id)
+	require.False(t, answered, "acks=all waits for the fsync")
+	l.lead(tp, 1, nil, 1)
+	l.produce(tp, values("theirs"))
+	h.b.follow(tp, 2, 1)
+	resp, ok := h.reply(id)
+	require.True(t, ok)
+	require.Equal(t, kerr.NotLeaderForPartition.Code, producePart(t, resp).ErrorCode)
+	require.Empty(t, h.env.peerReqs, "no truncation while the old sync is in flight (F3)")
+	h.holdSyncs = false
+	h.settle()
+	h.catchUp(l, tp, 20)
+	require.Equal(t, l.logs[tp].Batches(), h.followerBatches(tp))
+}
