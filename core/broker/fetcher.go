@@ -92,6 +92,10 @@ type leaderLink struct {
 	req     *fetcherRequest // nil when idle
 	timer   uint64          // the backoff timer, 0 when none
 	timerAt core.Time
+	// syncing holds the partitions whose last fetch appended data not yet fsynced: the
+	// next Fetch waits until it is empty (F2), so a round costs one scan, not one per
+	// SyncDone.
+	syncing map[core.TopicPartition]bool
 }
 
 // requestKind is what a fetcher request asks. The set is closed.
@@ -141,7 +145,8 @@ func (rm *replicaManager) follow(tp core.TopicPartition, leader, leaderEpoch int
 	f.byTP[tp] = fp
 	link := f.links[leader]
 	if link == nil {
-		link = &leaderLink{leader: leader, parts: map[core.TopicPartition]*followedPartition{}}
+		link = &leaderLink{leader: leader, parts: map[core.TopicPartition]*followedPartition{},
+			syncing: map[core.TopicPartition]bool{}}
 		f.links[leader] = link
 	}
 	link.parts[tp] = fp
@@ -176,6 +181,7 @@ func (rm *replicaManager) unfollow(tp core.TopicPartition) {
 	delete(f.byTP, tp)
 	link := f.links[fp.leader]
 	delete(link.parts, tp)
+	delete(link.syncing, tp)
 	rm.lg.Info("stopped following partition", zap.Stringer("tp", tp),
 		zap.Int32("leader", fp.leader))
 	rm.maybeDropLink(link)
@@ -223,11 +229,21 @@ func (rm *replicaManager) followerSynced(tp core.TopicPartition) {
 	if fp == nil {
 		return
 	}
-	if rep := rm.replicas[tp]; rep != nil && fp.leaderHWM >= 0 &&
-		rep.SetLeaderHighWatermark(fp.leaderHWM) {
+	rep := rm.replicas[tp]
+	if rep != nil && fp.leaderHWM >= 0 && rep.SetLeaderHighWatermark(fp.leaderHWM) {
 		rm.hwmAdvanced(tp)
 	}
-	rm.pumpLink(rm.fetcher.links[fp.leader])
+	link := rm.fetcher.links[fp.leader]
+	if link.syncing[tp] {
+		if _, _, ok := rep.FetchPosition(); !ok && !rep.Offline() {
+			return // more was appended meanwhile: its sync follows
+		}
+		delete(link.syncing, tp)
+		if len(link.syncing) > 0 {
+			return // the Fetch waits for the others too
+		}
+	}
+	rm.pumpLink(link)
 }
 
 // readiness is what a partition of a link can do now.
@@ -275,6 +291,9 @@ func (rm *replicaManager) partitionOffline(fp *followedPartition) {
 		return
 	}
 	fp.phase = phaseFailed
+	if link := rm.fetcher.links[fp.leader]; link != nil {
+		delete(link.syncing, fp.tp)
+	}
 	rm.hit(pFollowerOffline)
 	rm.lg.Error("follower partition offline: not fetching it",
 		zap.Stringer("tp", fp.tp), zap.Int32("leader", fp.leader))
@@ -310,7 +329,7 @@ func (rm *replicaManager) pumpLink(link *leaderLink) {
 		rm.sendEpochs(link, ready[phaseTruncating])
 	case len(ready[phaseOutOfRange]) > 0:
 		rm.sendLeaderEnds(link, ready[phaseOutOfRange])
-	case len(ready[phaseFetching]) > 0 && !waiting:
+	case len(ready[phaseFetching]) > 0 && !waiting && len(link.syncing) == 0:
 		rm.sendFetch(link, ready[phaseFetching])
 	case wake != 0:
 		rm.armLinkTimer(link, wake)

@@ -355,6 +355,9 @@ func (rm *replicaManager) fetchedPartition(fp *followedPartition,
 		n, err := rep.AppendReplicated(rm.now.Millis(), records)
 		if n > 0 {
 			rm.hit(pFollowerAppended)
+			if rep.FlushAlways() {
+				rm.fetcher.links[fp.leader].syncing[fp.tp] = true
+			}
 			rm.produces.dirty = append(rm.produces.dirty, fp.tp)
 			rm.requestSyncs() // F2: the next fetch waits for this sync
 		}

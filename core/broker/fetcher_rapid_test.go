@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"pgregory.net/rapid"
 
 	"github.com/sluicemq/sluice/core/batch"
@@ -29,6 +30,7 @@ func TestFollowerConvergesOnTheLeadersLog(t *testing.T) {
 		cut := false
 		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
 		for i := range steps {
+			sent := len(h.env.peerReqs)
 			switch rapid.IntRange(0, 5).Draw(rt, "action") {
 			case 0:
 				for j := range rapid.IntRange(1, 3).Draw(rt, "appends") {
@@ -53,7 +55,18 @@ func TestFollowerConvergesOnTheLeadersLog(t *testing.T) {
 				leaders[node] = cur
 				h.b.follow(tp, node, epoch)
 			case 5:
+				h.holdSyncs = !h.holdSyncs // fsyncs held: no fetch may go out (F2)
 				h.settle()
+			}
+			for _, p := range h.env.peerReqs[min(sent, len(h.env.peerReqs)):] {
+				f, ok := p.Msg.(*kmsg.FetchRequest)
+				if !ok {
+					continue
+				}
+				off := f.Topics[0].Partitions[0].FetchOffset
+				if synced := h.env.logs[tp].Synced(); off > synced {
+					rt.Fatalf("F2: fetch from %d with only %d fsynced", off, synced)
+				}
 			}
 			rep := h.b.replicas[tp]
 			if rep.EndOffset() < lastEnd {
@@ -66,6 +79,7 @@ func TestFollowerConvergesOnTheLeadersLog(t *testing.T) {
 			lastHWM = rep.HighWatermark()
 			checkPrefix(rt, h.followerBatches(tp), cur.logs[tp].Batches(), lastHWM)
 		}
+		h.holdSyncs = false
 		h.catchUpWith(leaders, cur, tp, 100)
 		require.Equal(t, cur.logs[tp].Batches(), h.followerBatches(tp))
 		if cut {

@@ -76,6 +76,7 @@ func (rm *replicaManager) openReplica(tp core.TopicPartition) {
 // not open (a read error at recovery): left behind, it would be recovered into the
 // next topic of the same name.
 func (rm *replicaManager) removeReplica(tp core.TopicPartition) {
+	rm.unfollow(tp)
 	rm.noteOpen(tp, nil)
 	rm.forgetOpen(tp)
 	if r := rm.replicas[tp]; r != nil {
