@@ -438,3 +438,20 @@ func TestFollowAnswersProducesWaitingAsLeader(t *testing.T) {
 	h.catchUp(l, tp, 20)
 	require.Equal(t, l.logs[tp].Batches(), h.followerBatches(tp))
 }
+
+// The leader's log start (retention, DeleteRecords) moves the follower's, as far as the
+// follower's high-water mark.
+func TestFollowerMovesItsLogStartWithTheLeaders(t *testing.T) {
+	h, l, tp := followerSetup(t)
+	lead := l.lead(tp, 1, nil, 1)
+	l.produce(tp, values("a"), values("b"), values("c"))
+	h.b.follow(tp, 2, 1)
+	h.catchUp(l, tp, 20)
+	_, code := lead.DeleteRecordsBefore(2)
+	require.Zero(t, code)
+	require.Zero(t, h.b.replicas[tp].StartOffset())
+	l.produce(tp, values("d"))
+	h.serve(map[int32]*testLeader{2: l})
+	require.EqualValues(t, 2, h.b.replicas[tp].StartOffset())
+	h.catchUp(l, tp, 20)
+}
