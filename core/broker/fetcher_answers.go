@@ -351,7 +351,13 @@ func (rm *replicaManager) fetchedPartition(fp *followedPartition,
 		rm.truncateFollower(fp, d.Epoch, d.EndOffset)
 		return
 	}
-	if records := wholeBatches(p.RecordBatches); len(records) > 0 {
+	records := wholeBatches(p.RecordBatches)
+	if len(records) == 0 && len(p.RecordBatches) > 0 {
+		// Only a cut batch: fetched again whole it would be the same, so this leader
+		// sends nothing usable; back off rather than ask again at once.
+		rm.appendFailed(fp, rep, errors.New("only a partial batch in the fetch answer"))
+	}
+	if len(records) > 0 {
 		n, err := rep.AppendReplicated(rm.now.Millis(), records)
 		if n > 0 {
 			rm.hit(pFollowerAppended)

@@ -258,10 +258,13 @@ func TestFollowerRefusesCorruptRecordsAndBacksOff(t *testing.T) {
 	h.serve(map[int32]*testLeader{2: l})
 	require.EqualValues(t, 1, h.b.replicas[tp].EndOffset(), "the good first batch stays")
 	require.Empty(t, h.env.peerReqs, "backing off")
-	l.rewrite = func(resp *kmsg.FetchResponse) { resp.Topics[0].Partitions[0].RecordBatches = []byte{1, 2} }
+	l.rewrite = func(resp *kmsg.FetchResponse) {
+		resp.Topics[0].Partitions[0].RecordBatches = []byte{1, 2} // a cut header only
+	}
 	h.advance(backoff(h))
 	h.serve(map[int32]*testLeader{2: l})
 	require.EqualValues(t, 1, h.b.replicas[tp].EndOffset())
+	require.Empty(t, h.env.peerReqs, "backing off, not asking again at once")
 	l.rewrite = func(resp *kmsg.FetchResponse) {
 		// Garbage with a plausible header length: refused by the replica, not a panic.
 		resp.Topics[0].Partitions[0].RecordBatches = make([]byte, 100)
