@@ -124,11 +124,19 @@ type fetcherState struct {
 }
 
 // follow starts following tp from leader at leaderEpoch, or retargets the partition
-// when the leader or the epoch changed (a repeated call changes nothing). The replica
+// when the leader or the epoch changed (a repeated call changes nothing). A leader of
+// -1 (none) or this node stops following instead. The replica
 // is made a follower (BecomeFollower) if it is open; one still opening is made so when
 // its log opens (fetcherLogOpened). It first truncates (F1), then fetches.
 func (rm *replicaManager) follow(tp core.TopicPartition, leader, leaderEpoch int32) {
 	f := &rm.fetcher
+	if leader < 0 || leader == rm.cfg.NodeID {
+		// No leader (-1: none elected yet) or this node: nothing to fetch from.
+		rm.lg.Warn("not following: no other leader", zap.Stringer("tp", tp),
+			zap.Int32("leader", leader))
+		rm.unfollow(tp)
+		return
+	}
 	if old := f.byTP[tp]; old != nil {
 		if old.leader == leader && old.epoch == leaderEpoch {
 			return

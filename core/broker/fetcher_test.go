@@ -458,3 +458,17 @@ func TestFollowerMovesItsLogStartWithTheLeaders(t *testing.T) {
 	require.EqualValues(t, 2, h.b.replicas[tp].StartOffset())
 	h.catchUp(l, tp, 20)
 }
+
+// follow with no leader (-1) or with this node as leader stops following.
+func TestFollowWithNoOtherLeaderStops(t *testing.T) {
+	h, _, tp := followerSetup(t)
+	h.b.follow(tp, 2, 1)
+	require.Len(t, h.takePeer(), 1)
+	h.b.follow(tp, -1, 2)
+	_, _, ok := h.b.following(tp)
+	require.False(t, ok)
+	h.b.follow(tp, h.cfg.NodeID, 2)
+	_, _, ok = h.b.following(tp)
+	require.False(t, ok)
+	require.Empty(t, h.env.peerReqs)
+}
