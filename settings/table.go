@@ -156,6 +156,18 @@ var table = []Setting{
 	intS(Broker, "sluice.fetch.session.cache.max.partitions", "100000", 0, i32,
 		"partitions all fetch sessions hold together"),
 
+	// The follower fetcher (broker.FetcherConfig).
+	intS(Broker, "replica.fetch.wait.max.ms", "500", 0, i32,
+		"how long a leader may hold a follower's Fetch with nothing new"),
+	intS(Broker, "replica.fetch.min.bytes", "1", 1, i32,
+		"bytes a leader waits for before it answers a follower's Fetch early"),
+	intS(Broker, "replica.fetch.max.bytes", "1048576", 0, i32,
+		"record bytes a follower asks for per partition (the first batch comes whole)"),
+	intS(Broker, "replica.fetch.backoff.ms", "1000", 0, i32,
+		"a follower's wait before asking again for a partition that failed"),
+	intS(Broker, "replica.socket.timeout.ms", "30000", 1, i32,
+		"a follower's request to its leader fails when unanswered this long"),
+
 	// Topic configs; the alias is the broker-wide default's name.
 	topicS("cleanup.policy", "log.cleanup.policy", Enum, "delete", 0, 0,
 		[]string{"delete"}, "only delete is supported; compaction comes later"),

@@ -56,6 +56,9 @@ type Config struct {
 
 	// Limits bounds fetch responses and topic creation (limits.go).
 	Limits LimitsConfig
+
+	// Fetcher holds the follower fetcher's settings (fetcher_config.go).
+	Fetcher FetcherConfig
 }
 
 // TopicConfigDef describes one topic-level setting Sluice understands.
@@ -116,6 +119,7 @@ func DefaultConfig() Config {
 		TopicDefaults:            map[string]string{},
 		Groups:                   DefaultGroupConfig(),
 		Limits:                   DefaultLimitsConfig(),
+		Fetcher:                  DefaultFetcherConfig(),
 
 		ProducerSnapshotEveryBatches: replica.DefaultSnapshotEveryBatches,
 	}
@@ -187,6 +191,9 @@ func (c *Config) Set(name, value string) error {
 		if ok, err := c.Limits.set(name, value); ok {
 			return err
 		}
+		if ok, err := c.Fetcher.set(name, value); ok {
+			return err
+		}
 		return fmt.Errorf("unknown setting %q", name)
 	}
 	if err != nil {
@@ -202,6 +209,7 @@ func SettingNames() []string {
 		"sluice.max.partitions", "sluice.producer.snapshot.interval.batches"}
 	names = append(names, groupSettingNames...)
 	names = append(names, limitSettingNames()...)
+	names = append(names, fetcherSettingNames()...)
 	for _, d := range TopicConfigDefs {
 		names = append(names, d.Name)
 		if d.BrokerName != d.Name {

@@ -34,6 +34,8 @@ const (
 	// PendingController is a request to the cluster's controller, or a creation
 	// forwarded to its node, awaiting the answer (controller_port.go).
 	PendingController PendingKind = "controller"
+	// PendingFollower is a follower link's request to its leader, or its backoff.
+	PendingFollower PendingKind = "follower-fetch"
 )
 
 // PendingOp is one piece of work the broker waits on.
@@ -95,7 +97,8 @@ func (rm *replicaManager) pending(out []PendingOp) []PendingOp {
 		case timerOpenChunk:
 			out = append(out, PendingOp{Kind: PendingTimer, What: "open next chunk",
 				Waits: timer, Since: t.set})
-		case timerGroup, timerOffsetExpiry, timerRetention: // not ours, or not listed
+		case timerGroup, timerOffsetExpiry, timerRetention, timerFetcherBackoff:
+			// not ours, not listed, or listed with their link (fetcherPending)
 		default:
 			core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
 		}
@@ -105,6 +108,7 @@ func (rm *replicaManager) pending(out []PendingOp) []PendingOp {
 			Waits: fmt.Sprintf("%d logs to open, %d operations waiting", n,
 				len(rm.opens.waiters)), Since: rm.now})
 	}
+	out = rm.fetcherPending(out)
 	for _, tp := range sortedKeys(rm.syncs) {
 		s := rm.syncs[tp]
 		out = append(out, PendingOp{Kind: PendingSync, What: tp.String(),

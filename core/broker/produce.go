@@ -350,6 +350,7 @@ func (rm *replicaManager) syncDone(in SyncDone) {
 		rm.hit(pSyncStale)
 		return // the partition was deleted (and maybe recreated) meanwhile
 	}
+	defer rm.followerSynced(in.TP) // a follower may fetch again (fetcher.go, F2)
 	moved := rep.SyncCompleted(in.Err)
 	if in.Err != nil || rep.Offline() {
 		// Offline: a write failed while the sync ran and the log may have dropped what

@@ -36,6 +36,8 @@ type replicaManager struct {
 	sessions sessionCache // incremental fetch sessions (fetch_session.go)
 	opens    openState    // new partitions whose logs are still to open (open_queue.go)
 	timers   timerTable   // produce timeouts, fetch waits, open chunks, retention
+
+	fetcher fetcherState // the partitions this node follows (fetcher.go)
 }
 
 func newReplicaManager(n *node) *replicaManager {
@@ -68,12 +70,14 @@ func (rm *replicaManager) openReplica(tp core.TopicPartition) {
 		return
 	}
 	rm.replicas[tp] = r
+	rm.fetcherLogOpened(tp)
 }
 
 // removeReplica closes a deleted partition and removes its log, also when the log did
 // not open (a read error at recovery): left behind, it would be recovered into the
 // next topic of the same name.
 func (rm *replicaManager) removeReplica(tp core.TopicPartition) {
+	rm.unfollow(tp)
 	rm.noteOpen(tp, nil)
 	rm.forgetOpen(tp)
 	if r := rm.replicas[tp]; r != nil {

@@ -23,6 +23,7 @@ const (
 	timerGroup                               // a group's next deadline (sessions, delays)
 	timerOffsetExpiry                        // offsets.retention.check.interval.ms
 	timerRetention                           // log.retention.check.interval.ms
+	timerFetcherBackoff                      // a follower link's replica.fetch.backoff.ms
 )
 
 func (k timerKind) String() string {
@@ -39,6 +40,8 @@ func (k timerKind) String() string {
 		return "offset-expiry"
 	case timerRetention:
 		return "retention"
+	case timerFetcherBackoff:
+		return "fetcher-backoff"
 	default:
 		return fmt.Sprintf("timer(%d)", uint8(k))
 	}
@@ -52,6 +55,7 @@ type brokerTimer struct {
 	produce *pendingProduce // timerProduceTimeout
 	fetch   *fetchWait      // timerFetchWait
 	group   string          // timerGroup
+	leader  int32           // timerFetcherBackoff: the link's leader node
 }
 
 // timerTable is one part's live timers by id. Ids come from the node's one token
@@ -118,6 +122,8 @@ func (b *Broker) timerFired(id uint64) {
 		gc.offsetExpiryPass()
 	case timerRetention:
 		rm.retentionPass()
+	case timerFetcherBackoff:
+		rm.fetcherTimerFired(t.leader)
 	default:
 		core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
 	}
