@@ -45,6 +45,8 @@ type fetchWait struct {
 	m          *kmsg.FetchRequest
 	tps        []core.TopicPartition
 	startBytes []int64 // replica BytesVisible per tps entry when parked
+	follower   bool    // a follower's fetch: woken by appends (follower_fetch.go)
+	startEnd   []int64 // follower: replica EndOffset per tps entry when parked
 	have       int     // bytes available when parked
 	timer      uint64
 	done       bool
@@ -64,7 +66,7 @@ func (rm *replicaManager) handleFetch(r Request, m *kmsg.FetchRequest) {
 		rm.reply(r, resp)
 		return
 	}
-	resp, n, anyErr := rm.readFetch(m)
+	resp, n, anyErr := rm.readFetch(m, true)
 	if m.MaxWaitMillis <= 0 || n >= int(max(m.MinBytes, 1)) || anyErr ||
 		rm.fetches.count >= rm.cfg.MaxWaitingFetches || rm.fetches.draining {
 		rm.reply(r, resp)
@@ -75,16 +77,24 @@ func (rm *replicaManager) handleFetch(r Request, m *kmsg.FetchRequest) {
 }
 
 // readFetch builds the response from what is readable now and returns it with the
-// number of record bytes in it and whether any partition had an error.
-func (rm *replicaManager) readFetch(m *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool) {
+// number of record bytes in it and whether any partition had an error. first is false
+// for the re-read of a parked fetch (a follower's fetch is recorded once).
+func (rm *replicaManager) readFetch(m *kmsg.FetchRequest, first bool) (*kmsg.FetchResponse,
+	int, bool) {
 	resp := m.ResponseKind().(*kmsg.FetchResponse)
 	budget := rm.fetchBudget(m)
+	follower := rm.isFollowerFetch(m)
 	total, anyErr := 0, false
 	for _, t := range m.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
-			rp := rm.readFetchPartition(t.Topic, &p, budget-total, total > 0)
+			var rp kmsg.FetchResponseTopicPartition
+			if follower {
+				rp = rm.readFollowerPartition(m, t.Topic, &p, budget-total, total > 0, first)
+			} else {
+				rp = rm.readFetchPartition(t.Topic, &p, budget-total, total > 0)
+			}
 			total += len(rp.RecordBatches)
 			anyErr = anyErr || rp.ErrorCode != 0
 			rt.Partitions = append(rt.Partitions, rp)
@@ -114,9 +124,10 @@ func (rm *replicaManager) readFetchPartition(topic string, p *kmsg.FetchRequestT
 	// Never null: librdkafka rejects a null record set (Fetch v4–v11) as a parse error.
 	rp.RecordBatches = []byte{}
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-	rep, code := rm.replicaFor(core.TopicPartition{Topic: topic, Partition: p.Partition})
+	tp := core.TopicPartition{Topic: topic, Partition: p.Partition}
+	rep, code := rm.replicaFor(tp)
 	if code == 0 {
-		code = checkCurrentLeaderEpoch(p.CurrentLeaderEpoch)
+		code = rm.checkLeader(tp, p.CurrentLeaderEpoch)
 	}
 	if code != 0 {
 		rp.ErrorCode = code
@@ -143,7 +154,10 @@ func (rm *replicaManager) readFetchPartition(topic string, p *kmsg.FetchRequestT
 }
 
 func (rm *replicaManager) parkFetch(r Request, m *kmsg.FetchRequest, have int) {
-	w := &fetchWait{req: r, m: m, have: have}
+	w := &fetchWait{req: r, m: m, have: have, follower: rm.isFollowerFetch(m)}
+	if w.follower {
+		rm.hit(pFollowerParked)
+	}
 	if rm.fetches.byTP == nil {
 		rm.fetches.byTP = map[core.TopicPartition][]*fetchWait{}
 		rm.fetches.byConn = map[uint64][]*fetchWait{}
@@ -151,12 +165,15 @@ func (rm *replicaManager) parkFetch(r Request, m *kmsg.FetchRequest, have int) {
 	for _, t := range m.Topics {
 		for _, p := range t.Partitions {
 			tp := core.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-			var start int64
+			var start, end int64
 			if rep := rm.replicas[tp]; rep != nil {
-				start = rep.BytesVisible()
+				start, end = rep.BytesVisible(), rep.EndOffset()
 			}
 			w.tps = append(w.tps, tp)
 			w.startBytes = append(w.startBytes, start)
+			if w.follower {
+				w.startEnd = append(w.startEnd, end)
+			}
 			rm.fetches.byTP[tp] = append(rm.fetches.byTP[tp], w)
 		}
 	}
@@ -190,6 +207,9 @@ func (rm *replicaManager) fetchDataArrived(tp core.TopicPartition) {
 }
 
 func (rm *replicaManager) fetchHasEnough(w *fetchWait) bool {
+	if w.follower {
+		return rm.followerHasEnough(w)
+	}
 	got := int64(w.have)
 	for i, tp := range w.tps {
 		rep := rm.replicas[tp]
@@ -208,7 +228,7 @@ func (rm *replicaManager) answerFetch(w *fetchWait) {
 		return
 	}
 	rm.dropFetch(w)
-	resp, _, _ := rm.readFetch(w.m)
+	resp, _, _ := rm.readFetch(w.m, false)
 	rm.reply(w.req, resp)
 }
 

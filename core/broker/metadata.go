@@ -27,6 +27,8 @@ package broker
 // Authorized-operations fields keep their "not provided" default.
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -147,6 +149,10 @@ func (b *Broker) topicMetadata(t *meta.Topic) kmsg.MetadataResponseTopic {
 	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, t.Partitions)
 	us := b.cfg.NodeID
 	for p := int32(0); p < t.Partitions; p++ {
+		if t.States != nil {
+			mt.Partitions = append(mt.Partitions, b.assignedPartitionMetadata(t, p))
+			continue
+		}
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p
 		mp.LeaderEpoch = leaderEpoch
@@ -170,4 +176,38 @@ func (b *Broker) topicMetadata(t *meta.Topic) kmsg.MetadataResponseTopic {
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// assignedPartitionMetadata describes partition p of an assigned topic from the image:
+// its leader, leader epoch, replicas and ISR; replicas on brokers that are not live
+// (fenced or unregistered, when brokers are registered) and this node's own replica when
+// its log did not open are offline. No leader → LEADER_NOT_AVAILABLE; a leader here
+// whose log is still opening → LEADER_NOT_AVAILABLE, one whose log did not open →
+// KAFKA_STORAGE_ERROR.
+func (b *Broker) assignedPartitionMetadata(t *meta.Topic, p int32) kmsg.MetadataResponseTopicPartition {
+	s := t.States[p]
+	tp := core.TopicPartition{Topic: t.Name, Partition: p}
+	mp := kmsg.NewMetadataResponseTopicPartition()
+	mp.Partition, mp.Leader, mp.LeaderEpoch = p, s.Leader, s.LeaderEpoch
+	mp.Replicas = slices.Clone(s.Replicas)
+	mp.ISR = slices.Clone(s.ISR)
+	mp.OfflineReplicas = []int32{}
+	registered := len(b.image.Brokers()) > 0
+	_, failed := b.openErrs[tp]
+	for _, id := range s.Replicas {
+		br, ok := b.image.Broker(id)
+		down := registered && (!ok || br.State == meta.BrokerFenced)
+		if (id != b.cfg.NodeID && down) || (id == b.cfg.NodeID && failed) {
+			mp.OfflineReplicas = append(mp.OfflineReplicas, id)
+		}
+	}
+	switch {
+	case s.Leader == meta.NoLeader:
+		mp.ErrorCode = kerr.LeaderNotAvailable.Code
+	case s.Leader == b.cfg.NodeID && b.opening(tp):
+		mp.ErrorCode, mp.Leader = kerr.LeaderNotAvailable.Code, -1
+	case s.Leader == b.cfg.NodeID && b.replicas[tp] == nil:
+		mp.ErrorCode, mp.Leader = kerr.KafkaStorageError.Code, -1
+	}
+	return mp
 }

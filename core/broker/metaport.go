@@ -104,6 +104,7 @@ func (b *Broker) metaLeaderChanged(in MetaLeaderChanged) {
 	core.Invariant(in.Epoch > b.metaPort.epoch, "B10",
 		"metadata leader epoch %d after %d", in.Epoch, b.metaPort.epoch)
 	b.metaPort.leader, b.metaPort.epoch = in.Leader, in.Epoch
+	b.metaLeader = in.Leader
 	b.lg.Debug("metadata leader", zap.Int32("leader", in.Leader), zap.Uint64("epoch", in.Epoch))
 }
 

@@ -41,6 +41,10 @@ type node struct {
 
 	nextToken uint64 // every timer, sync and proposal id (token)
 
+	// metaLeader is the metadata quorum's leader (MetaLeaderChanged), -1 while unknown:
+	// where the controller runs, to which ISR changes go (isr_changes.go).
+	metaLeader int32
+
 	// dec inflates compressed batches for exact ListOffsets by time; nil answers a
 	// compressed batch's base offset instead (see WithDecompressor).
 	dec batch.Decompressor

@@ -31,6 +31,7 @@ const (
 	PendingSync        PendingKind = "fsync"        // an fsync in flight
 	PendingTimer       PendingKind = "timer"        // a group deadline or an open chunk
 	PendingGroup       PendingKind = "group"        // JoinGroup/SyncGroup held by its group
+	PendingISRChange   PendingKind = "isr-change"   // an AlterPartition this leader asked for
 )
 
 // PendingOp is one piece of work the broker waits on.
@@ -92,7 +93,8 @@ func (rm *replicaManager) pending(out []PendingOp) []PendingOp {
 		case timerOpenChunk:
 			out = append(out, PendingOp{Kind: PendingTimer, What: "open next chunk",
 				Waits: timer, Since: t.set})
-		case timerGroup, timerOffsetExpiry, timerRetention: // not ours, or not listed
+		case timerGroup, timerOffsetExpiry, timerRetention, timerISRCheck, timerAlterISR:
+			// not ours, periodic, or listed below (ISR changes)
 		default:
 			core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
 		}
@@ -101,6 +103,12 @@ func (rm *replicaManager) pending(out []PendingOp) []PendingOp {
 		out = append(out, PendingOp{Kind: PendingOpen, What: "partition logs",
 			Waits: fmt.Sprintf("%d logs to open, %d operations waiting", n,
 				len(rm.opens.waiters)), Since: rm.now})
+	}
+	for _, tp := range sortedKeys(rm.isr.alters) {
+		a := rm.isr.alters[tp]
+		out = append(out, PendingOp{Kind: PendingISRChange, What: "AlterPartition " +
+			tp.String(), Waits: fmt.Sprintf("%v isr=%v partition_epoch=%d peer=%d timer=%d",
+			a.phase, a.newISR, a.partitionEpoch, a.peer, a.timer), Since: a.since})
 	}
 	for _, tp := range sortedKeys(rm.syncs) {
 		s := rm.syncs[tp]

@@ -123,6 +123,9 @@ func (rm *replicaManager) producePartition(tp core.TopicPartition, records []byt
 	rp *kmsg.ProduceResponseTopicPartition, acks int16) (produceWait, bool) {
 	rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 	rep, code := rm.replicaFor(tp)
+	if code == 0 {
+		code = rm.checkLeader(tp, -1)
+	}
 	if code == 0 && isInternalTopic(tp.Topic) {
 		code = kerr.InvalidTopicException.Code // only the broker writes internal topics
 	}
@@ -130,7 +133,7 @@ func (rm *replicaManager) producePartition(tp core.TopicPartition, records []byt
 		rp.ErrorCode = code
 		return produceWait{}, false
 	}
-	if acks == -1 && !rep.EnoughInSync() {
+	if acks == -1 && !rm.enoughInSync(tp, rep) {
 		// Checked before appending, as Kafka does: nothing is written that could not be
 		// acknowledged.
 		rp.ErrorCode = kerr.NotEnoughReplicas.Code
@@ -174,6 +177,9 @@ func (rm *replicaManager) replicaFor(tp core.TopicPartition) (*replica.Replica, 
 	}
 	if rm.opening(tp) {
 		return nil, kerr.LeaderNotAvailable.Code // its log opens in a later step
+	}
+	if code, ok := rm.notHostedCode(tp); ok {
+		return nil, code // another node's partition (placement.go)
 	}
 	if t := rm.image.Topic(tp.Topic); t != nil && tp.Partition >= 0 && tp.Partition < t.Partitions {
 		rm.hit(pProduceLogNotOpen)
@@ -251,6 +257,12 @@ func (rm *replicaManager) hwmAdvanced(tp core.TopicPartition) {
 				continue
 			}
 			if rep.HighWatermark() >= w.offset {
+				if !rm.enoughAfterAppend(tp) {
+					// Kafka's answer when the ISR shrank below min.insync.replicas while
+					// the batch waited: it is in the log, but fewer replicas hold it.
+					rm.hit(pAfterAppend)
+					w.part.ErrorCode = kerr.NotEnoughReplicasAfterAppend.Code
+				}
 				rm.produceWaitDone(w)
 				continue
 			}
@@ -338,6 +350,7 @@ func (rm *replicaManager) requestSyncs() {
 		if !rep.FlushAlways() {
 			rm.hwmAdvanced(tp)
 		}
+		rm.followerDataArrived(tp)
 	}
 }
 

@@ -34,7 +34,12 @@ type replicaManager struct {
 	produces produceState
 	fetches  fetchState
 	opens    openState  // new partitions whose logs are still to open (open_queue.go)
-	timers   timerTable // produce timeouts, fetch waits, open chunks, retention
+	timers   timerTable // produce timeouts, fetch waits, open chunks, retention, ISR
+
+	// roles holds the role applied to each hosted assigned partition (placement.go);
+	// isr the ISR changes in flight and the ISR check's timer (isr_changes.go).
+	roles map[core.TopicPartition]partitionRole
+	isr   isrState
 }
 
 func newReplicaManager(n *node) *replicaManager {
@@ -67,6 +72,9 @@ func (rm *replicaManager) openReplica(tp core.TopicPartition) {
 		return
 	}
 	rm.replicas[tp] = r
+	if rm.opens.live {
+		rm.applyRole(tp) // at Start, once the replay is done (Broker.start)
+	}
 }
 
 // removeReplica closes a deleted partition and removes its log, also when the log did
@@ -75,6 +83,11 @@ func (rm *replicaManager) openReplica(tp core.TopicPartition) {
 func (rm *replicaManager) removeReplica(tp core.TopicPartition) {
 	rm.noteOpen(tp, nil)
 	rm.forgetOpen(tp)
+	rm.dropAlter(tp)
+	if _, ok := rm.roles[tp]; ok {
+		delete(rm.roles, tp)
+		rm.unfollow(tp)
+	}
 	if r := rm.replicas[tp]; r != nil {
 		delete(rm.replicas, tp)
 		rm.partitionGone(tp)

@@ -23,6 +23,8 @@ const (
 	timerGroup                               // a group's next deadline (sessions, delays)
 	timerOffsetExpiry                        // offsets.retention.check.interval.ms
 	timerRetention                           // log.retention.check.interval.ms
+	timerISRCheck                            // replica.lag.time.max.ms/2: shrink ISRs
+	timerAlterISR                            // an ISR change's retry or expiry
 )
 
 func (k timerKind) String() string {
@@ -39,6 +41,10 @@ func (k timerKind) String() string {
 		return "offset-expiry"
 	case timerRetention:
 		return "retention"
+	case timerISRCheck:
+		return "isr-check"
+	case timerAlterISR:
+		return "isr-change"
 	default:
 		return fmt.Sprintf("timer(%d)", uint8(k))
 	}
@@ -49,9 +55,10 @@ func (k timerKind) String() string {
 type brokerTimer struct {
 	kind    timerKind
 	set, at core.Time
-	produce *pendingProduce // timerProduceTimeout
-	fetch   *fetchWait      // timerFetchWait
-	group   string          // timerGroup
+	produce *pendingProduce     // timerProduceTimeout
+	fetch   *fetchWait          // timerFetchWait
+	group   string              // timerGroup
+	tp      core.TopicPartition // timerAlterISR
 }
 
 // timerTable is one part's live timers by id. Ids come from the node's one token
@@ -118,6 +125,10 @@ func (b *Broker) timerFired(id uint64) {
 		gc.offsetExpiryPass()
 	case timerRetention:
 		rm.retentionPass()
+	case timerISRCheck:
+		rm.isrCheck()
+	case timerAlterISR:
+		rm.alterTimerFired(t.tp, id)
 	default:
 		core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
 	}

@@ -1,0 +1,174 @@
+package broker
+
+// Hosting partitions by their placement, and the role of each hosted replica.
+//
+// A partition of an assigned topic (its TopicCreated carried partition states,
+// docs/controller.md) is hosted by the nodes in its replicas, led by its leader in its
+// leader epoch; the others follow. A partition of an unassigned topic (a single node's
+// data directory) is hosted and led here in epoch 0, as before placement existed: none
+// of this touches it.
+//
+// The replica manager opens a log when this node joins a partition's replicas (its
+// creation, or a PartitionChange adding it) and closes and removes it when the node
+// leaves them, as a topic deletion does. The role follows the image: leader == this
+// node → BecomeLeader(leader epoch), the ISR set from the image (the maximal ISR while
+// an expansion is pending, isr_changes.go) and the followers' tracking started afresh;
+// otherwise BecomeFollower(leader epoch) and the fetcher told whom to follow. Roles are
+// applied when a record changes a partition, at Start once the replay is done, and when
+// a queued log finishes opening (open_queue.go).
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/meta"
+	"github.com/sluicemq/sluice/core/replica"
+)
+
+// partitionRole is the role last applied to a hosted replica of an assigned partition.
+type partitionRole struct {
+	leader      int32 // the leader it was applied for (meta.NoLeader: none)
+	leaderEpoch int32
+}
+
+// hostedHere says whether this node hosts tp by the image: every partition of an
+// unassigned topic, a partition of an assigned one when this node is in its replicas.
+func (n *node) hostedHere(tp core.TopicPartition) bool {
+	s, assigned, ok := n.image.Partition(tp.Topic, tp.Partition)
+	if !ok {
+		return false
+	}
+	return !assigned || slices.Contains(s.Replicas, n.cfg.NodeID)
+}
+
+// assignedState returns tp's state when tp is a partition of an assigned topic.
+func (n *node) assignedState(tp core.TopicPartition) (meta.PartitionState, bool) {
+	s, assigned, ok := n.image.Partition(tp.Topic, tp.Partition)
+	return s, ok && assigned
+}
+
+// holds says whether the replica manager has tp open, queued or failed to open it.
+func (rm *replicaManager) holds(tp core.TopicPartition) bool {
+	_, failed := rm.openErrs[tp]
+	return rm.replicas[tp] != nil || rm.opening(tp) || failed
+}
+
+// partitionChanged brings tp in line with a PartitionChange just applied: opens its
+// log when this node joined the replicas, removes it when it left, else applies the
+// role. At the Start replay, leave is the replay's verdict (replay): a node that left
+// and joined again later in the log keeps the log it holds now.
+func (rm *replicaManager) partitionChanged(tp core.TopicPartition, leave bool) {
+	switch here := rm.hostedHere(tp); {
+	case here && !rm.holds(tp):
+		rm.hit(pPlacementJoined)
+		rm.queueOpen(tp)
+		if rm.opens.live {
+			rm.openSome()
+		}
+	case !here && rm.holds(tp) && leave:
+		rm.hit(pPlacementLeft)
+		rm.lg.Info("replica moved off this node", zap.Stringer("tp", tp))
+		rm.removeReplica(tp)
+	case here && rm.opens.live:
+		rm.applyRole(tp)
+	}
+}
+
+// applyRoles applies every hosted assigned partition's role, in partition order (at
+// Start, after the replay).
+func (rm *replicaManager) applyRoles() {
+	for _, tp := range rm.sortedPartitions() {
+		rm.applyRole(tp)
+	}
+}
+
+// applyRole makes tp's hosted replica lead or follow as the image says. Unassigned
+// partitions are left alone: they lead in epoch 0 as they always did.
+func (rm *replicaManager) applyRole(tp core.TopicPartition) {
+	rep := rm.replicas[tp]
+	s, assigned := rm.assignedState(tp)
+	if rep == nil || !assigned {
+		return
+	}
+	if rm.roles == nil {
+		rm.roles = map[core.TopicPartition]partitionRole{}
+	}
+	prev, known := rm.roles[tp]
+	changed := !known || prev.leader != s.Leader || prev.leaderEpoch != s.LeaderEpoch
+	rm.roles[tp] = partitionRole{leader: s.Leader, leaderEpoch: s.LeaderEpoch}
+	if s.Leader == rm.cfg.NodeID {
+		rm.lead(tp, rep, s, changed)
+		return
+	}
+	if !rep.Follower() || changed {
+		rm.resign(tp, rep)
+		rep.BecomeFollower(s.LeaderEpoch)
+	}
+	if !changed {
+		return
+	}
+	if s.Leader == meta.NoLeader {
+		rm.unfollow(tp)
+		return
+	}
+	rm.follow(tp, s.Leader, s.LeaderEpoch)
+}
+
+// lead makes rep the leader of tp in s's epoch (newEpoch: the leader or its epoch just
+// changed) and sets its ISR from the image.
+func (rm *replicaManager) lead(tp core.TopicPartition, rep *replica.Replica,
+	s meta.PartitionState, newEpoch bool) {
+	if newEpoch || rep.Follower() {
+		if rep.Follower() {
+			rm.unfollow(tp)
+		}
+		if err := rep.BecomeLeader(s.LeaderEpoch); err != nil {
+			// The log holds a newer epoch than the image's: it cannot lead in this one.
+			// It serves nothing as leader until a newer epoch comes.
+			rm.lg.Error("cannot lead partition", zap.Stringer("tp", tp), zap.Error(err))
+			rm.resign(tp, rep)
+			rep.BecomeFollower(s.LeaderEpoch)
+			return
+		}
+		rm.hit(pPlacementLead)
+		rm.lg.Info("leading partition", zap.Stringer("tp", tp),
+			zap.Int32("leader_epoch", s.LeaderEpoch), zap.Int32s("isr", s.ISR))
+		rm.dropAlter(tp) // one in flight was for the previous epoch
+	}
+	rm.supersedeAlter(tp, s)
+	moved := rep.SetISR(rm.maximalISR(tp, s))
+	if newEpoch {
+		rep.ResetFollowers(others(s.Replicas, rm.cfg.NodeID), rm.now.Millis())
+		rm.armISRCheck()
+	}
+	if moved {
+		rm.hwmAdvanced(tp)
+	}
+}
+
+// resign ends tp's leadership here (if it led): the acks=all produces waiting on it
+// are answered NOT_LEADER_OR_FOLLOWER (the new leader may not have their batches), as
+// Kafka answers its delayed produces, parked fetches are answered, and an ISR change in
+// flight is forgotten.
+func (rm *replicaManager) resign(tp core.TopicPartition, rep *replica.Replica) {
+	rm.dropAlter(tp)
+	if rep.Follower() {
+		return
+	}
+	rm.hit(pPlacementResign)
+	rm.partitionFailed(tp, kerr.NotLeaderForPartition.Code)
+}
+
+// others returns ids without self.
+func others(ids []int32, self int32) []int32 {
+	out := make([]int32, 0, len(ids))
+	for _, id := range ids {
+		if id != self {
+			out = append(out, id)
+		}
+	}
+	return out
+}
