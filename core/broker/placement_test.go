@@ -111,7 +111,7 @@ func TestLeaderOnlyRequestsOnAFollower(t *testing.T) {
 	h.commitAll(assignedTopicRecord("r", nil,
 		pstate(ids(2, 1), ids(2, 1), 2, 4, 0), // followed here
 		pstate(ids(2, 3), ids(2, 3), 2, 0, 0), // elsewhere
-		pstate(ids(1, 2), ids(1), 1, 7, 0), // led here
+		pstate(ids(1, 2), ids(1), 1, 7, 0),    // led here
 	))
 	for _, p := range []int32{0, 1} {
 		pr := producePart(t, h.do(produceReq(1, "r", p, values("x"))))
