@@ -2,6 +2,7 @@ package runtime
 
 import (
 	crand "crypto/rand"
+	"fmt"
 	"math/rand"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,21 +33,26 @@ const (
 
 var codeNotController = kerr.NotController.Code
 
-// ctlCall is a controller request waiting for its answer: from a connection, or from
-// this node's lifecycle (local, with the lifecycle's RPC id).
+// ctlCall is a controller request waiting for its answer: from a connection, from
+// this node's lifecycle (local, with the lifecycle's RPC id), or from this node's
+// broker (broker: its SendPeer to its own node, answered as a PeerReply with peerID).
 type ctlCall struct {
 	conn, reqID uint64
 	req         kmsg.Request
 	local       bool
 	lcID        uint64
+	broker      bool
+	peerID      uint64
 }
 
-// localMsg is a delivery between the two actors of this node, made after the step.
+// localMsg is a delivery between the actors of this node, made after the step.
 type localMsg struct {
 	toController bool
 	call         uint64 // toController: the controller request id
 	msg          controller.Message
 	reply        lifecycle.Reply // to the lifecycle
+	toBroker     bool
+	peer         broker.PeerReply // toBroker: the answer to the broker's SendPeer
 }
 
 type cluster struct {
@@ -127,7 +133,7 @@ func (c *cluster) route(now core.Time, in broker.Input) bool {
 		}
 		c.next++
 		c.calls[c.next] = ctlCall{conn: in.Conn, reqID: in.ID, req: in.Msg}
-		c.ctl.Step(now, controller.Request{ID: c.next, Msg: msg})
+		c.ctl.Step(now, controller.Request{ID: c.next, Msg: c.resolveTopic(msg, in.Msg)})
 	default:
 		return false
 	}
@@ -141,9 +147,12 @@ func (c *cluster) drain(now core.Time) {
 	for len(c.local) > 0 {
 		m := c.local[0]
 		c.local = c.local[1:]
-		if m.toController {
+		switch {
+		case m.toController:
 			c.ctl.Step(now, controller.Request{ID: m.call, Msg: m.msg})
-		} else {
+		case m.toBroker:
+			c.n.b.Step(now, m.peer)
+		default:
 			c.lc.Step(now, m.reply)
 		}
 	}
@@ -157,6 +166,36 @@ func (c *cluster) peerReply(now core.Time, in broker.PeerReply) {
 		r.Resp, r.Err = resp, err
 	}
 	c.lc.Step(now, r)
+}
+
+// sendLocal delivers the broker's SendPeer to its own node's controller (an
+// AlterPartition when this node leads both the quorum and the partition), after the
+// step, as the lifecycle's RPCs are; the answer comes back as its PeerReply.
+func (c *cluster) sendLocal(p broker.PeerRequest) {
+	msg, ok := controllerRequest(p.Msg)
+	if !ok {
+		c.local = append(c.local, localMsg{toBroker: true, peer: broker.PeerReply{
+			Node: p.Node, ID: p.ID, Err: fmt.Errorf("no local route for %T", p.Msg)}})
+		return
+	}
+	c.next++
+	c.calls[c.next] = ctlCall{req: p.Msg, broker: true, peerID: p.ID}
+	c.local = append(c.local, localMsg{toController: true, call: c.next,
+		msg: c.resolveTopic(msg, p.Msg)})
+}
+
+// resolveTopic names the topic of an AlterPartition sent at v2+ (by id only) from the
+// controller's image.
+func (c *cluster) resolveTopic(msg controller.Message, req kmsg.Request) controller.Message {
+	ap, ok := msg.(controller.AlterPartition)
+	r, isAlter := req.(*kmsg.AlterPartitionRequest)
+	if !ok || !isAlter || ap.Topic != "" || len(r.Topics) == 0 {
+		return msg
+	}
+	if t := c.ctl.Image().TopicByID(r.Topics[0].TopicID); t != nil {
+		ap.Topic = t.Name
+	}
+	return ap
 }
 
 // learnAddr records where a registered broker listens, for the inter-broker client.
@@ -179,6 +218,12 @@ func (e ctlEnv) Answer(id uint64, resp controller.Response) {
 		return
 	}
 	delete(e.c.calls, id)
+	if call.broker {
+		e.c.local = append(e.c.local, localMsg{toBroker: true, peer: broker.PeerReply{
+			Node: e.c.n.opts.Config.NodeID, ID: call.peerID,
+			Msg: controllerResponse(call.req, resp)}})
+		return
+	}
 	if call.local {
 		e.c.local = append(e.c.local, localMsg{reply: lifecycle.Reply{ID: call.lcID,
 			Resp: resp}})

@@ -5,14 +5,18 @@ import (
 	stdnet "net"
 	"strconv"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/core/controller"
 )
 
-// The controller's RPCs on the wire: BrokerRegistration and BrokerHeartbeat, Kafka's own
-// messages (kmsg), converted to and from the controller's typed messages here so that
-// core/ never sees the codec's shapes. Only the listener named PLAINTEXT is read: Sluice
+// The controller's RPCs on the wire: BrokerRegistration, BrokerHeartbeat and
+// AlterPartition (a partition leader's ISR change, core/broker/isr_changes.go), Kafka's
+// own messages (kmsg), converted to and from the controller's typed messages here so that
+// core/ never sees the codec's shapes. An AlterPartition carries one partition (the
+// broker sends one per request); from v2 it names the topic by id only, which the node
+// resolves on its controller's image (cluster.resolveTopic). Only the listener named PLAINTEXT is read: Sluice
 // has one listener per node (docs/controller.md, "Broker lifecycle").
 
 // controllerRequest converts a controller RPC a peer sent; ok is false for other keys.
@@ -35,8 +39,30 @@ func controllerRequest(req kmsg.Request) (controller.Message, bool) {
 		}
 		return controller.Heartbeat{NodeID: m.BrokerID, BrokerEpoch: m.BrokerEpoch,
 			MetadataIndex: idx, WantFence: m.WantFence}, true
+	case *kmsg.AlterPartitionRequest:
+		return alterPartitionRequest(m), true
 	}
 	return nil, false
+}
+
+// alterPartitionRequest converts an AlterPartition's first partition (the broker sends
+// one per request; an empty request converts to one the controller refuses).
+func alterPartitionRequest(m *kmsg.AlterPartitionRequest) controller.AlterPartition {
+	ap := controller.AlterPartition{NodeID: m.BrokerID, BrokerEpoch: m.BrokerEpoch,
+		Partition: -1}
+	if len(m.Topics) == 0 || len(m.Topics[0].Partitions) == 0 {
+		return ap
+	}
+	t, p := m.Topics[0], m.Topics[0].Partitions[0]
+	ap.Topic, ap.Partition = t.Topic, p.Partition
+	ap.LeaderEpoch, ap.PartitionEpoch = p.LeaderEpoch, p.PartitionEpoch
+	ap.NewISR = append([]int32(nil), p.NewISR...)
+	if len(ap.NewISR) == 0 {
+		for _, e := range p.NewEpochISR {
+			ap.NewISR = append(ap.NewISR, e.BrokerID)
+		}
+	}
+	return ap
 }
 
 // controllerResponse converts the controller's answer to the wire response of req.
@@ -54,8 +80,30 @@ func controllerResponse(req kmsg.Request, resp controller.Response) kmsg.Respons
 		if r, ok := resp.(controller.HeartbeatResponse); ok {
 			o.IsFenced, o.ShouldShutdown, o.IsCaughtUp = r.Fenced, r.ShuttingDown, !r.Fenced
 		}
+	case *kmsg.AlterPartitionResponse:
+		alterPartitionResponse(req.(*kmsg.AlterPartitionRequest), o, resp)
 	}
 	return out
+}
+
+// alterPartitionResponse answers an AlterPartition's partition with the controller's
+// code and the partition's state.
+func alterPartitionResponse(req *kmsg.AlterPartitionRequest, o *kmsg.AlterPartitionResponse,
+	resp controller.Response) {
+	if len(req.Topics) == 0 || len(req.Topics[0].Partitions) == 0 {
+		o.ErrorCode = kerr.InvalidRequest.Code
+		return
+	}
+	rt := kmsg.NewAlterPartitionResponseTopic()
+	rt.Topic, rt.TopidID = req.Topics[0].Topic, req.Topics[0].TopicID
+	rp := kmsg.NewAlterPartitionResponseTopicPartition()
+	rp.Partition, rp.ErrorCode = req.Topics[0].Partitions[0].Partition, resp.ErrCode()
+	if r, ok := resp.(controller.AlterPartitionResponse); ok {
+		rp.LeaderID, rp.LeaderEpoch = r.State.Leader, r.State.LeaderEpoch
+		rp.ISR, rp.PartitionEpoch = r.State.ISR, r.State.PartitionEpoch
+	}
+	rt.Partitions = []kmsg.AlterPartitionResponseTopicPartition{rp}
+	o.Topics = []kmsg.AlterPartitionResponseTopic{rt}
 }
 
 // notControllerResponse answers a controller RPC on a node that runs no controller.
@@ -65,6 +113,8 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 	switch msg.(type) {
 	case controller.RegisterBroker:
 		resp = controller.RegisterBrokerResponse{Err: codeNotController}
+	case controller.AlterPartition:
+		resp = controller.AlterPartitionResponse{Err: codeNotController}
 	default:
 		resp = controller.HeartbeatResponse{Err: codeNotController}
 	}

@@ -46,6 +46,7 @@ var SupportedVersions = []VersionRange{
 	// broker actor.
 	{int16(kmsg.BrokerRegistration), 0, 3},
 	{int16(kmsg.BrokerHeartbeat), 0, 1},
+	{int16(kmsg.AlterPartition), 0, 3},
 }
 
 // ProduceMinBatchVersion is the first Produce version that carries v2 record batches.
