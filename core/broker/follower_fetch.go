@@ -98,6 +98,7 @@ func (rm *replicaManager) readFollowerPartition(m *kmsg.FetchRequest, topic stri
 	}
 	if record {
 		rm.hit(pFollowerFetch)
+		rm.noteHeld(tp, id, min(p.FetchOffset, rep.EndOffset()))
 		if rep.FollowerFetched(f) {
 			rm.hwmAdvanced(tp)
 		}

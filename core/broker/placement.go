@@ -99,6 +99,7 @@ func (rm *replicaManager) applyRole(tp core.TopicPartition) {
 	prev, known := rm.roles[tp]
 	changed := !known || prev.leader != s.Leader || prev.leaderEpoch != s.LeaderEpoch
 	rm.roles[tp] = partitionRole{leader: s.Leader, leaderEpoch: s.LeaderEpoch}
+	defer rm.checkRole(tp, rep, s)
 	if s.Leader == rm.cfg.NodeID {
 		rm.lead(tp, rep, s, changed)
 		return
@@ -139,8 +140,13 @@ func (rm *replicaManager) lead(tp core.TopicPartition, rep *replica.Replica,
 		rm.dropAlter(tp) // one in flight was for the previous epoch
 	}
 	rm.supersedeAlter(tp, s)
-	moved := rep.SetISR(rm.maximalISR(tp, s))
+	isr := rm.maximalISR(tp, s)
+	if mutantOn("hwm-ignores-isr") {
+		isr = nil
+	}
+	moved := rep.SetISR(isr)
 	if newEpoch {
+		rm.resetHeld(tp)
 		rep.ResetFollowers(others(s.Replicas, rm.cfg.NodeID), rm.now.Millis())
 		rm.armISRCheck()
 	}
@@ -171,4 +177,49 @@ func others(ids []int32, self int32) []int32 {
 		}
 	}
 	return out
+}
+
+// checkRole asserts B12 after a role was applied: a replica of an assigned partition
+// leads only when the image names this node its leader, in the image's leader epoch.
+func (rm *replicaManager) checkRole(tp core.TopicPartition, rep *replica.Replica,
+	s meta.PartitionState) {
+	if rep.Follower() {
+		return
+	}
+	core.Invariant(s.Leader == rm.cfg.NodeID && rep.LeaderEpoch() == s.LeaderEpoch, "B12",
+		"%s leads in epoch %d; the image says leader %d epoch %d", tp, rep.LeaderEpoch(),
+		s.Leader, s.LeaderEpoch)
+}
+
+// resetHeld starts tp's record of what its followers reported (B13) afresh, as a new
+// leadership starts.
+func (rm *replicaManager) resetHeld(tp core.TopicPartition) {
+	if rm.held == nil {
+		rm.held = map[core.TopicPartition]map[int32]int64{}
+	}
+	rm.held[tp] = map[int32]int64{}
+}
+
+// noteHeld records that follower id reported holding tp up to offset (B13).
+func (rm *replicaManager) noteHeld(tp core.TopicPartition, id int32, offset int64) {
+	if m := rm.held[tp]; m != nil {
+		m[id] = max(m[id], offset)
+	}
+}
+
+// checkHeld asserts B13 when tp's high-water mark moved: it is not past what any
+// member of the committed ISR reported holding, among those that fetched from this
+// leader.
+func (rm *replicaManager) checkHeld(tp core.TopicPartition, rep *replica.Replica) {
+	s, assigned := rm.assignedState(tp)
+	if !assigned || s.Leader != rm.cfg.NodeID || rep.Follower() {
+		return
+	}
+	for _, id := range s.ISR {
+		if held, ok := rm.held[tp][id]; ok && id != rm.cfg.NodeID {
+			core.Invariant(rep.HighWatermark() <= held, "B13",
+				"%s high-water mark %d past %d, what ISR member %d holds", tp,
+				rep.HighWatermark(), held, id)
+		}
+	}
 }

@@ -126,6 +126,10 @@ func (rm *replicaManager) producePartition(tp core.TopicPartition, records []byt
 	if code == 0 {
 		code = rm.checkLeader(tp, -1)
 	}
+	if s, assigned := rm.assignedState(tp); code == 0 && assigned {
+		core.Invariant(s.Leader == rm.cfg.NodeID, "B12", "%s: produce accepted on node %d, the leader is %d", tp, rm.cfg.NodeID,
+			s.Leader)
+	}
 	if code == 0 && isInternalTopic(tp.Topic) {
 		code = kerr.InvalidTopicException.Code // only the broker writes internal topics
 	}
@@ -249,6 +253,9 @@ func (rm *replicaManager) appendInternal(m msgAppendInternal) {
 // hwmAdvanced answers the produce waits on tp that the new high-water mark covers.
 func (rm *replicaManager) hwmAdvanced(tp core.TopicPartition) {
 	rep := rm.replicas[tp]
+	if rep != nil && rm.held != nil {
+		rm.checkHeld(tp, rep)
+	}
 	waits := rm.produces.byTP[tp]
 	if rep != nil && len(waits) > 0 {
 		kept := waits[:0]

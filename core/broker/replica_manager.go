@@ -40,6 +40,7 @@ type replicaManager struct {
 	// isr the ISR changes in flight and the ISR check's timer (isr_changes.go).
 	roles map[core.TopicPartition]partitionRole
 	isr   isrState
+	held  map[core.TopicPartition]map[int32]int64 // followers' reported ends (B13)
 }
 
 func newReplicaManager(n *node) *replicaManager {
@@ -84,6 +85,7 @@ func (rm *replicaManager) removeReplica(tp core.TopicPartition) {
 	rm.noteOpen(tp, nil)
 	rm.forgetOpen(tp)
 	rm.dropAlter(tp)
+	delete(rm.held, tp)
 	if _, ok := rm.roles[tp]; ok {
 		delete(rm.roles, tp)
 		rm.unfollow(tp)
