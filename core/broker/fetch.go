@@ -29,6 +29,10 @@ package broker
 //     FETCH_SESSION_ID_NOT_FOUND, and the client falls back to full fetches.
 //   - CurrentLeaderEpoch (v9+) is checked as in OffsetForLeaderEpoch: newer than the
 //     leader's gets UNKNOWN_LEADER_EPOCH, older FENCED_LEADER_EPOCH, -1 skips the check.
+//   - A partition of an assigned topic is served by its leader only: elsewhere
+//     NOT_LEADER_OR_FOLLOWER (leader.go); a parked fetch on a partition that stops
+//     leading here is answered at once. A follower's fetch (ReplicaID >= 0) of assigned
+//     partitions is the leader's side of replication (follower_fetch.go).
 
 import (
 	"sort"
@@ -216,6 +220,9 @@ func (rm *replicaManager) fetchHasEnough(w *fetchWait) bool {
 		if rep == nil {
 			rm.hit(pFetchPartitionGone)
 			return true // the partition went away: answer with its error now
+		}
+		if rep.Follower() {
+			return true // it stopped leading here: NOT_LEADER_OR_FOLLOWER now
 		}
 		got += rep.BytesVisible() - w.startBytes[i]
 	}

@@ -143,3 +143,22 @@ func pendingKinds(h *harness) []PendingKind {
 	}
 	return out
 }
+
+// A leader that loses its leadership answers what waits on it at once: acks=all
+// produces and parked consumer fetches get NOT_LEADER_OR_FOLLOWER.
+func TestResigningLeaderAnswersItsWaiters(t *testing.T) {
+	h := leaderHarness(t, ids(1, 2), "1")
+	produce := h.send(produceReq(-1, "r", 0, values("a")))
+	consumer := h.send(fetchReq("r", 0, 0, 5000, 1))
+	h.settle()
+	_, answered := h.reply(produce)
+	require.False(t, answered)
+	h.commitAll(changeRecord("r", 0, pstate(ids(1, 2, 3), ids(1, 2), 2, 3, 1)))
+	resp, answered := h.reply(produce)
+	require.True(t, answered)
+	requireCode(t, kerr.NotLeaderForPartition, producePart(t, resp).ErrorCode)
+	resp, answered = h.reply(consumer)
+	require.True(t, answered)
+	requireCode(t, kerr.NotLeaderForPartition, fetchOne(t, resp).ErrorCode)
+	require.Empty(t, h.b.Pending())
+}

@@ -2,8 +2,11 @@ package broker
 
 // Metadata (key 3), versions 0–12.
 //
-// Lists this single broker, the cluster id, the controller (this node) and the requested
-// topics: all of them when Topics is null (v1+) or empty (v0 only), none when it is an
+// Lists the live brokers (this node alone without registrations), the cluster id, the
+// controller (the metadata quorum's leader) and the requested topics. A partition of an
+// assigned topic is reported from the image: leader, leader epoch, replicas, ISR and
+// offline replicas, LEADER_NOT_AVAILABLE without a leader (assignedPartitionMetadata).
+// The rest of this comment is about unassigned topics. Topics: all of them when Topics is null (v1+) or empty (v0 only), none when it is an
 // empty list (v1+). Topics may be named or, from v10, given by topic ID (unknown ID →
 // UNKNOWN_TOPIC_ID). Every partition is led by this node at leader epoch 0 with replicas
 // and ISR [this node]; a partition whose log failed to open is reported with

@@ -105,8 +105,7 @@ func (rm *replicaManager) applyRole(tp core.TopicPartition) {
 		return
 	}
 	if !rep.Follower() || changed {
-		rm.resign(tp, rep)
-		rep.BecomeFollower(s.LeaderEpoch)
+		rm.follower(tp, rep, s.LeaderEpoch)
 	}
 	if !changed {
 		return
@@ -130,8 +129,7 @@ func (rm *replicaManager) lead(tp core.TopicPartition, rep *replica.Replica,
 			// The log holds a newer epoch than the image's: it cannot lead in this one.
 			// It serves nothing as leader until a newer epoch comes.
 			rm.lg.Error("cannot lead partition", zap.Stringer("tp", tp), zap.Error(err))
-			rm.resign(tp, rep)
-			rep.BecomeFollower(s.LeaderEpoch)
+			rm.follower(tp, rep, s.LeaderEpoch)
 			return
 		}
 		rm.hit(pPlacementLead)
@@ -155,17 +153,19 @@ func (rm *replicaManager) lead(tp core.TopicPartition, rep *replica.Replica,
 	}
 }
 
-// resign ends tp's leadership here (if it led): the acks=all produces waiting on it
-// are answered NOT_LEADER_OR_FOLLOWER (the new leader may not have their batches), as
-// Kafka answers its delayed produces, parked fetches are answered, and an ISR change in
-// flight is forgotten.
-func (rm *replicaManager) resign(tp core.TopicPartition, rep *replica.Replica) {
+// follower makes rep a follower in epoch. If it led, its leadership ends here: the
+// acks=all produces waiting on it are answered NOT_LEADER_OR_FOLLOWER (the new leader
+// may not have their batches), as Kafka answers its delayed produces, and parked
+// fetches are answered (with the same error). An ISR change in flight is forgotten.
+func (rm *replicaManager) follower(tp core.TopicPartition, rep *replica.Replica,
+	epoch int32) {
 	rm.dropAlter(tp)
-	if rep.Follower() {
-		return
+	led := !rep.Follower()
+	rep.BecomeFollower(epoch)
+	if led {
+		rm.hit(pPlacementResign)
+		rm.partitionFailed(tp, kerr.NotLeaderForPartition.Code)
 	}
-	rm.hit(pPlacementResign)
-	rm.partitionFailed(tp, kerr.NotLeaderForPartition.Code)
 }
 
 // others returns ids without self.

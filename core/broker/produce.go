@@ -25,7 +25,12 @@ package broker
 //     INVALID_PRODUCER_EPOCH. Transactional batches are refused (INVALID_RECORD) until
 //     transactions exist.
 //   - acks=all is refused with NOT_ENOUGH_REPLICAS, before anything is written, when
-//     the in-sync replicas (one, on a single node) are fewer than min.insync.replicas.
+//     the in-sync replicas (one, on a single node; the committed ISR of an assigned
+//     partition) are fewer than min.insync.replicas. On an assigned partition acks=all
+//     waits until every ISR member holds the batch (the high-water mark, isr_changes.go)
+//     and is answered NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
+//     min.insync.replicas meanwhile; a leader that resigns answers its waiting produces
+//     NOT_LEADER_OR_FOLLOWER. Only the partition's leader takes produces (leader.go).
 //   - acks=all waits at most the request's timeout, then REQUEST_TIMED_OUT for the
 //     partitions still waiting (their batches stay in the log; an idempotent retry gets
 //     the original offset).
