@@ -187,7 +187,8 @@ func (b *Broker) topicMetadata(t *meta.Topic) kmsg.MetadataResponseTopic {
 // its log did not open are offline. No leader → LEADER_NOT_AVAILABLE; a leader here
 // whose log is still opening → LEADER_NOT_AVAILABLE, one whose log did not open →
 // KAFKA_STORAGE_ERROR.
-func (b *Broker) assignedPartitionMetadata(t *meta.Topic, p int32) kmsg.MetadataResponseTopicPartition {
+func (b *Broker) assignedPartitionMetadata(t *meta.Topic,
+	p int32) kmsg.MetadataResponseTopicPartition {
 	s := t.States[p]
 	tp := core.TopicPartition{Topic: t.Name, Partition: p}
 	mp := kmsg.NewMetadataResponseTopicPartition()
