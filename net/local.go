@@ -8,11 +8,12 @@ import (
 	"github.com/sluicemq/sluice/core/broker"
 )
 
-// advertised is the ApiVersions key list, built once from broker.SupportedVersions.
-// Responses share it read-only.
+// advertised is the ApiVersions key list, built once from broker.AdvertisedVersions
+// (the client APIs and the inter-broker ones). Responses share it read-only.
 var advertised = func() []kmsg.ApiVersionsResponseApiKey {
-	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(broker.SupportedVersions))
-	for _, v := range broker.SupportedVersions {
+	all := broker.AdvertisedVersions()
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(all))
+	for _, v := range all {
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = v.Key, v.Min, v.Max
 		keys = append(keys, k)

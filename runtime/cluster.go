@@ -3,6 +3,7 @@ package runtime
 import (
 	crand "crypto/rand"
 	"errors"
+	"fmt"
 	"math/rand"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,17 +43,19 @@ var codeNotController = kerr.NotController.Code
 
 // ctlCall is a controller request waiting for its answer: from a connection, or from
 // this node's lifecycle or broker (local, with the lifecycle's RPC id or the broker's
-// request id).
+// request id: broker, a ControllerPort request answered as a broker.ControllerAnswer;
+// peer, the broker's SendPeer to its own node answered as a PeerReply).
 type ctlCall struct {
 	conn, reqID uint64
 	req         kmsg.Request
 	local       bool
 	localID     uint64
-	broker      bool // local, from the broker: answered as a broker.ControllerAnswer
+	broker      bool // local, from the broker's ControllerPort
+	peer        bool // local, the broker's SendPeer to this node (AlterPartition)
 }
 
 // localMsg is a delivery between the actors of this node, made after the step: to the
-// controller, to the broker (toBroker) or to the lifecycle.
+// controller, to the broker (toBroker: answer, or peer when isPeer) or to the lifecycle.
 type localMsg struct {
 	toController bool
 	call         uint64 // toController: the controller request id
@@ -60,6 +63,8 @@ type localMsg struct {
 	reply        lifecycle.Reply // to the lifecycle
 	toBroker     bool
 	answer       broker.ControllerAnswer
+	isPeer       bool
+	peer         broker.PeerReply // isPeer: the answer to the broker's SendPeer
 }
 
 type cluster struct {
@@ -145,7 +150,7 @@ func (c *cluster) route(now core.Time, in broker.Input) bool {
 		}
 		c.next++
 		c.calls[c.next] = ctlCall{conn: in.Conn, reqID: in.ID, req: in.Msg}
-		c.ctl.Step(now, controller.Request{ID: c.next, Msg: msg})
+		c.ctl.Step(now, controller.Request{ID: c.next, Msg: c.resolveTopic(msg, in.Msg)})
 	default:
 		return false
 	}
@@ -164,7 +169,11 @@ func (c *cluster) drain(now core.Time) {
 		case m.toController:
 			c.ctl.Step(now, controller.Request{ID: m.call, Msg: m.msg})
 		case m.toBroker:
-			c.n.b.Step(now, m.answer)
+			if m.isPeer {
+				c.n.b.Step(now, m.peer)
+			} else {
+				c.n.b.Step(now, m.answer)
+			}
 		default:
 			c.lc.Step(now, m.reply)
 		}
@@ -179,6 +188,36 @@ func (c *cluster) peerReply(now core.Time, in broker.PeerReply) {
 		r.Resp, r.Err = resp, err
 	}
 	c.lc.Step(now, r)
+}
+
+// sendLocal delivers the broker's SendPeer to its own node's controller (an
+// AlterPartition when this node leads both the quorum and the partition), after the
+// step, as the lifecycle's RPCs are; the answer comes back as its PeerReply.
+func (c *cluster) sendLocal(p broker.PeerRequest) {
+	msg, ok := controllerRequest(p.Msg)
+	if !ok {
+		c.local = append(c.local, localMsg{toBroker: true, isPeer: true, peer: broker.PeerReply{
+			Node: p.Node, ID: p.ID, Err: fmt.Errorf("no local route for %T", p.Msg)}})
+		return
+	}
+	c.next++
+	c.calls[c.next] = ctlCall{req: p.Msg, peer: true, localID: p.ID}
+	c.local = append(c.local, localMsg{toController: true, call: c.next,
+		msg: c.resolveTopic(msg, p.Msg)})
+}
+
+// resolveTopic names the topic of an AlterPartition sent at v2+ (by id only) from the
+// controller's image.
+func (c *cluster) resolveTopic(msg controller.Message, req kmsg.Request) controller.Message {
+	ap, ok := msg.(controller.AlterPartition)
+	r, isAlter := req.(*kmsg.AlterPartitionRequest)
+	if !ok || !isAlter || ap.Topic != "" || len(r.Topics) == 0 {
+		return msg
+	}
+	if t := c.ctl.Image().TopicByID(r.Topics[0].TopicID); t != nil {
+		ap.Topic = t.Name
+	}
+	return ap
 }
 
 // learnAddr records where a registered broker listens, for the inter-broker client.
@@ -204,6 +243,12 @@ func (e ctlEnv) Answer(id uint64, resp controller.Response) {
 	if call.broker {
 		e.c.local = append(e.c.local, localMsg{toBroker: true,
 			answer: broker.ControllerAnswer{ID: call.localID, Resp: resp}})
+		return
+	}
+	if call.peer {
+		e.c.local = append(e.c.local, localMsg{toBroker: true, isPeer: true,
+			peer: broker.PeerReply{Node: e.c.n.opts.Config.NodeID, ID: call.localID,
+				Msg: controllerResponse(call.req, resp)}})
 		return
 	}
 	if call.local {

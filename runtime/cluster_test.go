@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap/zaptest"
 
@@ -156,6 +157,17 @@ func TestClusterNodesRegisterHeartbeatAndAreFencedWhenSilent(t *testing.T) {
 		})
 	}
 	require.GreaterOrEqual(t, leader, 0, "one controller is active")
+
+	// A partition leader's AlterPartition reaches the active controller over the wire
+	// (ctlwire.go): an unknown partition is refused by its decision; another node's
+	// inactive controller answers NOT_CONTROLLER.
+	for i, n := range nodes {
+		want := kerr.NotController.Code
+		if i == leader {
+			want = kerr.UnknownTopicOrPartition.Code
+		}
+		require.Equal(t, want, alterPartitionCode(t, n, int32(i+1)), "node %d", i+1)
+	}
 	victim := (leader + 1) % 3
 	addr := nodes[victim].Addr()
 	require.NoError(t, nodes[victim].Close())
@@ -186,4 +198,30 @@ func TestClusterNodesRegisterHeartbeatAndAreFencedWhenSilent(t *testing.T) {
 		b := brokersSeen(watcher)[int32(victim+1)]
 		return b.State == meta.BrokerUnfenced && b.Epoch > epoch
 	}, 15*time.Second, 20*time.Millisecond, "the restarted node is registered and unfenced")
+}
+
+// alterPartitionCode sends node n an AlterPartition from broker id for a partition that
+// does not exist and returns the partition's code (or the top-level one).
+func alterPartitionCode(t *testing.T, n *runtime.Node, id int32) int16 {
+	t.Helper()
+	cl := newClient(t, n)
+	defer cl.Close()
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.BrokerID, req.BrokerEpoch = id, brokersSeen(n)[id].Epoch
+	rt := kmsg.NewAlterPartitionRequestTopic()
+	rt.Topic, rt.TopicID = "no-such-topic", [16]byte{9}
+	rp := kmsg.NewAlterPartitionRequestTopicPartition()
+	rp.NewISR = []int32{id}
+	e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+	e.BrokerID = id
+	rp.NewEpochISR = []kmsg.AlterPartitionRequestTopicPartitionNewEpochISR{e}
+	rt.Partitions = []kmsg.AlterPartitionRequestTopicPartition{rp}
+	req.Topics = []kmsg.AlterPartitionRequestTopic{rt}
+	raw, err := cl.SeedBrokers()[0].Request(testCtx(t, 5*time.Second), req)
+	require.NoError(t, err)
+	resp := raw.(*kmsg.AlterPartitionResponse)
+	if resp.ErrorCode != 0 || len(resp.Topics) == 0 {
+		return resp.ErrorCode
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
 }

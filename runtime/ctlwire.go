@@ -5,6 +5,7 @@ import (
 	stdnet "net"
 	"strconv"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/core/controller"
@@ -12,11 +13,14 @@ import (
 )
 
 // The controller's RPCs on the wire: BrokerRegistration, BrokerHeartbeat and
-// AllocateProducerIds (a broker's producer-id block), Kafka's own messages (kmsg),
+// AllocateProducerIds (a broker's producer-id block) and AlterPartition (a partition
+// leader's ISR change, core/broker/isr_changes.go), Kafka's own messages (kmsg),
 // converted to and from the controller's typed messages here so that core/ never sees
 // the codec's shapes. A registration lists every advertised listener of the node, the
 // one its peers use (inter.broker.listener.name) first: that first one is the
-// registration's Host and Port.
+// registration's Host and Port. An AlterPartition carries one partition (the broker
+// sends one per request); from v2 it names the topic by id only, which the node
+// resolves on its controller's image (cluster.resolveTopic).
 
 // controllerRequest converts a controller RPC a peer sent; ok is false for other keys.
 func controllerRequest(req kmsg.Request) (controller.Message, bool) {
@@ -47,8 +51,30 @@ func controllerRequest(req kmsg.Request) (controller.Message, bool) {
 	case *kmsg.AllocateProducerIDsRequest:
 		return controller.AllocateProducerIDs{NodeID: m.BrokerID,
 			BrokerEpoch: m.BrokerEpoch}, true
+	case *kmsg.AlterPartitionRequest:
+		return alterPartitionRequest(m), true
 	}
 	return nil, false
+}
+
+// alterPartitionRequest converts an AlterPartition's first partition (the broker sends
+// one per request; an empty request converts to one the controller refuses).
+func alterPartitionRequest(m *kmsg.AlterPartitionRequest) controller.AlterPartition {
+	ap := controller.AlterPartition{NodeID: m.BrokerID, BrokerEpoch: m.BrokerEpoch,
+		Partition: -1}
+	if len(m.Topics) == 0 || len(m.Topics[0].Partitions) == 0 {
+		return ap
+	}
+	t, p := m.Topics[0], m.Topics[0].Partitions[0]
+	ap.Topic, ap.Partition = t.Topic, p.Partition
+	ap.LeaderEpoch, ap.PartitionEpoch = p.LeaderEpoch, p.PartitionEpoch
+	ap.NewISR = append([]int32(nil), p.NewISR...)
+	if len(ap.NewISR) == 0 {
+		for _, e := range p.NewEpochISR {
+			ap.NewISR = append(ap.NewISR, e.BrokerID)
+		}
+	}
+	return ap
 }
 
 // controllerResponse converts the controller's answer to the wire response of req.
@@ -71,8 +97,30 @@ func controllerResponse(req kmsg.Request, resp controller.Response) kmsg.Respons
 		if r, ok := resp.(controller.AllocateProducerIDsResponse); ok && r.Err == 0 {
 			o.ProducerIDStart, o.ProducerIDLen = r.Start, r.Len
 		}
+	case *kmsg.AlterPartitionResponse:
+		alterPartitionResponse(req.(*kmsg.AlterPartitionRequest), o, resp)
 	}
 	return out
+}
+
+// alterPartitionResponse answers an AlterPartition's partition with the controller's
+// code and the partition's state.
+func alterPartitionResponse(req *kmsg.AlterPartitionRequest, o *kmsg.AlterPartitionResponse,
+	resp controller.Response) {
+	if len(req.Topics) == 0 || len(req.Topics[0].Partitions) == 0 {
+		o.ErrorCode = kerr.InvalidRequest.Code
+		return
+	}
+	rt := kmsg.NewAlterPartitionResponseTopic()
+	rt.Topic, rt.TopidID = req.Topics[0].Topic, req.Topics[0].TopicID
+	rp := kmsg.NewAlterPartitionResponseTopicPartition()
+	rp.Partition, rp.ErrorCode = req.Topics[0].Partitions[0].Partition, resp.ErrCode()
+	if r, ok := resp.(controller.AlterPartitionResponse); ok {
+		rp.LeaderID, rp.LeaderEpoch = r.State.Leader, r.State.LeaderEpoch
+		rp.ISR, rp.PartitionEpoch = r.State.ISR, r.State.PartitionEpoch
+	}
+	rt.Partitions = []kmsg.AlterPartitionResponseTopicPartition{rp}
+	o.Topics = []kmsg.AlterPartitionResponseTopic{rt}
 }
 
 // notControllerResponse answers a controller RPC on a node that runs no controller.
@@ -84,6 +132,8 @@ func notControllerResponse(req kmsg.Request) kmsg.Response {
 		resp = controller.RegisterBrokerResponse{Err: codeNotController}
 	case controller.AllocateProducerIDs:
 		resp = controller.AllocateProducerIDsResponse{Err: codeNotController}
+	case controller.AlterPartition:
+		resp = controller.AlterPartitionResponse{Err: codeNotController}
 	default:
 		resp = controller.HeartbeatResponse{Err: codeNotController}
 	}

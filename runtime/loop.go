@@ -231,7 +231,15 @@ func (e env) ProposeMeta(rec meta.Record, token uint64) {
 }
 
 // SendPeer starts an inter-broker request; its PeerReply arrives as a completion (E7).
-func (e env) SendPeer(p broker.PeerRequest) { e.n.peers.Send(p) }
+// A request to this node itself (an AlterPartition while it leads the metadata quorum)
+// goes to its own controller without leaving the process (cluster.sendLocal).
+func (e env) SendPeer(p broker.PeerRequest) {
+	if e.n.cl != nil && p.Node == e.n.opts.Config.NodeID {
+		e.n.cl.sendLocal(p)
+		return
+	}
+	e.n.peers.Send(p)
+}
 
 func (e env) Logger() *zap.Logger { return e.n.lg }
 

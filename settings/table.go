@@ -143,6 +143,8 @@ var table = []Setting{
 		"record bytes in one consumer Fetch response at most"),
 	intS(Broker, "replica.fetch.response.max.bytes", "10485760", 0, i32,
 		"record bytes in one follower Fetch response at most"),
+	intS(Broker, "replica.lag.time.max.ms", "30000", 1, i64,
+		"an ISR member not caught up with its leader for this long leaves the ISR"),
 	intS(Broker, "sluice.auto.create.topics.max.per.request", "20", 0, i32,
 		"topics one Metadata request may auto-create (0: none)"),
 	intS(Broker, "sluice.auto.create.partitions.per.sec", "50", 0, i32,

@@ -30,7 +30,9 @@ func (b *Broker) apply(rec meta.Record) error {
 	case meta.KindTopicCreated, meta.KindPartitionsAdded:
 		t := b.image.Topic(rec.Topic)
 		for p := before; p < t.Partitions; p++ {
-			b.queueOpen(core.TopicPartition{Topic: rec.Topic, Partition: p})
+			if tp := (core.TopicPartition{Topic: rec.Topic, Partition: p}); b.hostedHere(tp) {
+				b.queueOpen(tp)
+			}
 		}
 		if b.opens.live {
 			b.openSome() // the first chunk now, the rest in later steps (open_queue.go)
@@ -56,11 +58,14 @@ func (b *Broker) apply(rec meta.Record) error {
 				}
 			}
 		}
+	case meta.KindPartitionChange:
+		// Host, lead or follow by the new state (placement.go). At the Start replay a
+		// node that leaves the replicas and joins them again later keeps its log.
+		tp := core.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
+		b.partitionChanged(tp, b.opens.live || b.replay.lastHere[tp] <= b.replay.at)
 	case meta.KindProducerIDBlock:
-	case meta.KindClusterCreated, meta.KindBrokerRegistered, meta.KindBrokerChange,
-		meta.KindPartitionChange:
-		// Image only, for now: the controller (core/controller) proposes these; hosting,
-		// leading and following partitions by them is issue 8's wiring step.
+	case meta.KindClusterCreated, meta.KindBrokerRegistered, meta.KindBrokerChange:
+		// Image only: the controller (core/controller) and the lifecycle act on these.
 	default:
 		core.Invariant(false, "B4", "apply: unhandled record kind %v", rec.Kind)
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -25,6 +26,7 @@ type Broker struct {
 	*adminController
 
 	started bool
+	replay  replayState // where the Start replay is (apply.go)
 
 	metaPort metaPortState // the metadata port's position (metaport.go)
 }
@@ -44,7 +46,8 @@ func WithProbes(s *probe.Set) Option { return func(b *Broker) { b.probes = s } }
 
 // New returns a broker that will serve once it has been stepped with Start.
 func New(cfg Config, env Env, rnd core.Rand, opts ...Option) *Broker {
-	n := &node{cfg: cfg, env: env, lg: env.Logger(), rnd: rnd, image: meta.NewImage()}
+	n := &node{cfg: cfg, env: env, lg: env.Logger(), rnd: rnd, image: meta.NewImage(),
+		leader: -1}
 	rm := newReplicaManager(n)
 	b := &Broker{node: n, replicaManager: rm, groupCoordinator: newGroupCoordinator(n, rm),
 		adminController: newAdminController(n, rm)}
@@ -92,8 +95,9 @@ func (b *Broker) start(in Start) {
 	b.started = true
 	b.metaPort.applied = in.LastIndex()
 	b.metaPort.leader, b.leader = -1, -1
-	b.replay(append(append([]meta.Record(nil), in.Snapshot...), in.Records...))
+	b.replayLog(append(append([]meta.Record(nil), in.Snapshot...), in.Records...))
 	b.opens.live = true
+	b.applyRoles()
 	b.armRetention()
 	b.startGroups()
 	b.lg.Info("broker started", zap.Int32("node", b.cfg.NodeID),
@@ -107,14 +111,25 @@ func (b *Broker) start(in Start) {
 // created after that deletion (the simulator found acknowledged writes to a re-created
 // topic lost at the next restart). A topic whose last record is its deletion has its
 // logs removed again: a crash between the deletion's commit and its apply leaves them.
-func (b *Broker) replay(recs []meta.Record) {
+//
+// A node that left a partition's replicas and joined them again later in the log keeps
+// the log it holds: removing it at the leave would throw away what it fetched since
+// the join (replayState).
+func (b *Broker) replayLog(recs []meta.Record) {
 	lastDelete := map[string]int{}
+	b.replay.lastHere = map[core.TopicPartition]int{}
 	for i, rec := range recs {
-		if rec.Kind == meta.KindTopicDeleted {
+		switch {
+		case rec.Kind == meta.KindTopicDeleted:
 			lastDelete[rec.Topic] = i
+		case rec.Kind == meta.KindPartitionChange &&
+			slices.Contains(rec.State.Replicas, b.cfg.NodeID):
+			b.replay.lastHere[core.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}] = i
 		}
 	}
+	defer func() { b.replay = replayState{} }()
 	for i, rec := range recs {
+		b.replay.at = i
 		j, deleted := lastDelete[rec.Topic]
 		switch {
 		case !deleted || i > j:
@@ -154,6 +169,13 @@ func (b *Broker) replayDeletion(rec meta.Record, later []meta.Record) {
 			b.lg.Warn("cannot remove partition log", zap.Stringer("tp", tp), zap.Error(err))
 		}
 	}
+}
+
+// replayState is where the Start replay is: the index of the record it applies, and
+// per partition the index of the last PartitionChange naming this node a replica.
+type replayState struct {
+	at       int
+	lastHere map[core.TopicPartition]int
 }
 
 // request routes one client request to its handler. Every path ends in exactly one

@@ -29,6 +29,10 @@ type Config struct {
 	AutoCreateTopics         bool  // auto.create.topics.enable
 	NumPartitions            int32 // num.partitions
 	DefaultReplicationFactor int16 // default.replication.factor
+	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms: an ISR member not caught up with
+	// its leader for this long is dropped from the ISR (isr_changes.go); the leader
+	// checks every half of it.
+	ReplicaLagTimeMaxMs int64
 	// RetentionCheckIntervalMs is log.retention.check.interval.ms.
 	RetentionCheckIntervalMs int64
 	// ProducerSnapshotEveryBatches is sluice.producer.snapshot.interval.batches: how many
@@ -114,6 +118,7 @@ func DefaultConfig() Config {
 		NumPartitions:            3,
 		DefaultReplicationFactor: 1,
 		RetentionCheckIntervalMs: 300_000,
+		ReplicaLagTimeMaxMs:      30_000,
 		MaxWaitingFetches:        10_000,
 		MaxWaitingProduces:       10_000,
 		TopicDefaults:            map[string]string{},
@@ -175,6 +180,11 @@ func (c *Config) Set(name, value string) error {
 		if err == nil && c.RetentionCheckIntervalMs < 1 {
 			err = fmt.Errorf("must be positive")
 		}
+	case "replica.lag.time.max.ms":
+		c.ReplicaLagTimeMaxMs, err = strconv.ParseInt(value, 10, 64)
+		if err == nil && c.ReplicaLagTimeMaxMs < 1 {
+			err = fmt.Errorf("must be positive")
+		}
 	case "sluice.producer.snapshot.interval.batches":
 		var v int32
 		err = setInt32(&v, value)
@@ -206,7 +216,8 @@ func (c *Config) Set(name, value string) error {
 func SettingNames() []string {
 	names := []string{"node.id", "broker.id", "cluster.id", "auto.create.topics.enable",
 		"num.partitions", "default.replication.factor", "log.retention.check.interval.ms",
-		"sluice.max.partitions", "sluice.producer.snapshot.interval.batches"}
+		"sluice.max.partitions", "sluice.producer.snapshot.interval.batches",
+		"replica.lag.time.max.ms"}
 	names = append(names, groupSettingNames...)
 	names = append(names, limitSettingNames()...)
 	names = append(names, fetcherSettingNames()...)

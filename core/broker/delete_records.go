@@ -21,7 +21,11 @@ func (rm *replicaManager) handleDeleteRecords(m *kmsg.DeleteRecordsRequest) kmsg
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition, rp.LowWatermark = p.Partition, -1
-			rep, code := rm.replicaFor(core.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+			tp := core.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			rep, code := rm.replicaFor(tp)
+			if code == 0 {
+				code = rm.checkLeader(tp, -1)
+			}
 			if code == 0 {
 				rp.LowWatermark, code = rep.DeleteRecordsBefore(p.Offset)
 			}

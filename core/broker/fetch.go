@@ -24,6 +24,10 @@ package broker
 //     served whatever SessionID it names, as Kafka serves it; epoch 0 asks for a session.
 //   - CurrentLeaderEpoch (v9+) is checked as in OffsetForLeaderEpoch: newer than the
 //     leader's gets UNKNOWN_LEADER_EPOCH, older FENCED_LEADER_EPOCH, -1 skips the check.
+//   - A partition of an assigned topic is served by its leader only: elsewhere
+//     NOT_LEADER_OR_FOLLOWER (leader.go); a parked fetch on a partition that stops
+//     leading here is answered at once. A follower's fetch (ReplicaID >= 0) of assigned
+//     partitions is the leader's side of replication (follower_fetch.go).
 
 import (
 	"sort"
@@ -40,6 +44,8 @@ type fetchWait struct {
 	m          *kmsg.FetchRequest
 	tps        []core.TopicPartition
 	startBytes []int64 // replica BytesVisible per tps entry when parked
+	follower   bool    // a follower's fetch: woken by appends (follower_fetch.go)
+	startEnd   []int64 // follower: replica EndOffset per tps entry when parked
 	have       int     // bytes available when parked
 	timer      uint64
 	done       bool
@@ -64,7 +70,7 @@ func (rm *replicaManager) handleFetch(r Request, req *kmsg.FetchRequest) {
 		return
 	}
 	incremental := req.SessionEpoch > 0
-	resp, n, anyErr := rm.readFetch(m)
+	resp, n, anyErr := rm.readFetch(m, true)
 	if m.MaxWaitMillis <= 0 || n >= int(max(m.MinBytes, 1)) || anyErr ||
 		rm.fetches.count >= rm.cfg.MaxWaitingFetches || rm.fetches.draining {
 		rm.replyFetch(r, resp, sess, incremental)
@@ -85,16 +91,24 @@ func (rm *replicaManager) replyFetch(r Request, resp *kmsg.FetchResponse,
 }
 
 // readFetch builds the response from what is readable now and returns it with the
-// number of record bytes in it and whether any partition had an error.
-func (rm *replicaManager) readFetch(m *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool) {
+// number of record bytes in it and whether any partition had an error. first is false
+// for the re-read of a parked fetch (a follower's fetch is recorded once).
+func (rm *replicaManager) readFetch(m *kmsg.FetchRequest, first bool) (*kmsg.FetchResponse,
+	int, bool) {
 	resp := m.ResponseKind().(*kmsg.FetchResponse)
 	budget := rm.fetchBudget(m)
+	follower := rm.isFollowerFetch(m)
 	total, anyErr := 0, false
 	for _, t := range m.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
-			rp := rm.readFetchPartition(t.Topic, &p, budget-total, total > 0)
+			var rp kmsg.FetchResponseTopicPartition
+			if follower {
+				rp = rm.readFollowerPartition(m, t.Topic, &p, budget-total, total > 0, first)
+			} else {
+				rp = rm.readFetchPartition(t.Topic, &p, budget-total, total > 0)
+			}
 			total += len(rp.RecordBatches)
 			anyErr = anyErr || rp.ErrorCode != 0
 			rt.Partitions = append(rt.Partitions, rp)
@@ -124,9 +138,10 @@ func (rm *replicaManager) readFetchPartition(topic string, p *kmsg.FetchRequestT
 	// Never null: librdkafka rejects a null record set (Fetch v4–v11) as a parse error.
 	rp.RecordBatches = []byte{}
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-	rep, code := rm.replicaFor(core.TopicPartition{Topic: topic, Partition: p.Partition})
+	tp := core.TopicPartition{Topic: topic, Partition: p.Partition}
+	rep, code := rm.replicaFor(tp)
 	if code == 0 {
-		code = checkCurrentLeaderEpoch(p.CurrentLeaderEpoch)
+		code = rm.checkLeader(tp, p.CurrentLeaderEpoch)
 	}
 	if code != 0 {
 		rp.ErrorCode = code
@@ -153,7 +168,10 @@ func (rm *replicaManager) readFetchPartition(topic string, p *kmsg.FetchRequestT
 }
 
 func (rm *replicaManager) parkFetch(r Request, m *kmsg.FetchRequest, have int) *fetchWait {
-	w := &fetchWait{req: r, m: m, have: have}
+	w := &fetchWait{req: r, m: m, have: have, follower: rm.isFollowerFetch(m)}
+	if w.follower {
+		rm.hit(pFollowerParked)
+	}
 	if rm.fetches.byTP == nil {
 		rm.fetches.byTP = map[core.TopicPartition][]*fetchWait{}
 		rm.fetches.byConn = map[uint64][]*fetchWait{}
@@ -161,12 +179,15 @@ func (rm *replicaManager) parkFetch(r Request, m *kmsg.FetchRequest, have int) *
 	for _, t := range m.Topics {
 		for _, p := range t.Partitions {
 			tp := core.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-			var start int64
+			var start, end int64
 			if rep := rm.replicas[tp]; rep != nil {
-				start = rep.BytesVisible()
+				start, end = rep.BytesVisible(), rep.EndOffset()
 			}
 			w.tps = append(w.tps, tp)
 			w.startBytes = append(w.startBytes, start)
+			if w.follower {
+				w.startEnd = append(w.startEnd, end)
+			}
 			rm.fetches.byTP[tp] = append(rm.fetches.byTP[tp], w)
 		}
 	}
@@ -201,12 +222,18 @@ func (rm *replicaManager) fetchDataArrived(tp core.TopicPartition) {
 }
 
 func (rm *replicaManager) fetchHasEnough(w *fetchWait) bool {
+	if w.follower {
+		return rm.followerHasEnough(w)
+	}
 	got := int64(w.have)
 	for i, tp := range w.tps {
 		rep := rm.replicas[tp]
 		if rep == nil {
 			rm.hit(pFetchPartitionGone)
 			return true // the partition went away: answer with its error now
+		}
+		if rep.Follower() {
+			return true // it stopped leading here: NOT_LEADER_OR_FOLLOWER now
 		}
 		got += rep.BytesVisible() - w.startBytes[i]
 	}
@@ -219,7 +246,7 @@ func (rm *replicaManager) answerFetch(w *fetchWait) {
 		return
 	}
 	rm.dropFetch(w)
-	resp, _, _ := rm.readFetch(w.m)
+	resp, _, _ := rm.readFetch(w.m, false)
 	rm.replyFetch(w.req, resp, w.session, w.incremental)
 }
 

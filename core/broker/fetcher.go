@@ -376,7 +376,7 @@ func (rm *replicaManager) backOff(fp *followedPartition) {
 func (rm *replicaManager) startRequest(link *leaderLink, kind requestKind,
 	parts []*followedPartition, msg kmsg.Request) {
 	id := rm.token()
-	core.Invariant(id < fetcherIDLimit, "B12", "peer request id %d reaches the driver's bits",
+	core.Invariant(id < fetcherIDLimit, "B14", "peer request id %d reaches the driver's bits",
 		id)
 	req := &fetcherRequest{id: id, kind: kind, since: rm.now,
 		parts: make(map[core.TopicPartition]*followedPartition, len(parts))}

@@ -22,7 +22,7 @@ var (
 	pFollowerOffline       = probe.Register("broker/follower-partition-offline")
 	pFetcherTransportError = probe.Register("broker/follower-request-transport-error")
 	pFollowerTruncated     = probe.Register("broker/follower-truncated-divergent-tail")
-	pFollowerDiverging     = probe.Register("broker/follower-fetch-diverging-epoch")
+	pFetcherDiverging      = probe.Register("broker/fetcher-told-diverging-epoch")
 	pFollowerFenced        = probe.Register("broker/follower-fetch-leadership-moved")
 	pFollowerOutOfRange    = probe.Register("broker/follower-fetch-out-of-range")
 	pFollowerBadRecords    = probe.Register("broker/follower-fetched-bad-records")
@@ -347,7 +347,7 @@ func (rm *replicaManager) fetchedPartition(fp *followedPartition,
 	p *kmsg.FetchResponseTopicPartition) {
 	rep := rm.replicas[fp.tp]
 	if d := p.DivergingEpoch; d.Epoch >= 0 && d.EndOffset >= 0 {
-		rm.hit(pFollowerDiverging)
+		rm.hit(pFetcherDiverging)
 		rm.truncateFollower(fp, d.Epoch, d.EndOffset)
 		return
 	}

@@ -47,9 +47,10 @@ func (rm *replicaManager) listOffset(tp core.TopicPartition, ts int64, currentEp
 	if rep.Offline() {
 		return kerr.KafkaStorageError.Code
 	}
-	if code := checkCurrentLeaderEpoch(currentEpoch); code != 0 {
+	if code := rm.checkLeader(tp, currentEpoch); code != 0 {
 		return code
 	}
+	rp.LeaderEpoch = rm.partitionLeaderEpoch(tp)
 	switch {
 	case ts == -2:
 		rp.Offset = rep.StartOffset()

@@ -2,8 +2,11 @@ package broker
 
 // Metadata (key 3), versions 0–12.
 //
-// Lists this single broker, the cluster id, the controller (this node) and the requested
-// topics: all of them when Topics is null (v1+) or empty (v0 only), none when it is an
+// Lists the live brokers (this node alone without registrations), the cluster id, the
+// controller (the metadata quorum's leader) and the requested topics. A partition of an
+// assigned topic is reported from the image: leader, leader epoch, replicas, ISR and
+// offline replicas, LEADER_NOT_AVAILABLE without a leader (assignedPartitionMetadata).
+// The rest of this comment is about unassigned topics. Topics: all of them when Topics is null (v1+) or empty (v0 only), none when it is an
 // empty list (v1+). Topics may be named or, from v10, given by topic ID (unknown ID →
 // UNKNOWN_TOPIC_ID). Every partition is led by this node at leader epoch 0 with replicas
 // and ISR [this node]; a partition whose log failed to open is reported with
@@ -30,6 +33,8 @@ package broker
 // Authorized-operations fields keep their "not provided" default.
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -154,6 +159,10 @@ func (b *Broker) topicMetadata(t *meta.Topic) kmsg.MetadataResponseTopic {
 	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, t.Partitions)
 	us := b.cfg.NodeID
 	for p := int32(0); p < t.Partitions; p++ {
+		if t.States != nil {
+			mt.Partitions = append(mt.Partitions, b.assignedPartitionMetadata(t, p))
+			continue
+		}
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p
 		mp.LeaderEpoch = leaderEpoch
@@ -177,4 +186,39 @@ func (b *Broker) topicMetadata(t *meta.Topic) kmsg.MetadataResponseTopic {
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// assignedPartitionMetadata describes partition p of an assigned topic from the image:
+// its leader, leader epoch, replicas and ISR; replicas on brokers that are not live
+// (fenced or unregistered, when brokers are registered) and this node's own replica when
+// its log did not open are offline. No leader → LEADER_NOT_AVAILABLE; a leader here
+// whose log is still opening → LEADER_NOT_AVAILABLE, one whose log did not open →
+// KAFKA_STORAGE_ERROR.
+func (b *Broker) assignedPartitionMetadata(t *meta.Topic,
+	p int32) kmsg.MetadataResponseTopicPartition {
+	s := t.States[p]
+	tp := core.TopicPartition{Topic: t.Name, Partition: p}
+	mp := kmsg.NewMetadataResponseTopicPartition()
+	mp.Partition, mp.Leader, mp.LeaderEpoch = p, s.Leader, s.LeaderEpoch
+	mp.Replicas = slices.Clone(s.Replicas)
+	mp.ISR = slices.Clone(s.ISR)
+	mp.OfflineReplicas = []int32{}
+	registered := len(b.image.Brokers()) > 0
+	_, failed := b.openErrs[tp]
+	for _, id := range s.Replicas {
+		br, ok := b.image.Broker(id)
+		down := registered && (!ok || br.State == meta.BrokerFenced)
+		if (id != b.cfg.NodeID && down) || (id == b.cfg.NodeID && failed) {
+			mp.OfflineReplicas = append(mp.OfflineReplicas, id)
+		}
+	}
+	switch {
+	case s.Leader == meta.NoLeader:
+		mp.ErrorCode = kerr.LeaderNotAvailable.Code
+	case s.Leader == b.cfg.NodeID && b.opening(tp):
+		mp.ErrorCode, mp.Leader = kerr.LeaderNotAvailable.Code, -1
+	case s.Leader == b.cfg.NodeID && b.replicas[tp] == nil:
+		mp.ErrorCode, mp.Leader = kerr.KafkaStorageError.Code, -1
+	}
+	return mp
 }

@@ -22,17 +22,10 @@ import (
 // leaderEpoch is the epoch this node leads every partition in.
 const leaderEpoch int32 = 0
 
-// checkCurrentLeaderEpoch validates a client's idea of the leader epoch.
+// checkCurrentLeaderEpoch validates a client's idea of the leader epoch of an
+// unassigned partition (leader.go has the assigned ones').
 func checkCurrentLeaderEpoch(current int32) int16 {
-	switch {
-	case current == -1 || current == leaderEpoch,
-		mutantOn("leader-epoch-inverted") && current < leaderEpoch:
-		return 0
-	case current > leaderEpoch:
-		return kerr.UnknownLeaderEpoch.Code
-	default:
-		return kerr.FencedLeaderEpoch.Code
-	}
+	return checkLeaderEpoch(current, leaderEpoch)
 }
 
 func (rm *replicaManager) handleOffsetForLeaderEpoch(
@@ -62,7 +55,7 @@ func (rm *replicaManager) epochEnd(tp core.TopicPartition,
 	if rep.Offline() {
 		return kerr.KafkaStorageError.Code
 	}
-	if code := checkCurrentLeaderEpoch(p.CurrentLeaderEpoch); code != 0 {
+	if code := rm.checkLeader(tp, p.CurrentLeaderEpoch); code != 0 {
 		return code
 	}
 	rp.LeaderEpoch, rp.EndOffset = rep.EndOffsetForEpoch(p.LeaderEpoch)

@@ -66,8 +66,8 @@ func (rm *replicaManager) unopened(topic string, from, to int32) (int16, string)
 	bad, first := 0, error(nil)
 	for p := from; p < to; p++ {
 		tp := core.TopicPartition{Topic: topic, Partition: p}
-		if rm.replicas[tp] != nil {
-			continue
+		if rm.replicas[tp] != nil || !rm.hostedHere(tp) {
+			continue // open, or placed on other nodes only
 		}
 		bad++
 		if first == nil {

@@ -35,7 +35,8 @@ const (
 	// forwarded to its node, awaiting the answer (controller_port.go).
 	PendingController PendingKind = "controller"
 	// PendingFollower is a follower link's request to its leader, or its backoff.
-	PendingFollower PendingKind = "follower-fetch"
+	PendingFollower  PendingKind = "follower-fetch"
+	PendingISRChange PendingKind = "isr-change" // an AlterPartition this leader asked for
 )
 
 // PendingOp is one piece of work the broker waits on.
@@ -97,8 +98,9 @@ func (rm *replicaManager) pending(out []PendingOp) []PendingOp {
 		case timerOpenChunk:
 			out = append(out, PendingOp{Kind: PendingTimer, What: "open next chunk",
 				Waits: timer, Since: t.set})
-		case timerGroup, timerOffsetExpiry, timerRetention, timerFetcherBackoff:
-			// not ours, not listed, or listed with their link (fetcherPending)
+		case timerGroup, timerOffsetExpiry, timerRetention, timerFetcherBackoff, timerISRCheck,
+			timerAlterISR:
+			// not ours, periodic, or listed below (follower links, ISR changes)
 		default:
 			core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
 		}
@@ -109,6 +111,12 @@ func (rm *replicaManager) pending(out []PendingOp) []PendingOp {
 				len(rm.opens.waiters)), Since: rm.now})
 	}
 	out = rm.fetcherPending(out)
+	for _, tp := range sortedKeys(rm.isr.alters) {
+		a := rm.isr.alters[tp]
+		out = append(out, PendingOp{Kind: PendingISRChange, What: "AlterPartition " +
+			tp.String(), Waits: fmt.Sprintf("%v isr=%v partition_epoch=%d peer=%d timer=%d",
+			a.phase, a.newISR, a.partitionEpoch, a.peer, a.timer), Since: a.since})
+	}
 	for _, tp := range sortedKeys(rm.syncs) {
 		s := rm.syncs[tp]
 		out = append(out, PendingOp{Kind: PendingSync, What: tp.String(),

@@ -52,4 +52,18 @@ var (
 	pGroupSwept              = probe.Register("broker/empty-group-deleted")
 	pOffsetWriteFailed       = probe.Register("broker/offset-write-failed")
 	pCoordinatorUnavailable  = probe.Register("broker/coordinator-partition-offline")
+
+	// Replication, the leader's side (placement.go, follower_fetch.go, isr_changes.go).
+	pPlacementJoined   = probe.Register("broker/replica-joined-by-placement")
+	pPlacementLeft     = probe.Register("broker/replica-left-by-placement")
+	pPlacementLead     = probe.Register("broker/replica-became-leader")
+	pPlacementResign   = probe.Register("broker/replica-resigned-leadership")
+	pNotLeader         = probe.Register("broker/request-on-non-leader")
+	pFollowerFetch     = probe.Register("broker/follower-fetch-served")
+	pFollowerDiverging = probe.Register("broker/leader-answered-diverging-epoch")
+	pFollowerParked    = probe.Register("broker/follower-fetch-parked")
+	pISRShrink         = probe.Register("broker/isr-shrink-proposed")
+	pISRExpand         = probe.Register("broker/isr-expand-proposed")
+	pISRRetry          = probe.Register("broker/isr-change-retried")
+	pAfterAppend       = probe.Register("broker/produce-not-enough-replicas-after-append")
 )

@@ -25,7 +25,12 @@ package broker
 //     INVALID_PRODUCER_EPOCH. Transactional batches are refused (INVALID_RECORD) until
 //     transactions exist.
 //   - acks=all is refused with NOT_ENOUGH_REPLICAS, before anything is written, when
-//     the in-sync replicas (one, on a single node) are fewer than min.insync.replicas.
+//     the in-sync replicas (one, on a single node; the committed ISR of an assigned
+//     partition) are fewer than min.insync.replicas. On an assigned partition acks=all
+//     waits until every ISR member holds the batch (the high-water mark, isr_changes.go)
+//     and is answered NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
+//     min.insync.replicas meanwhile; a leader that resigns answers its waiting produces
+//     NOT_LEADER_OR_FOLLOWER. Only the partition's leader takes produces (leader.go).
 //   - acks=all waits at most the request's timeout, then REQUEST_TIMED_OUT for the
 //     partitions still waiting (their batches stay in the log; an idempotent retry gets
 //     the original offset).
@@ -123,6 +128,13 @@ func (rm *replicaManager) producePartition(tp core.TopicPartition, records []byt
 	rp *kmsg.ProduceResponseTopicPartition, acks int16) (produceWait, bool) {
 	rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 	rep, code := rm.replicaFor(tp)
+	if code == 0 {
+		code = rm.checkLeader(tp, -1)
+	}
+	if s, assigned := rm.assignedState(tp); code == 0 && assigned {
+		core.Invariant(s.Leader == rm.cfg.NodeID, "B12", "%s: produce accepted on node %d, the leader is %d", tp, rm.cfg.NodeID,
+			s.Leader)
+	}
 	if code == 0 && isInternalTopic(tp.Topic) {
 		code = kerr.InvalidTopicException.Code // only the broker writes internal topics
 	}
@@ -130,7 +142,7 @@ func (rm *replicaManager) producePartition(tp core.TopicPartition, records []byt
 		rp.ErrorCode = code
 		return produceWait{}, false
 	}
-	if acks == -1 && !rep.EnoughInSync() {
+	if acks == -1 && !rm.enoughInSync(tp, rep) {
 		// Checked before appending, as Kafka does: nothing is written that could not be
 		// acknowledged.
 		rp.ErrorCode = kerr.NotEnoughReplicas.Code
@@ -174,6 +186,9 @@ func (rm *replicaManager) replicaFor(tp core.TopicPartition) (*replica.Replica, 
 	}
 	if rm.opening(tp) {
 		return nil, kerr.LeaderNotAvailable.Code // its log opens in a later step
+	}
+	if code, ok := rm.notHostedCode(tp); ok {
+		return nil, code // another node's partition (placement.go)
 	}
 	if t := rm.image.Topic(tp.Topic); t != nil && tp.Partition >= 0 && tp.Partition < t.Partitions {
 		rm.hit(pProduceLogNotOpen)
@@ -243,6 +258,9 @@ func (rm *replicaManager) appendInternal(m msgAppendInternal) {
 // hwmAdvanced answers the produce waits on tp that the new high-water mark covers.
 func (rm *replicaManager) hwmAdvanced(tp core.TopicPartition) {
 	rep := rm.replicas[tp]
+	if rep != nil && rm.held != nil {
+		rm.checkHeld(tp, rep)
+	}
 	waits := rm.produces.byTP[tp]
 	if rep != nil && len(waits) > 0 {
 		kept := waits[:0]
@@ -251,6 +269,12 @@ func (rm *replicaManager) hwmAdvanced(tp core.TopicPartition) {
 				continue
 			}
 			if rep.HighWatermark() >= w.offset {
+				if !rm.enoughAfterAppend(tp) {
+					// Kafka's answer when the ISR shrank below min.insync.replicas while
+					// the batch waited: it is in the log, but fewer replicas hold it.
+					rm.hit(pAfterAppend)
+					w.part.ErrorCode = kerr.NotEnoughReplicasAfterAppend.Code
+				}
 				rm.produceWaitDone(w)
 				continue
 			}
@@ -338,6 +362,7 @@ func (rm *replicaManager) requestSyncs() {
 		if !rep.FlushAlways() {
 			rm.hwmAdvanced(tp)
 		}
+		rm.followerDataArrived(tp)
 	}
 }
 

@@ -35,9 +35,14 @@ type replicaManager struct {
 	fetches  fetchState
 	sessions sessionCache // incremental fetch sessions (fetch_session.go)
 	opens    openState    // new partitions whose logs are still to open (open_queue.go)
-	timers   timerTable   // produce timeouts, fetch waits, open chunks, retention
+	timers   timerTable   // produce timeouts, fetch waits, open chunks, retention, ISR
 
 	fetcher fetcherState // the partitions this node follows (fetcher.go)
+	// roles holds the role applied to each hosted assigned partition (placement.go);
+	// isr the ISR changes in flight and the ISR check's timer (isr_changes.go).
+	roles map[core.TopicPartition]partitionRole
+	isr   isrState
+	held  map[core.TopicPartition]map[int32]int64 // followers' reported ends (B13)
 }
 
 func newReplicaManager(n *node) *replicaManager {
@@ -70,6 +75,9 @@ func (rm *replicaManager) openReplica(tp core.TopicPartition) {
 		return
 	}
 	rm.replicas[tp] = r
+	if rm.opens.live {
+		rm.applyRole(tp) // at Start, once the replay is done (Broker.start)
+	}
 	rm.fetcherLogOpened(tp)
 }
 
@@ -80,6 +88,12 @@ func (rm *replicaManager) removeReplica(tp core.TopicPartition) {
 	rm.unfollow(tp)
 	rm.noteOpen(tp, nil)
 	rm.forgetOpen(tp)
+	rm.dropAlter(tp)
+	delete(rm.held, tp)
+	if _, ok := rm.roles[tp]; ok {
+		delete(rm.roles, tp)
+		rm.unfollow(tp)
+	}
 	if r := rm.replicas[tp]; r != nil {
 		delete(rm.replicas, tp)
 		rm.partitionGone(tp)

@@ -24,6 +24,8 @@ const (
 	timerOffsetExpiry                        // offsets.retention.check.interval.ms
 	timerRetention                           // log.retention.check.interval.ms
 	timerFetcherBackoff                      // a follower link's replica.fetch.backoff.ms
+	timerISRCheck                            // replica.lag.time.max.ms/2: shrink ISRs
+	timerAlterISR                            // an ISR change's retry or expiry
 )
 
 func (k timerKind) String() string {
@@ -42,6 +44,10 @@ func (k timerKind) String() string {
 		return "retention"
 	case timerFetcherBackoff:
 		return "fetcher-backoff"
+	case timerISRCheck:
+		return "isr-check"
+	case timerAlterISR:
+		return "isr-change"
 	default:
 		return fmt.Sprintf("timer(%d)", uint8(k))
 	}
@@ -52,10 +58,11 @@ func (k timerKind) String() string {
 type brokerTimer struct {
 	kind    timerKind
 	set, at core.Time
-	produce *pendingProduce // timerProduceTimeout
-	fetch   *fetchWait      // timerFetchWait
-	group   string          // timerGroup
-	leader  int32           // timerFetcherBackoff: the link's leader node
+	produce *pendingProduce     // timerProduceTimeout
+	fetch   *fetchWait          // timerFetchWait
+	group   string              // timerGroup
+	leader  int32               // timerFetcherBackoff: the link's leader node
+	tp      core.TopicPartition // timerAlterISR
 }
 
 // timerTable is one part's live timers by id. Ids come from the node's one token
@@ -124,6 +131,10 @@ func (b *Broker) timerFired(id uint64) {
 		rm.retentionPass()
 	case timerFetcherBackoff:
 		rm.fetcherTimerFired(t.leader)
+	case timerISRCheck:
+		rm.isrCheck()
+	case timerAlterISR:
+		rm.alterTimerFired(t.tp, id)
 	default:
 		core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
 	}

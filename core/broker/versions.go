@@ -1,6 +1,10 @@
 package broker
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // VersionRange is the inclusive range of versions served for one API key.
 type VersionRange struct {
@@ -49,12 +53,34 @@ var SupportedVersions = []VersionRange{
 	{int16(kmsg.AllocateProducerIDs), 0, 0},
 }
 
+// InterBrokerVersions lists the APIs only brokers send one another beyond
+// SupportedVersions, served by the node (runtime: AlterPartition goes to its
+// controller). They are kept apart from SupportedVersions, whose order the simulator's
+// clients draw their versions in (a key added there shifts every later draw and changes
+// every seed's trace); ApiVersions advertises both (AdvertisedVersions).
+var InterBrokerVersions = []VersionRange{
+	{int16(kmsg.AlterPartition), 0, 3},
+}
+
+// AdvertisedVersions is what ApiVersions lists: SupportedVersions and
+// InterBrokerVersions, sorted by key.
+func AdvertisedVersions() []VersionRange {
+	out := append(slices.Clone(SupportedVersions), InterBrokerVersions...)
+	slices.SortStableFunc(out, func(a, b VersionRange) int { return int(a.Key) - int(b.Key) })
+	return out
+}
+
 // ProduceMinBatchVersion is the first Produce version that carries v2 record batches.
 const ProduceMinBatchVersion = 3
 
 // VersionFor returns the served range of key, and false when the key is not served.
 func VersionFor(key int16) (VersionRange, bool) {
 	for _, v := range SupportedVersions {
+		if v.Key == key {
+			return v, true
+		}
+	}
+	for _, v := range InterBrokerVersions {
 		if v.Key == key {
 			return v, true
 		}

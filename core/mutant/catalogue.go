@@ -60,6 +60,16 @@ var Catalogue = []Mutant{
 	{"broker/leader-epoch-inverted", "core/broker", "fencing",
 		"a fetch naming an older leader epoch is served instead of FENCED_LEADER_EPOCH",
 		"./core/broker/"},
+	// Replication, the leader's side.
+	{"broker/follower-serves-clients", "core/broker", "replication",
+		"a node that follows a partition serves its produces and consumer fetches",
+		"./core/broker/"},
+	{"broker/hwm-ignores-isr", "core/broker", "replication",
+		"the leader's high-water mark ignores its followers: acks=all answered once the " +
+			"leader alone holds the batch", "./core/broker/"},
+	{"broker/hwm-ignores-pending-isr", "core/broker", "replication",
+		"while an ISR expansion is pending the high-water mark ignores the follower being " +
+			"added (Kafka's maximal ISR)", "./core/broker/"},
 	// Idempotence.
 	{"replica/accept-gap", "core/replica", "idempotence",
 		"an idempotent batch ahead of the next sequence is appended", "./core/replica/"},
