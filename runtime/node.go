@@ -58,11 +58,13 @@ type Node struct {
 	fired  []uint64
 	logs   map[core.TopicPartition]*nodeLog // open logs; owned by the loop
 	syncer *syncer
-	metaW  *metaWriter
-	quorum *raftmeta.Meta // the metadata log when Options.Voters is set (docs/quorum.md)
-	fatal  sync.Once
-	peers  *kafkanet.Peers // the inter-broker client (Env.SendPeer)
-	cl     *cluster        // the controller and lifecycle, with a quorum (cluster.go)
+	// cleaner runs log compaction (cleaner.go).
+	cleaner *cleaner
+	metaW   *metaWriter
+	quorum  *raftmeta.Meta // the metadata log when Options.Voters is set (docs/quorum.md)
+	fatal   sync.Once
+	peers   *kafkanet.Peers // the inter-broker client (Env.SendPeer)
+	cl      *cluster        // the controller and lifecycle, with a quorum (cluster.go)
 	// http serves /healthz, /readyz and /metrics on httpAddr (httpops.go); serving is
 	// set once clients are let in.
 	http     *http.Server
@@ -201,6 +203,7 @@ func (n *Node) open(ctx context.Context) error {
 		return fmt.Errorf("start interrupted: %w", err)
 	}
 	n.syncer = newSyncer(n.opts.SyncWorkers, n.deliverCompletion)
+	n.cleaner = newCleaner(n.deliverCompletion)
 	n.files = disk.NewFileCache(disk.OSFS{}, n.fds.logFiles)
 	n.b = broker.New(n.opts.Config, env{n}, rand.New(rand.NewSource(seed())),
 		broker.WithDecompressor(compress.Codecs{}))
@@ -307,6 +310,9 @@ func (n *Node) release() error {
 	n.peers.Close() // its replies are refused from now on (deliverCompletion)
 	if n.syncer != nil {
 		n.syncer.stop()
+	}
+	if n.cleaner != nil {
+		n.cleaner.close()
 	}
 	if n.metaW != nil {
 		n.metaW.stop()

@@ -103,6 +103,7 @@ func (n *node) replicaConfig(t *meta.Topic) replica.Config {
 	if t != nil {
 		id = t.ID
 	}
+	compact, del := n.compactConfig(t)
 	return replica.Config{
 		Segment: replica.SegmentConfig{
 			TopicID:       id,
@@ -121,5 +122,7 @@ func (n *node) replicaConfig(t *meta.Topic) replica.Config {
 		Decompressor:         n.dec,
 		Probes:               n.probes,
 		SnapshotEveryBatches: n.cfg.ProducerSnapshotEveryBatches,
+		Compact:              compact,
+		NoDelete:             !del,
 	}
 }

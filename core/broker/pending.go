@@ -92,7 +92,7 @@ func (rm *replicaManager) pending(out []PendingOp) []PendingOp {
 		case timerOpenChunk:
 			out = append(out, PendingOp{Kind: PendingTimer, What: "open next chunk",
 				Waits: timer, Since: t.set})
-		case timerGroup, timerOffsetExpiry, timerRetention: // not ours, or not listed
+		case timerGroup, timerOffsetExpiry, timerRetention, timerCleaner: // not listed
 		default:
 			core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
 		}

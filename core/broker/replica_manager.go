@@ -33,8 +33,9 @@ type replicaManager struct {
 	syncs    map[core.TopicPartition]pendingSync // the sync in flight per partition
 	produces produceState
 	fetches  fetchState
-	opens    openState  // new partitions whose logs are still to open (open_queue.go)
-	timers   timerTable // produce timeouts, fetch waits, open chunks, retention
+	opens    openState    // new partitions whose logs are still to open (open_queue.go)
+	timers   timerTable   // produce timeouts, fetch waits, open chunks, retention
+	cleaner  cleanerState // compaction scheduling (cleaner.go)
 }
 
 func newReplicaManager(n *node) *replicaManager {
@@ -67,6 +68,7 @@ func (rm *replicaManager) openReplica(tp core.TopicPartition) {
 		return
 	}
 	rm.replicas[tp] = r
+	rm.armCleaner()
 }
 
 // removeReplica closes a deleted partition and removes its log, also when the log did

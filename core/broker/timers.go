@@ -23,6 +23,7 @@ const (
 	timerGroup                               // a group's next deadline (sessions, delays)
 	timerOffsetExpiry                        // offsets.retention.check.interval.ms
 	timerRetention                           // log.retention.check.interval.ms
+	timerCleaner                             // log.cleaner.backoff.ms
 )
 
 func (k timerKind) String() string {
@@ -39,6 +40,8 @@ func (k timerKind) String() string {
 		return "offset-expiry"
 	case timerRetention:
 		return "retention"
+	case timerCleaner:
+		return "cleaner"
 	default:
 		return fmt.Sprintf("timer(%d)", uint8(k))
 	}
@@ -118,6 +121,8 @@ func (b *Broker) timerFired(id uint64) {
 		gc.offsetExpiryPass()
 	case timerRetention:
 		rm.retentionPass()
+	case timerCleaner:
+		rm.cleanerPass()
 	default:
 		core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
 	}
