@@ -118,8 +118,12 @@ func (l *PartitionLog) planClean(req replica.CleanRequest) (*cleanPlan, error) {
 	}
 	ds := max(min(req.DirtyStart, l.cleanedTo), l.start)
 	p := &cleanPlan{start: l.start, truncations: l.truncations, dirtyStart: ds, mapEnd: ds}
-	for _, s := range l.segs[:len(l.segs)-1] {
-		if s.next > req.UpTo || !s.sealed {
+	closed := l.segs[:len(l.segs)-1]
+	if mutantOn("clean-active-segment") {
+		closed = l.segs
+	}
+	for _, s := range closed {
+		if (s.next > req.UpTo || !s.sealed) && !mutantOn("clean-active-segment") {
 			break
 		}
 		if s.next <= l.start {

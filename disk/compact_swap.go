@@ -124,7 +124,9 @@ func (l *PartitionLog) writeCleaned(p *cleanPlan, cs cleanSeg, req replica.Clean
 		kept := make([]rawRecord, 0, len(recs))
 		for _, r := range recs {
 			if r.key != nil {
-				if last, ok := p.keys[string(r.key)]; ok && last > r.offset {
+				last, ok := p.keys[string(r.key)]
+				if ok && (last > r.offset ||
+					(last == r.offset && mutantOn("clean-drops-last-value"))) {
 					continue
 				}
 				if r.tombstone && h.MaxTimestamp < horizon {
