@@ -71,14 +71,15 @@ func (l *PartitionLog) cleanSegment(p *cleanPlan, cs cleanSeg, req replica.Clean
 	w := &cleanWriter{f: f, base: cs.base, interval: interval, idx: newSegIndex(),
 		throttle: opt.Throttle}
 	removed, err := l.writeCleaned(p, cs, req, opt, res, w)
-	if err == nil && removed > 0 {
+	changed := removed > 0 || w.pos != cs.size
+	if err == nil && changed {
 		err = w.flush()
 		if err == nil {
 			err = f.Sync()
 		}
 	}
 	_ = f.Close()
-	if err != nil || removed == 0 {
+	if err != nil || !changed {
 		_ = l.fs.Remove(tmp)
 		return err
 	}
@@ -136,7 +137,11 @@ func (l *PartitionLog) writeCleaned(p *cleanPlan, cs cleanSeg, req replica.Clean
 			kept = append(kept, r)
 		}
 		removed += int64(len(recs) - len(kept))
-		if len(kept) == len(recs) {
+		if len(recs) == 0 && !(h.HasProducer() && p.lastOfPid[h.ProducerID] == h.BaseOffset) {
+			// An empty batch an earlier clean left (a filler, or a producer's batch that
+			// is no longer its last): it joins the run, so runs do not pile up.
+			kept = nil
+		} else if len(kept) == len(recs) {
 			if err := flushFill(); err != nil {
 				return err
 			}

@@ -73,10 +73,52 @@ func TestCleanKeepsOffsetsAndShrinksClosedSegments(t *testing.T) {
 	gotLast, m := lastValues(t, l)
 	require.Equal(t, wantLast, gotLast)
 	require.Less(t, m, n)
+	// A second clean (more values, a later horizon) merges the empty batches the first
+	// one left with the new ones: no two empty batches follow each other.
+	for i := 0; i < 12; i++ {
+		appendKeyed(t, l, 1000, "a", "b")
+	}
+	require.NoError(t, l.Sync())
+	segs := l.Segments()
+	req.UpTo = segs[len(segs)-2].EndOffset
+	_, err = l.CleanWith(req, CleanOptions{Codec: compress.Codecs{}})
+	require.NoError(t, err)
+	for _, s := range l.Segments() {
+		b, err := l.Read(s.BaseOffset, 1<<20, l.EndOffset())
+		require.NoError(t, err)
+		prevEmpty := false
+		for _, h := range storedHeaders(t, b) {
+			empty := h.RecordCount == 0 && !h.HasProducer()
+			require.False(t, empty && prevEmpty, "segment %d: two empty batches in a row",
+				s.BaseOffset)
+			prevEmpty = empty
+		}
+	}
+	wantLast, _ = lastValues(t, l)
 	require.NoError(t, l.Close())
 	l = openTestLog(t, fsys, st, replica.SegmentConfig{SegmentBytes: 400})
 	gotLast, _ = lastValues(t, l)
 	require.Equal(t, wantLast, gotLast, "after a reopen (recovery validates the cleaned segments)")
+}
+
+// storedHeaders splits a read into its batches, checked as stored batches.
+func storedHeaders(t *testing.T, b []byte) []batch.Header {
+	var hs []batch.Header
+	for len(b) > 0 {
+		h, err := batch.CheckStored(b[:min(len(b), int(binaryLen(b)))])
+		require.NoError(t, err)
+		hs = append(hs, h)
+		b = b[h.Size():]
+	}
+	return hs
+}
+
+func binaryLen(b []byte) int64 {
+	h, err := batch.ParseHeader(b)
+	if err != nil {
+		return int64(len(b))
+	}
+	return int64(h.Size())
 }
 
 // A crash at each step of a swap leaves a valid log: with the .cleaned file (discarded)
