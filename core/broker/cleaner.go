@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/group"
 	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/core/replica"
 )
@@ -112,8 +113,13 @@ func floatRange(lo, hi float64) func(string) error {
 }
 
 // compactConfig resolves a topic's compaction settings; del says whether retention
-// applies too.
+// applies too. __consumer_offsets is never given to the cleaner, whatever
+// log.cleanup.policy says: the group coordinator compacts it itself (groups_compact.go)
+// and its retention is off by its own configs.
 func (n *node) compactConfig(t *meta.Topic) (c replica.CompactConfig, del bool) {
+	if t != nil && t.Name == group.OffsetsTopic {
+		return replica.CompactConfig{}, true
+	}
 	compact, del, err := cleanupPolicy(n.topicConfig(t, "cleanup.policy"))
 	core.Invariant(err == nil, "B5", "cleanup.policy %q was validated: %v",
 		n.topicConfig(t, "cleanup.policy"), err)
@@ -200,7 +206,8 @@ func (rm *replicaManager) cleanDone(d CleanDone) {
 	rm.cleaner.busy = false
 	r := rm.replicas[d.TP]
 	if r == nil || r.Incarnation() != d.Incarnation {
-		return // deleted or re-created meanwhile
+		delete(rm.cleaner.cleanedTo, d.TP) // deleted or re-created meanwhile
+		return
 	}
 	if d.Err != nil {
 		if !errors.Is(d.Err, replica.ErrCleanAborted) {

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/core/batch"
+	"github.com/sluicemq/sluice/core/group"
+	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/core/replica"
 )
 
@@ -109,4 +111,18 @@ func TestCleanerIsScheduledOnlyForCompactedTopics(t *testing.T) {
 		Result: replica.CleanResult{CleanedTo: 4}})
 	h.advance(5 * time.Second)
 	require.Len(t, h.env.cleans, 1, "nothing dirty after it")
+}
+
+// log.cleanup.policy=compact makes new topics compacted, but never __consumer_offsets,
+// which the group coordinator compacts itself.
+func TestBrokerWideCompactLeavesTheOffsetsTopicAlone(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		require.NoError(t, c.Set("log.cleanup.policy", "compact"))
+	})
+	h.mustCreate("t", 1)
+	require.True(t, h.b.replicaConfig(h.b.image.Topic("t")).Compact.Enabled)
+	off := &meta.Topic{Name: group.OffsetsTopic}
+	cfg := h.b.replicaConfig(off)
+	require.False(t, cfg.Compact.Enabled)
+	require.False(t, cfg.NoDelete)
 }
