@@ -1,7 +1,6 @@
 package disk
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -43,9 +42,6 @@ type CleanOptions struct {
 // errCleanAborted: the log changed under the cleaner (closed, offline, truncated, a
 // segment removed); the clean stops, what was swapped in stays, nothing is wrong.
 var errCleanAborted = replica.ErrCleanAborted
-
-// IsCleanAborted reports a clean that stopped because the log changed under it.
-func IsCleanAborted(err error) bool { return errors.Is(err, errCleanAborted) }
 
 // cleanSeg is a closed segment as the cleaner saw it when it started.
 type cleanSeg struct {
