@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sluicemq/sluice/compress"
 	"github.com/sluicemq/sluice/core/batch"
 	"github.com/sluicemq/sluice/core/replica"
 )
@@ -62,10 +63,9 @@ type cleanPlan struct {
 	lastOfPid   map[int64]int64  // producer id → base offset of its last batch in the log
 }
 
-// Clean implements replica.Cleaner with default options (no recompression codec: a
-// compressed batch that loses records fails the clean).
+// Clean implements replica.Cleaner with Kafka's codecs and no I/O bound.
 func (l *PartitionLog) Clean(req replica.CleanRequest) (replica.CleanResult, error) {
-	return l.CleanWith(req, CleanOptions{})
+	return l.CleanWith(req, CleanOptions{Codec: compress.Codecs{}})
 }
 
 // CleanWith cleans the closed segments below req.UpTo. It may run concurrently with
