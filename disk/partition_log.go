@@ -71,6 +71,13 @@ type PartitionLog struct {
 	// durable fsyncs the directory first while they differ: a segment whose entry a crash
 	// may undo holds nothing acknowledged.
 	dirChanges, dirSynced uint64
+	// truncations counts TruncateTo calls: a clean that began before one discards its
+	// work (compact.go).
+	truncations uint64
+	// cleanedTo is where the last clean's key map ended: offsets below it hold at most
+	// one record per key. 0 after an open (the first clean maps everything), lowered
+	// by TruncateTo.
+	cleanedTo int64
 	// rotStart is where recovery found the log must start after corrupt batches it
 	// skipped (rot.go); 0 when none.
 	rotStart int64

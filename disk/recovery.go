@@ -32,6 +32,14 @@ func (l *PartitionLog) recover(nowMs int64) error {
 	if err != nil {
 		return err
 	}
+	if changed, err := l.finishCleaning(names); err != nil {
+		return err
+	} else if changed {
+		l.dirChanges++
+		if names, err = l.fs.ReadDir(l.dir); err != nil {
+			return err
+		}
+	}
 	persisted, err := l.loadStart()
 	if err != nil {
 		return err
@@ -262,7 +270,7 @@ func (l *PartitionLog) validateTail(seg *segment, from, size int64) (bool, error
 			// data. Fail the open; the partition stays offline until a restart.
 			return false, err
 		}
-		if _, err := batch.Check(b); err != nil && !mutantOn("recovery-skips-crc") {
+		if _, err := batch.CheckStored(b); err != nil && !mutantOn("recovery-skips-crc") {
 			bad = &corruptError{pos, err}
 		} else if h.BaseOffset != seg.next && !mutantOn("recovery-offsets-unchecked") {
 			bad = &corruptError{pos, fmt.Errorf("base offset %d, expected %d", h.BaseOffset, seg.next)}

@@ -42,7 +42,7 @@ func verifyServed(b []byte, offset, end int64) error {
 			err = errShortBatch
 		}
 		if err == nil {
-			_, err = batch.Check(b[pos : pos+h.Size()])
+			_, err = batch.CheckStored(b[pos : pos+h.Size()])
 		}
 		switch {
 		case err != nil:
@@ -102,7 +102,7 @@ func (l *PartitionLog) rotSkip(seg *segment, after, size int64) (int64, error) {
 	case err != nil:
 		return -1, err
 	}
-	if _, err := batch.Check(b); err != nil {
+	if _, err := batch.CheckStored(b); err != nil {
 		return -1, nil
 	}
 	if h.BaseOffset <= seg.next || h.LastOffset()-seg.base > maxRelOffset {
@@ -160,7 +160,7 @@ func (r *readBuf) checkUnserved(h batch.Header, pos, offset int64) error {
 	if err := r.ensure(pos + int64(h.Size())); err != nil {
 		return err
 	}
-	if _, err := batch.Check(r.buf[pos-r.base : pos-r.base+int64(h.Size())]); err != nil {
+	if _, err := batch.CheckStored(r.buf[pos-r.base : pos-r.base+int64(h.Size())]); err != nil {
 		return &corruptError{pos, err}
 	}
 	return nil

@@ -35,6 +35,8 @@ func (l *PartitionLog) TruncateTo(offset int64) (int64, error) {
 	if offset >= l.active().next {
 		return l.active().next, nil
 	}
+	l.truncations++
+	l.cleanedTo = min(l.cleanedTo, offset)
 	if offset < l.start {
 		return 0, fmt.Errorf("truncate %s to %d: %w (start offset %d)", l.dir, offset,
 			ErrOutOfRange, l.start)

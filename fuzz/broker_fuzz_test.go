@@ -31,6 +31,7 @@ func (e *env) CancelTimer(uint64)              {}
 func (e *env) SyncLog(tp core.TopicPartition, inc, tok uint64, l replica.Log) {
 	e.syncs = append(e.syncs, broker.SyncDone{TP: tp, Incarnation: inc, Token: tok, Err: l.Sync()})
 }
+func (e *env) CleanLog(core.TopicPartition, uint64, replica.CleanRequest, replica.Log) {}
 func (e *env) OpenLog(tp core.TopicPartition, cfg replica.SegmentConfig) (replica.Log, error) {
 	if l, ok := e.logs[tp]; ok {
 		l.Reopen(cfg)

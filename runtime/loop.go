@@ -191,6 +191,12 @@ func (e env) SyncLog(tp core.TopicPartition, incarnation, token uint64, log repl
 	e.n.syncer.submit(tp, incarnation, token, log)
 }
 
+// CleanLog queues the log's compaction on the cleaner worker; CleanDone follows.
+func (e env) CleanLog(tp core.TopicPartition, incarnation uint64, req replica.CleanRequest,
+	log replica.Log) {
+	e.n.cleaner.submit(cleanJob{tp: tp, incarnation: incarnation, req: req, log: log})
+}
+
 // OpenLog opens, recovering, or creates the partition's log in logs/<topic>-<partition>.
 func (e env) OpenLog(tp core.TopicPartition, cfg replica.SegmentConfig) (replica.Log, error) {
 	n := e.n

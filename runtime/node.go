@@ -57,10 +57,12 @@ type Node struct {
 	fired  []uint64
 	logs   map[core.TopicPartition]*nodeLog // open logs; owned by the loop
 	syncer *syncer
-	metaW  *metaWriter
-	quorum *raftmeta.Meta // the metadata log when Options.Voters is set (docs/quorum.md)
-	fatal  sync.Once
-	peers  *kafkanet.Peers // the inter-broker client (Env.SendPeer)
+	// cleaner runs log compaction (cleaner.go).
+	cleaner *cleaner
+	metaW   *metaWriter
+	quorum  *raftmeta.Meta // the metadata log when Options.Voters is set (docs/quorum.md)
+	fatal   sync.Once
+	peers   *kafkanet.Peers // the inter-broker client (Env.SendPeer)
 	// peerTLSErr says why the inter-broker listener's TLS client config cannot be built.
 	peerTLSErr error
 	cl         *cluster // the controller and lifecycle, with a quorum (cluster.go)
@@ -219,6 +221,7 @@ func (n *Node) open(ctx context.Context) error {
 		return fmt.Errorf("start interrupted: %w", err)
 	}
 	n.syncer = newSyncer(n.opts.SyncWorkers, n.deliverCompletion)
+	n.cleaner = newCleaner(n.deliverCompletion)
 	n.files = disk.NewFileCache(disk.OSFS{}, n.fds.logFiles)
 	n.marks = n.openMarks()
 	bopts := []broker.Option{broker.WithDecompressor(compress.Codecs{})}
@@ -308,6 +311,9 @@ func (n *Node) release() error {
 	n.peers.Close() // its replies are refused from now on (deliverCompletion)
 	if n.syncer != nil {
 		n.syncer.stop()
+	}
+	if n.cleaner != nil {
+		n.cleaner.close()
 	}
 	if n.metaW != nil {
 		n.metaW.stop()

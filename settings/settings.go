@@ -17,6 +17,7 @@ const (
 	Bool   Kind = "bool"
 	String Kind = "string"
 	Enum   Kind = "enum"
+	Float  Kind = "float"
 )
 
 // Scope says which part of the node reads a setting.
@@ -43,7 +44,8 @@ type Setting struct {
 	Scope   Scope
 	Kind    Kind
 	Default string // "" for none (derived at start, or unset)
-	// Min and Max bound an Int (inclusive). Choices are an Enum's values.
+	// Min and Max bound an Int (inclusive), or a Float (Max 0: no upper bound).
+	// Choices are an Enum's values.
 	Min, Max int64
 	Choices  []string
 	Doc      string
@@ -58,6 +60,11 @@ func (s Setting) Range() string {
 		return "true, false"
 	case Enum:
 		return strings.Join(s.Choices, ", ")
+	case Float:
+		if s.Max == 0 {
+			return fmt.Sprintf("[%s, inf]", bound(s.Min))
+		}
+		return fmt.Sprintf("[%s, %s]", bound(s.Min), bound(s.Max))
 	}
 	return "any"
 }
@@ -91,6 +98,11 @@ func (s Setting) Check(value string) error {
 	case Enum:
 		if !slices.Contains(s.Choices, value) {
 			return fmt.Errorf("%s: %q is not one of %s", s.Name, value, s.Range())
+		}
+	case Float:
+		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil || math.IsNaN(f) || f < float64(s.Min) || (s.Max != 0 && f > float64(s.Max)) {
+			return fmt.Errorf("%s: %q is not a number in %s", s.Name, value, s.Range())
 		}
 	}
 	return nil

@@ -415,6 +415,37 @@ func (e nodeEnv) SyncLog(tp core.TopicPartition, inc, token uint64, log replica.
 	e.n.syncLog(e, broker.SyncDone{TP: tp, Incarnation: inc, Token: token}, log)
 }
 
+// CleanLog runs the log's clean after a simulated disk latency (one fsync's worth per
+// segment it may rewrite is not modelled: one draw), then delivers CleanDone. The clean
+// itself runs inside that event, on the same MemFS the crashes act on, so a crash
+// between the request and the event loses it, and the log's swap protocol is what a
+// crash during later steps meets.
+func (e nodeEnv) CleanLog(tp core.TopicPartition, inc uint64, req replica.CleanRequest,
+	log replica.Log) {
+	if e.hold(func() { e.CleanLog(tp, inc, req, log) }) {
+		return
+	}
+	if !e.live() {
+		return
+	}
+	n := e.n
+	n.w.after(n.fsyncDelay(), KindClean, n.id, uint64(req.UpTo), inc, func() {
+		if !e.live() {
+			return
+		}
+		done := broker.CleanDone{TP: tp, Incarnation: inc, Err: replica.ErrCleanAborted}
+		if l, ok := log.(interface {
+			CleanWith(replica.CleanRequest, disk.CleanOptions) (replica.CleanResult, error)
+		}); ok {
+			done.Result, done.Err = l.CleanWith(req, disk.CleanOptions{Codec: compress.Codecs{}})
+		}
+		if n.tripped() {
+			return
+		}
+		n.input(done)
+	})
+}
+
 func (e nodeEnv) OpenLog(tp core.TopicPartition, cfg replica.SegmentConfig) (replica.Log, error) {
 	if !e.live() {
 		return nil, errors.New("node is down")

@@ -23,11 +23,13 @@ const (
 	KindRestart         // a crashed node restarts
 	KindPhase           // a run phase begins (heal, final check, end)
 	KindSyncStart       // a simulated fsync begins
+	KindClean           // a simulated log clean (compaction) finishes
 	kindCount
 )
 
 var kindNames = [...]string{"none", "to-node", "to-client", "timer", "sync-done",
-	"meta-commit", "client-wake", "fault", "resume", "restart", "phase", "sync-start"}
+	"meta-commit", "client-wake", "fault", "resume", "restart", "phase", "sync-start",
+	"clean"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

@@ -153,6 +153,32 @@ func Check(b []byte) (Header, error) {
 	return h, nil
 }
 
+// CheckStored is Check for a batch as a log may hold it after compaction (the cleaner
+// removes records but keeps the batch's base offset and lastOffsetDelta, as Kafka's
+// does): the record count may be below lastOffsetDelta+1, down to zero for a batch
+// kept only for its offsets or its producer state. Recovery, reads and followers use
+// it; produce keeps the strict Check.
+func CheckStored(b []byte) (Header, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return h, err
+	}
+	if h.Size() != len(b) {
+		return h, fmt.Errorf("%w: header says %d bytes, have %d", ErrBadLength, h.Size(), len(b))
+	}
+	if ComputeCRC(b) != h.CRC && !mutantOn("crc-unchecked") {
+		return h, ErrCorrupt
+	}
+	if h.RecordCount < 0 || h.LastOffsetDelta < 0 ||
+		int64(h.RecordCount) > int64(h.LastOffsetDelta)+1 {
+		return h, ErrBadRecordCount
+	}
+	if h.Compression() > CompressionZstd {
+		return h, ErrBadCompression
+	}
+	return h, nil
+}
+
 // Split cuts a Produce request's record set into its batches, checking each with Check.
 // Kafka clients send one batch per partition, but the format allows several.
 func Split(records []byte, fn func(h Header, b []byte) error) error {

@@ -141,7 +141,10 @@ func (s *stream) walk(h *Header, p *Policy) (int64, error) {
 		if !s.more() {
 			return w.maxTs, w.short(i)
 		}
-		tsDelta, offDelta, bad := s.record()
+		tsDelta, offDelta, bad := s.record(requireKey(p))
+		if bad == noKeyMessage {
+			return w.maxTs, recordFault(ErrNoKey, i, bad)
+		}
 		if bad != "" {
 			return w.maxTs, recordFault(ErrBadRecord, i, bad)
 		}
@@ -157,7 +160,7 @@ func (s *stream) walk(h *Header, p *Policy) (int64, error) {
 }
 
 // record reads one record with the rules of parseRecord; bad is empty for a good one.
-func (s *stream) record() (tsDelta int64, offDelta int32, bad string) {
+func (s *stream) record(needKey bool) (tsDelta int64, offDelta int32, bad string) {
 	length, n := s.varint()
 	switch {
 	case n == 0:
@@ -177,8 +180,15 @@ func (s *stream) record() (tsDelta int64, offDelta int32, bad string) {
 	if offDelta, bad = rec.varint("offset delta", -1<<31); bad != "" {
 		return 0, 0, bad
 	}
-	if bad = rec.bytes("key", -1); bad != "" {
+	kl, bad := rec.varint("key length", -1)
+	if bad != "" {
 		return 0, 0, bad
+	}
+	if needKey && kl < 0 {
+		return 0, 0, noKeyMessage
+	}
+	if kl > 0 && !rec.skip(int64(kl)) {
+		return 0, 0, rec.why("key")
 	}
 	if bad = rec.bytes("value", -1); bad != "" {
 		return 0, 0, bad

@@ -42,6 +42,9 @@ var (
 	ErrLogAppendTimeFromClient = errors.New("batch: producers may not set LogAppendTime")
 	// ErrBadSequence: a batch with a producer ID has no base sequence.
 	ErrBadSequence = errors.New("batch: idempotent batch without a base sequence")
+	// ErrNoKey: a record without a key was produced to a compacted topic (Kafka's
+	// INVALID_RECORD "Compacted topic cannot accept message without key").
+	ErrNoKey = errors.New("compacted topic cannot accept message without key")
 )
 
 // Policy is what Validate checks beyond framing: the topic's timestamp settings, the
@@ -61,6 +64,9 @@ type Policy struct {
 	// MaxDecompressedBytes bounds a batch's inflated records; 0 means
 	// MaxDecompressedBytes.
 	MaxDecompressedBytes int
+	// RequireKey refuses a record with a null key (ErrNoKey): the topic is compacted
+	// (cleanup.policy includes compact), and the cleaner keeps records by key.
+	RequireKey bool
 }
 
 // Summary describes a batch that passed validation.
@@ -188,7 +194,10 @@ func walkRecords(body []byte, h *Header, p *Policy) (int64, error) {
 			}
 			return w.maxTs, w.short(i)
 		}
-		size, tsDelta, offDelta, bad := parseRecord(body)
+		size, tsDelta, offDelta, bad := parseRecord(body, requireKey(p))
+		if bad == noKeyMessage {
+			return w.maxTs, recordFault(ErrNoKey, i, bad)
+		}
 		if bad != "" {
 			return w.maxTs, recordFault(ErrBadRecord, i, bad)
 		}
@@ -289,7 +298,8 @@ func satAdd(a, b int64) int64 {
 // value (varint length, -1 for null, then the bytes), header count varint, then per
 // header a key (varint length >= 0) and a value (varint length, -1 for null). The
 // fields must fill the length exactly. bad is empty for a good record.
-func parseRecord(b []byte) (size int, tsDelta int64, offDelta int32, bad string) {
+func parseRecord(b []byte, needKey bool) (size int, tsDelta int64, offDelta int32,
+	bad string) {
 	length, n := readVarint(b)
 	switch {
 	case n <= 0:
@@ -310,6 +320,9 @@ func parseRecord(b []byte) (size int, tsDelta int64, offDelta int32, bad string)
 		return 0, 0, 0, "offset delta is not a valid varint"
 	}
 	p += k
+	if kl, k := readVarint(rec[p:]); needKey && k > 0 && kl < 0 {
+		return 0, 0, 0, noKeyMessage
+	}
 	if p, bad = skipBytes(rec, p, -1, "key"); bad != "" {
 		return 0, 0, 0, bad
 	}
@@ -334,6 +347,11 @@ func parseRecord(b []byte) (size int, tsDelta int64, offDelta int32, bad string)
 	}
 	return n + int(length), tsDelta, offDelta, ""
 }
+
+// noKeyMessage is the walk's verdict on a keyless record when a key is required.
+const noKeyMessage = "record has no key"
+
+func requireKey(p *Policy) bool { return p != nil && p.RequireKey }
 
 // skipBytes skips a varint-length-prefixed field of rec at p whose length may not be
 // below minLen (-1: nullable). It returns the position after it.

@@ -73,6 +73,8 @@ func (b *Broker) Step(now core.Time, in Input) {
 		b.timerFired(in.ID)
 	case SyncDone:
 		b.syncDone(in)
+	case CleanDone:
+		b.replicaManager.cleanDone(in)
 	case MetaAnswer:
 		b.metaAnswer(in)
 	case MetaApplied:
@@ -99,6 +101,7 @@ func (b *Broker) start(in Start) {
 	b.opens.live = true
 	b.applyRoles()
 	b.armRetention()
+	b.replicaManager.armCleaner()
 	b.startGroups()
 	b.lg.Info("broker started", zap.Int32("node", b.cfg.NodeID),
 		zap.Int("topics", len(b.image.TopicNames())), zap.Int("partitions", len(b.replicas)))

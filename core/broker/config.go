@@ -63,6 +63,8 @@ type Config struct {
 
 	// Fetcher holds the follower fetcher's settings (fetcher_config.go).
 	Fetcher FetcherConfig
+	// Cleaner holds the log cleaner's settings (cleaner.go).
+	Cleaner CleanerConfig
 }
 
 // TopicConfigDef describes one topic-level setting Sluice understands.
@@ -76,13 +78,17 @@ type TopicConfigDef struct {
 
 // TopicConfigDefs lists every topic config, sorted by name.
 var TopicConfigDefs = []TopicConfigDef{
-	{"cleanup.policy", "log.cleanup.policy", "delete", oneOf("delete"),
-		"only delete is supported; compaction comes later"},
+	{"cleanup.policy", "log.cleanup.policy", "delete", validCleanupPolicy,
+		"delete, compact, or both (compact,delete)"},
+	{"delete.retention.ms", "log.cleaner.delete.retention.ms", "86400000",
+		intRange(0, math.MaxInt64), "how long the cleaner keeps a tombstone"},
 	{"index.interval.bytes", "log.index.interval.bytes", "4096", intRange(0, 1<<31-1),
 		"bytes between sparse index entries"},
 	{"log.flush.policy", "log.flush.policy", "always", oneOf("always", "never"),
 		"always: fsync before acks=all is answered and before data is visible to readers; " +
 			"never: trust the OS page cache (a crash of the machine may lose acknowledged writes)"},
+	{"max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", "9223372036854775807",
+		intRange(1, math.MaxInt64), "a dirty segment older than this is cleaned"},
 	{"max.message.bytes", "message.max.bytes", "1048588", intRange(0, 1<<30), "largest batch accepted"},
 	{"message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms", "3600000",
 		intRange(0, math.MaxInt64), "how far ahead of the broker's clock a CreateTime " +
@@ -92,6 +98,10 @@ var TopicConfigDefs = []TopicConfigDef{
 			"clock a CreateTime record's timestamp may be; older ones are refused"},
 	{"message.timestamp.type", "log.message.timestamp.type", "CreateTime",
 		oneOf("CreateTime", "LogAppendTime"), "which timestamp batches carry"},
+	{"min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", "0.5", floatRange(0, 1),
+		"dirty share of the cleanable bytes that starts a clean"},
+	{"min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", "0",
+		intRange(0, math.MaxInt64), "a record stays uncompacted at least this long"},
 	{"min.insync.replicas", "min.insync.replicas", "1", intRange(1, 1<<15), "checked for acks=all"},
 	{"retention.bytes", "log.retention.bytes", "-1", intRange(-1, 1<<62), "per-partition size bound"},
 	{"retention.ms", "log.retention.ms", "604800000", intRange(-1, 1<<62), "age bound of whole segments"},
@@ -125,6 +135,7 @@ func DefaultConfig() Config {
 		Groups:                   DefaultGroupConfig(),
 		Limits:                   DefaultLimitsConfig(),
 		Fetcher:                  DefaultFetcherConfig(),
+		Cleaner:                  DefaultCleanerConfig(),
 
 		ProducerSnapshotEveryBatches: replica.DefaultSnapshotEveryBatches,
 	}
@@ -204,6 +215,9 @@ func (c *Config) Set(name, value string) error {
 		if ok, err := c.Fetcher.set(name, value); ok {
 			return err
 		}
+		if ok, err := c.Cleaner.set(name, value); ok {
+			return err
+		}
 		return fmt.Errorf("unknown setting %q", name)
 	}
 	if err != nil {
@@ -221,6 +235,7 @@ func SettingNames() []string {
 	names = append(names, groupSettingNames...)
 	names = append(names, limitSettingNames()...)
 	names = append(names, fetcherSettingNames()...)
+	names = append(names, cleanerSettingNames...)
 	for _, d := range TopicConfigDefs {
 		names = append(names, d.Name)
 		if d.BrokerName != d.Name {

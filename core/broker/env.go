@@ -74,6 +74,11 @@ type Env interface {
 	CancelTimer(id uint64)
 	// SyncLog asks for log.Sync() to run, then SyncDone{TP, Incarnation, Token, Err}.
 	SyncLog(tp core.TopicPartition, incarnation uint64, token uint64, log replica.Log)
+	// CleanLog asks for the log's compaction (log.(replica.Cleaner).Clean(req)) to run
+	// off the broker's thread, one at a time (log.cleaner.threads=1), then CleanDone
+	// with the same TP and Incarnation. The broker has at most one in flight.
+	CleanLog(tp core.TopicPartition, incarnation uint64, req replica.CleanRequest,
+		log replica.Log)
 	// OpenLog opens (recovering if it exists) or creates the log of one partition. It
 	// runs inside the step; after Start the broker calls it at most openChunk times per
 	// step (open_queue.go).
@@ -138,6 +143,14 @@ type SyncDone struct {
 	TP          core.TopicPartition
 	Incarnation uint64
 	Token       uint64
+	Err         error
+}
+
+// CleanDone completes a CleanLog effect.
+type CleanDone struct {
+	TP          core.TopicPartition
+	Incarnation uint64
+	Result      replica.CleanResult
 	Err         error
 }
 
@@ -206,6 +219,7 @@ func (Request) isInput()           {}
 func (ConnClosed) isInput()        {}
 func (TimerFired) isInput()        {}
 func (SyncDone) isInput()          {}
+func (CleanDone) isInput()         {}
 func (MetaAnswer) isInput()        {}
 func (MetaApplied) isInput()       {}
 func (MetaLeaderChanged) isInput() {}

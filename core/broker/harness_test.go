@@ -51,6 +51,14 @@ type proposal struct {
 	token uint64
 }
 
+// cleanReq is one CleanLog effect.
+type cleanReq struct {
+	tp  core.TopicPartition
+	inc uint64
+	req replica.CleanRequest
+	log replica.Log
+}
+
 type syncReq struct {
 	tp          core.TopicPartition
 	incarnation uint64
@@ -74,6 +82,7 @@ type fakeEnv struct {
 	proposals []proposal
 	peerReqs  []PeerRequest
 	syncs     []syncReq
+	cleans    []cleanReq
 
 	committed []meta.Record // the durable metadata log, in commit order
 	logs      map[core.TopicPartition]*replicatest.MemLog
@@ -131,6 +140,12 @@ func (e *fakeEnv) CancelTimer(id uint64) {
 
 func (e *fakeEnv) SyncLog(tp core.TopicPartition, incarnation, token uint64, log replica.Log) {
 	e.syncs = append(e.syncs, syncReq{tp, incarnation, token, log})
+}
+
+// CleanLog records the request; a test answers it with CleanDone.
+func (e *fakeEnv) CleanLog(tp core.TopicPartition, inc uint64, req replica.CleanRequest,
+	log replica.Log) {
+	e.cleans = append(e.cleans, cleanReq{tp: tp, inc: inc, req: req, log: log})
 }
 
 func (e *fakeEnv) OpenLog(tp core.TopicPartition, cfg replica.SegmentConfig) (replica.Log,

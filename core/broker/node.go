@@ -110,6 +110,7 @@ func (n *node) replicaConfig(t *meta.Topic) replica.Config {
 	if t != nil {
 		id = t.ID
 	}
+	compact, del := n.compactConfig(t)
 	return replica.Config{
 		Segment: replica.SegmentConfig{
 			TopicID:       id,
@@ -128,5 +129,7 @@ func (n *node) replicaConfig(t *meta.Topic) replica.Config {
 		Decompressor:         n.dec,
 		Probes:               n.probes,
 		SnapshotEveryBatches: n.cfg.ProducerSnapshotEveryBatches,
+		Compact:              compact,
+		NoDelete:             !del,
 	}
 }

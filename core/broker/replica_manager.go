@@ -40,9 +40,10 @@ type replicaManager struct {
 	fetcher fetcherState // the partitions this node follows (fetcher.go)
 	// roles holds the role applied to each hosted assigned partition (placement.go);
 	// isr the ISR changes in flight and the ISR check's timer (isr_changes.go).
-	roles map[core.TopicPartition]partitionRole
-	isr   isrState
-	held  map[core.TopicPartition]map[int32]int64 // followers' reported ends (B13)
+	roles   map[core.TopicPartition]partitionRole
+	isr     isrState
+	held    map[core.TopicPartition]map[int32]int64 // followers' reported ends (B13)
+	cleaner cleanerState                            // compaction scheduling (cleaner.go)
 }
 
 func newReplicaManager(n *node) *replicaManager {
@@ -79,6 +80,7 @@ func (rm *replicaManager) openReplica(tp core.TopicPartition) {
 		rm.applyRole(tp) // at Start, once the replay is done (Broker.start)
 	}
 	rm.fetcherLogOpened(tp)
+	rm.armCleaner()
 }
 
 // removeReplica closes a deleted partition and removes its log, also when the log did

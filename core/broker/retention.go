@@ -15,6 +15,7 @@ func (rm *replicaManager) retentionPass() {
 		}
 	}
 	rm.armRetention()
+	rm.armCleaner() // a topic altered to compact since the last pass
 }
 
 // Shutdown prepares for a clean stop: every replica syncs its log and saves its

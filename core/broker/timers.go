@@ -26,6 +26,7 @@ const (
 	timerFetcherBackoff                      // a follower link's replica.fetch.backoff.ms
 	timerISRCheck                            // replica.lag.time.max.ms/2: shrink ISRs
 	timerAlterISR                            // an ISR change's retry or expiry
+	timerCleaner                             // log.cleaner.backoff.ms
 )
 
 func (k timerKind) String() string {
@@ -48,6 +49,8 @@ func (k timerKind) String() string {
 		return "isr-check"
 	case timerAlterISR:
 		return "isr-change"
+	case timerCleaner:
+		return "cleaner"
 	default:
 		return fmt.Sprintf("timer(%d)", uint8(k))
 	}
@@ -135,6 +138,8 @@ func (b *Broker) timerFired(id uint64) {
 		rm.isrCheck()
 	case timerAlterISR:
 		rm.alterTimerFired(t.tp, id)
+	case timerCleaner:
+		rm.cleanerPass()
 	default:
 		core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
 	}

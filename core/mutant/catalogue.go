@@ -109,6 +109,13 @@ var Catalogue = []Mutant{
 	{"disk/time-index-next", "disk", "indexes",
 		"the time index lookup returns the first entry at or after the time, skipping " +
 			"unindexed batches before it", "./disk/"},
+	// Compaction (disk/compact*.go).
+	{"disk/clean-drops-last-value", "disk", "compaction",
+		"the cleaner removes a key's record when the key map holds that very offset, so " +
+			"the last value of a key goes", "./disk/"},
+	{"disk/clean-active-segment", "disk", "compaction",
+		"the cleaner ignores its upper bound and rewrites every segment, the active one " +
+			"included", "./disk/"},
 	// Recovery and record validation.
 	{"disk/recovery-skips-crc", "disk", "recovery",
 		"recovery accepts a batch whose CRC does not match", "./disk/"},

@@ -77,7 +77,7 @@ func (r *Replica) AppendReplicated(nowMs int64, records []byte) (int, error) {
 }
 
 func (r *Replica) appendOneReplicated(nowMs int64, h batch.Header, b []byte) error {
-	if _, err := batch.Check(b); err != nil {
+	if _, err := batch.CheckStored(b); err != nil {
 		return fmt.Errorf("%s: replicated batch at %d: %w", r.tp, h.BaseOffset, err)
 	}
 	if end := r.log.EndOffset(); h.BaseOffset != end {

@@ -101,9 +101,9 @@ func (r *Replica) DeleteRecordsBefore(offset int64) (int64, int16) {
 
 // EnforceRetention deletes the oldest whole segments that are past retention.ms or
 // beyond retention.bytes. The active segment is never deleted. It returns how many
-// segments went.
+// segments went. A compact-only topic (cleanup.policy=compact) deletes nothing.
 func (r *Replica) EnforceRetention(nowMs int64) int {
-	if r.offline {
+	if r.offline || r.cfg.NoDelete {
 		return 0
 	}
 	segs := r.log.Segments()

@@ -40,6 +40,11 @@ type Config struct {
 	// snapshots (sluice.producer.snapshot.interval.batches; 0: DefaultSnapshotEveryBatches).
 	// Recovery rescans at most this many batch headers after the last snapshot.
 	SnapshotEveryBatches int
+	// Compact is the topic's compaction (cleanup.policy includes compact; compact.go).
+	Compact CompactConfig
+	// NoDelete: cleanup.policy does not include delete, so retention.ms and
+	// retention.bytes delete nothing (a compact-only topic).
+	NoDelete bool
 }
 
 // refusalLogEveryMs spaces the info lines about refused batches of one partition: a
@@ -256,7 +261,8 @@ func (r *Replica) Append(nowMs int64, records []byte) AppendResult {
 	}
 	pol := batch.Policy{NowMs: nowMs, LogAppendTime: r.cfg.LogAppendTime,
 		TimestampBeforeMaxMs: r.cfg.TimestampBeforeMaxMs,
-		TimestampAfterMaxMs:  r.cfg.TimestampAfterMaxMs, Decompressor: r.cfg.Decompressor}
+		TimestampAfterMaxMs:  r.cfg.TimestampAfterMaxMs, Decompressor: r.cfg.Decompressor,
+		RequireKey: r.cfg.Compact.Enabled}
 	sum, err := batch.Validate(records, &pol)
 	if err != nil {
 		r.hit(pAppendCorrupt)

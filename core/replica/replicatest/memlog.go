@@ -415,3 +415,9 @@ func (l *MemLog) Close() error {
 }
 
 var _ replica.Log = (*MemLog)(nil)
+
+// Clean implements replica.Cleaner without removing anything: MemLog keeps every batch
+// (the broker's scheduling is what tests of it look at; disk.PartitionLog compacts).
+func (l *MemLog) Clean(req replica.CleanRequest) (replica.CleanResult, error) {
+	return replica.CleanResult{CleanedTo: req.UpTo}, nil
+}

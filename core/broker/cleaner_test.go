@@ -1,0 +1,128 @@
+package broker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/core/batch"
+	"github.com/sluicemq/sluice/core/group"
+	"github.com/sluicemq/sluice/core/meta"
+	"github.com/sluicemq/sluice/core/replica"
+)
+
+// keyed builds one uncompressed batch of key/value records (a nil value: tombstone).
+func keyed(kv ...[]byte) []byte {
+	var recs []batch.KV
+	for i := 0; i+1 < len(kv); i += 2 {
+		recs = append(recs, batch.KV{Key: kv[i], Value: kv[i+1]})
+	}
+	return batch.Build(recs, batch.NoProducer, 0)
+}
+
+// cleanup.policy takes Kafka's list syntax; compact turns retention off unless delete
+// is listed too; AlterConfigs moves a topic to and from compaction.
+func TestCleanupPolicyValuesAndAlter(t *testing.T) {
+	for _, v := range []string{"delete", "compact", "compact,delete", "delete,compact",
+		"compact, delete"} {
+		require.NoError(t, validCleanupPolicy(v), v)
+	}
+	for _, v := range []string{"", "compacted", "compact,", "delete;compact"} {
+		require.Error(t, validCleanupPolicy(v), v)
+	}
+	h := newHarness(t)
+	h.mustCreate("c", 1, "cleanup.policy=compact")
+	h.mustCreate("cd", 1, "cleanup.policy=compact,delete")
+	h.mustCreate("d", 1)
+	for name, want := range map[string][2]bool{"c": {true, true}, "cd": {true, false},
+		"d": {false, false}} {
+		cfg := h.b.replicaConfig(h.b.image.Topic(name))
+		require.Equal(t, want[0], cfg.Compact.Enabled, name)
+		require.Equal(t, want[1], cfg.NoDelete, name)
+		require.EqualValues(t, 86400000, cfg.Compact.DeleteRetentionMs)
+		require.InDelta(t, 0.5, cfg.Compact.MinDirtyRatio, 1e-9)
+	}
+	resp := h.alterConfigs(alterReq(2, false, acRes(kmsg.ConfigResourceTypeTopic, "d",
+		"cleanup.policy", "compact", "min.cleanable.dirty.ratio", "0.2")))
+	requireCode(t, nil, resp.Resources[0].ErrorCode, deref(resp.Resources[0].ErrorMessage))
+	cfg := h.b.replicaConfig(h.b.image.Topic("d"))
+	require.True(t, cfg.Compact.Enabled)
+	require.InDelta(t, 0.2, cfg.Compact.MinDirtyRatio, 1e-9)
+	resp = h.alterConfigs(alterReq(2, false, acRes(kmsg.ConfigResourceTypeTopic, "c",
+		"cleanup.policy", "delete")))
+	requireCode(t, nil, resp.Resources[0].ErrorCode, deref(resp.Resources[0].ErrorMessage))
+	require.False(t, h.b.replicaConfig(h.b.image.Topic("c")).Compact.Enabled)
+	resp = h.alterConfigs(alterReq(2, false, acRes(kmsg.ConfigResourceTypeTopic, "c",
+		"cleanup.policy", "compact,bogus")))
+	requireCode(t, kerr.InvalidConfig, resp.Resources[0].ErrorCode)
+	resp = h.alterConfigs(alterReq(2, false, acRes(kmsg.ConfigResourceTypeTopic, "c",
+		"min.cleanable.dirty.ratio", "1.5")))
+	requireCode(t, kerr.InvalidConfig, resp.Resources[0].ErrorCode)
+}
+
+// A record without a key is refused on a compacted topic (INVALID_RECORD, as Kafka),
+// accepted on a delete topic.
+func TestCompactedTopicRefusesKeylessRecords(t *testing.T) {
+	h := newHarness(t)
+	h.mustCreate("c", 1, "cleanup.policy=compact")
+	h.mustCreate("d", 1)
+	p := producePart(t, h.do(produceReq(-1, "c", 0, values("a"))))
+	require.Equal(t, kerr.InvalidRecord, kerr.ErrorForCode(p.ErrorCode))
+	require.Contains(t, deref(p.ErrorMessage), "without key")
+	p = producePart(t, h.do(produceReq(-1, "c", 0, keyed([]byte("k"), []byte("v"),
+		[]byte("k"), nil))))
+	require.Zero(t, p.ErrorCode)
+	p = producePart(t, h.do(produceReq(-1, "d", 0, values("a"))))
+	require.Zero(t, p.ErrorCode)
+}
+
+// The cleaner's timer runs only while a compacted partition is hosted; a pass asks for
+// one CleanLog at a time, of closed segments below the high-water mark, and the next
+// pass waits for its CleanDone.
+func TestCleanerIsScheduledOnlyForCompactedTopics(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		require.NoError(t, c.Set("log.cleaner.backoff.ms", "1000"))
+	})
+	h.env.batchesPerSegment = 2
+	h.restart()
+	h.mustCreate("d", 1)
+	for i := 0; i < 6; i++ {
+		producePart(t, h.do(produceReq(-1, "d", 0, values("a"))))
+	}
+	h.advance(5 * time.Second)
+	require.Empty(t, h.env.cleans, "no compacted topic: no clean")
+
+	h.mustCreate("c", 1, "cleanup.policy=compact")
+	for i := 0; i < 6; i++ {
+		p := producePart(t, h.do(produceReq(-1, "c", 0, keyed([]byte("k"), []byte("v")))))
+		require.Zero(t, p.ErrorCode)
+	}
+	h.advance(5 * time.Second)
+	require.Len(t, h.env.cleans, 1, "one clean in flight at a time")
+	c := h.env.cleans[0]
+	require.Equal(t, tp("c", 0), c.tp)
+	require.EqualValues(t, 0, c.req.DirtyStart)
+	require.EqualValues(t, 4, c.req.UpTo, "closed segments only: [0,2) [2,4), not [4,6)")
+	require.EqualValues(t, 32<<20, c.req.KeyMapBytes)
+	h.step(CleanDone{TP: c.tp, Incarnation: c.inc,
+		Result: replica.CleanResult{CleanedTo: 4}})
+	h.advance(5 * time.Second)
+	require.Len(t, h.env.cleans, 1, "nothing dirty after it")
+}
+
+// log.cleanup.policy=compact makes new topics compacted, but never __consumer_offsets,
+// which the group coordinator compacts itself.
+func TestBrokerWideCompactLeavesTheOffsetsTopicAlone(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		require.NoError(t, c.Set("log.cleanup.policy", "compact"))
+	})
+	h.mustCreate("t", 1)
+	require.True(t, h.b.replicaConfig(h.b.image.Topic("t")).Compact.Enabled)
+	off := &meta.Topic{Name: group.OffsetsTopic}
+	cfg := h.b.replicaConfig(off)
+	require.False(t, cfg.Compact.Enabled)
+	require.False(t, cfg.NoDelete)
+}
