@@ -72,6 +72,7 @@ func (r *reader) sessionAnswered(resp *kmsg.FetchResponse, err error) bool {
 			s.epoch = 1
 		}
 	default:
+		r.w.stats.SessionFetches++
 		s.epoch++
 		if s.epoch < 0 {
 			s.epoch = 1

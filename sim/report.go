@@ -19,6 +19,8 @@ type Stats struct {
 	VirtualNs int64
 	Faults    map[string]int // injected faults by kind, restarts, disk errors
 	Codes     map[string]int // error codes clients saw, "api:ERROR_NAME"
+	// SessionFetches counts incremental fetch-session answers readers got (reader_session.go).
+	SessionFetches int
 }
 
 // Result is the outcome of one run.
