@@ -28,6 +28,9 @@ var mutantTruncateOnReadError = false
 // error is not a bad byte: it fails the whole open (an unreadable index file only
 // costs the index, which is rebuilt from the segment).
 func (l *PartitionLog) recover(nowMs int64) error {
+	if err := l.undoDeadFlights(); err != nil {
+		return err
+	}
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return err

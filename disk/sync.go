@@ -17,7 +17,8 @@ import (
 type syncJob struct {
 	seg      *segment
 	size     int64
-	needSync bool // false: durable already, only its index files are due
+	needSync bool  // false: durable already, only its index files are due
+	floor    int64 // the segment's bytes known durable when the Sync was planned
 	sealed   bool
 	gone     bool // the segment left the log while the fsyncs ran: nothing to record
 }
@@ -82,6 +83,7 @@ func (l *PartitionLog) endSync(p syncPlan, res syncResult) error {
 	l.fileMu.Lock()
 	defer l.fileMu.Unlock()
 	err := l.finishSync(p, res)
+	l.clearFlights(p)
 	l.mu.Lock()
 	l.syncing = false
 	l.mu.Unlock()
@@ -98,7 +100,7 @@ func (l *PartitionLog) planSync() (syncPlan, syncResult) {
 	for _, s := range l.segs {
 		if s.synced < s.size || (s.sealed && s.indexedSize < s.size && !s.indexFailed) {
 			p.jobs = append(p.jobs, syncJob{seg: s, size: s.size, needSync: s.synced < s.size,
-				sealed: s.sealed})
+				sealed: s.sealed, floor: s.synced})
 			s.truncFloor = s.size
 		}
 	}
@@ -114,7 +116,9 @@ func (l *PartitionLog) planSync() (syncPlan, syncResult) {
 }
 
 // runSync issues the plan's fsyncs: the directory's first, then segments oldest first.
+// The segments are marked in flight first (flight_marks.go).
 func (l *PartitionLog) runSync(p syncPlan) syncResult {
+	l.markFlights(p)
 	switch {
 	case p.entry:
 		if err := l.fs.SyncEntry(l.dir); err != nil {

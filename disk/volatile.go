@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 )
 
@@ -20,6 +22,8 @@ type VolatileMarks interface {
 	Mark(name string) error
 	Marked(name string) (bool, error)
 	Clear(name string) error
+	// List returns the marked names with the prefix, sorted.
+	List(prefix string) ([]string, error)
 }
 
 // LogOptions are the optional parts of a partition log's environment.
@@ -29,8 +33,13 @@ type LogOptions struct {
 	Volatile VolatileMarks
 }
 
-// DirMarks keeps marks as empty files in a directory on tmpfs (/dev/shm on Linux).
-type DirMarks struct{ dir string }
+// DirMarks keeps marks as files in a directory on tmpfs (/dev/shm on Linux), each
+// holding its name; the names are also kept in memory, loaded when it is made.
+type DirMarks struct {
+	dir   string
+	mu    sync.Mutex
+	names map[string]bool
+}
 
 // NewDirMarks makes the marks directory of a data directory under root (normally
 // /dev/shm): one directory per data directory, named by a hash of its absolute path,
@@ -45,7 +54,19 @@ func NewDirMarks(root, dataDir string) (*DirMarks, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("volatile marks in %s: %w", root, err)
 	}
-	return &DirMarks{dir: dir}, nil
+	d := &DirMarks{dir: dir, names: map[string]bool{}}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("volatile marks in %s: %w", root, err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("volatile marks in %s: %w", root, err)
+		}
+		d.names[string(b)] = true
+	}
+	return d, nil
 }
 
 // Dir is where the marks live.
@@ -57,27 +78,47 @@ func (d *DirMarks) path(name string) string {
 }
 
 func (d *DirMarks) Mark(name string) error {
-	f, err := os.OpenFile(d.path(name), os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
+	if err := os.WriteFile(d.path(name), []byte(name), 0o600); err != nil {
 		return err
 	}
-	return f.Close()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.names[name] = true
+	return nil
 }
 
 func (d *DirMarks) Marked(name string) (bool, error) {
-	_, err := os.Stat(d.path(name))
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	return err == nil, err
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.names[name], nil
 }
 
 func (d *DirMarks) Clear(name string) error {
 	err := os.Remove(d.path(name))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
 	}
-	return err
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.names, name)
+	return nil
+}
+
+func (d *DirMarks) List(prefix string) ([]string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return listNames(d.names, prefix), nil
+}
+
+func listNames(names map[string]bool, prefix string) []string {
+	var out []string
+	for n := range names {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // MemMarks is VolatileMarks for tests and the simulator: the simulator keeps one per
@@ -107,6 +148,12 @@ func (m *MemMarks) Clear(name string) error {
 	defer m.mu.Unlock()
 	delete(m.names, name)
 	return nil
+}
+
+func (m *MemMarks) List(prefix string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return listNames(m.names, prefix), nil
 }
 
 // Reboot empties the marks, as a reboot empties tmpfs.

@@ -417,7 +417,8 @@ func drawReader(r *Rand, topic string) ReaderSpec {
 		MinBytes: int32(Pick(r, 1, 1, 1000)), MaxBytes: int32(Pick(r, 1000, 100000, 1<<20)),
 		PartMax: int32(Pick(r, 500, 10000, 1<<20)), TimeoutMs: Pick[int64](r, 1000, 5000),
 		SeekChance: Pick(r, 0.0, 0.02, 0.1), ListChance: Pick(r, 0.0, 0.1, 0.3),
-		BackoffMs: Pick[int64](r, 10, 100), IdleEveryMs: Pick[int64](r, 0, 200)}
+		BackoffMs: Pick[int64](r, 10, 100), IdleEveryMs: Pick[int64](r, 0, 200),
+		Sessions: r.Chance(0.5)}
 }
 
 // faultSpells maps --set faults.<name> to the spell it switches.

@@ -11,7 +11,7 @@ import (
 
 // TestTimelineOfAPlantedBug runs only in the deliberately broken build (build tag
 // sluice_mutants): with broker/ack-before-fsync planted (acks=all answered before the
-// fsync), seed 1 loses acknowledged writes in a crash, and its artifacts' timeline.html
+// fsync), seed 25 loses acknowledged writes in a crash, and its artifacts' timeline.html
 // must show the finding, the operations it names, the crashes and a lane per node and
 // client, and link porcupine's view written beside it.
 func TestTimelineOfAPlantedBug(t *testing.T) {
@@ -20,7 +20,7 @@ func TestTimelineOfAPlantedBug(t *testing.T) {
 	}
 	defer func() { mutant.Name = "" }()
 	mutant.Name = "broker/ack-before-fsync" // before any world runs; read-only while they do
-	run := RunOne(1, nil, 0, Options{})
+	run := RunOne(25, nil, 0, Options{})
 	require.NoError(t, run.Err)
 	require.True(t, run.Result.Has("lost-write"), "%s", run.Result.Line())
 	requireFindingPage(t, run, "lost-write")

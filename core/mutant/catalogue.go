@@ -36,6 +36,10 @@ var Catalogue = []Mutant{
 	{"disk/taint-volatile-skipped", "disk", "durability",
 		"a failed fsync's taint goes to the state store only, which a failing disk may refuse",
 		"./disk/"},
+	{"disk/fsync-flight-unmarked", "disk", "durability",
+		"a Sync does not mark its fsyncs in flight, so a process that dies in a failing one " +
+			"is not undone at restart",
+		"./disk/"},
 	{"disk/state-nosync", "disk", "durability",
 		"node-state store writes (log start offsets, ...) are committed without sync",
 		"./disk/"},
