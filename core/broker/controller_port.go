@@ -269,17 +269,8 @@ func (ctl *adminController) autoCreateElsewhere(m *kmsg.MetadataRequest) map[str
 // awaiting their answers.
 func (ctl *adminController) pendingController(out []PendingOp) []PendingOp {
 	for id, w := range ctl.ctlWaiters {
-		p := PendingOp{Kind: PendingController, What: "producer-id block", Since: w.since,
-			Waits: fmt.Sprintf("controller answer id=%d for %v", id, w.kind)}
-		if w.topic != "" {
-			p.Waits += fmt.Sprintf(" %q", w.topic)
-		}
-		if w.op != nil {
-			a := w.op.base()
-			p.What = fmt.Sprintf("%s record %d", adminName(w.op), w.i)
-			p.Conn, p.ID, p.HasRequest = a.req.Conn, a.req.ID, a.req != (Request{})
-		}
-		out = append(out, p)
+		out = append(out, w.pending(PendingController,
+			fmt.Sprintf("controller answer id=%d for %v", id, w.kind)))
 	}
 	ids := make([]uint64, 0, len(ctl.forwards))
 	for id := range ctl.forwards {

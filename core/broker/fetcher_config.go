@@ -3,11 +3,6 @@ package broker
 // The follower fetcher's settings (fetcher.go), with Kafka's names and defaults.
 // docs/limits.md (Replication) says what each bounds and what happens when it is hit.
 
-import (
-	"fmt"
-	"strconv"
-)
-
 // FetcherConfig holds the settings of the follower side of replication.
 type FetcherConfig struct {
 	// WaitMaxMs is replica.fetch.wait.max.ms: how long the leader may hold a follower's
@@ -36,11 +31,7 @@ func DefaultFetcherConfig() FetcherConfig {
 }
 
 // fetcherSettings lists every setting FetcherConfig.set accepts, with its lower bound.
-var fetcherSettings = []struct {
-	name string
-	min  int64
-	dst  func(c *FetcherConfig) *int
-}{
+var fetcherSettings = []intSetting[FetcherConfig]{
 	{"replica.fetch.wait.max.ms", 0, func(c *FetcherConfig) *int { return &c.WaitMaxMs }},
 	{"replica.fetch.min.bytes", 1, func(c *FetcherConfig) *int { return &c.MinBytes }},
 	{"replica.fetch.max.bytes", 0, func(c *FetcherConfig) *int { return &c.MaxBytes }},
@@ -50,30 +41,10 @@ var fetcherSettings = []struct {
 
 // set applies one setting; ok is false when name is not a fetcher setting.
 func (c *FetcherConfig) set(name, value string) (ok bool, err error) {
-	for _, s := range fetcherSettings {
-		if s.name != name {
-			continue
-		}
-		n, err := strconv.ParseInt(value, 10, 32)
-		if err != nil {
-			return true, fmt.Errorf("%s: not a number: %q", name, value)
-		}
-		if n < s.min {
-			return true, fmt.Errorf("%s: %d is below the minimum %d", name, n, s.min)
-		}
-		*s.dst(c) = int(n)
-		return true, nil
-	}
-	return false, nil
+	return setIntSetting(fetcherSettings, c, name, value)
 }
 
-func fetcherSettingNames() []string {
-	out := make([]string, len(fetcherSettings))
-	for i, s := range fetcherSettings {
-		out[i] = s.name
-	}
-	return out
-}
+func fetcherSettingNames() []string { return intSettingNames(fetcherSettings) }
 
 // timeoutMs is the PeerRequest timeout of a follower's request: a Fetch may be held
 // WaitMaxMs by the leader, so it is never shorter than that.

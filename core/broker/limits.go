@@ -65,11 +65,7 @@ func DefaultLimitsConfig() LimitsConfig {
 }
 
 // limitSettings lists every setting LimitsConfig.set accepts, with its lower bound.
-var limitSettings = []struct {
-	name string
-	min  int64
-	dst  func(c *LimitsConfig) *int
-}{
+var limitSettings = []intSetting[LimitsConfig]{
 	{"fetch.max.bytes", 1024, func(c *LimitsConfig) *int { return &c.FetchMaxBytes }},
 	{"replica.fetch.response.max.bytes", 0,
 		func(c *LimitsConfig) *int { return &c.ReplicaFetchResponseMaxBytes }},
@@ -88,7 +84,22 @@ var limitSettings = []struct {
 
 // set applies one setting; ok is false when name is not a limit setting.
 func (c *LimitsConfig) set(name, value string) (ok bool, err error) {
-	for _, s := range limitSettings {
+	return setIntSetting(limitSettings, c, name, value)
+}
+
+func limitSettingNames() []string { return intSettingNames(limitSettings) }
+
+// intSetting is one integer setting of a config struct C, with its lower bound.
+type intSetting[C any] struct {
+	name string
+	min  int64
+	dst  func(c *C) *int
+}
+
+// setIntSetting applies one setting of table to c; ok is false when name is not in it.
+func setIntSetting[C any](table []intSetting[C], c *C, name, value string) (ok bool,
+	err error) {
+	for _, s := range table {
 		if s.name != name {
 			continue
 		}
@@ -105,9 +116,9 @@ func (c *LimitsConfig) set(name, value string) (ok bool, err error) {
 	return false, nil
 }
 
-func limitSettingNames() []string {
-	out := make([]string, len(limitSettings))
-	for i, s := range limitSettings {
+func intSettingNames[C any](table []intSetting[C]) []string {
+	out := make([]string, len(table))
+	for i, s := range table {
 		out[i] = s.name
 	}
 	return out

@@ -259,19 +259,24 @@ func (ctl *adminController) tokensOf(op adminOp) []uint64 {
 // pendingProposals lists the proposals awaiting their MetaAnswer.
 func (ctl *adminController) pendingProposals(out []PendingOp) []PendingOp {
 	for tok, w := range ctl.metaWaiters {
-		p := PendingOp{Kind: PendingProposal, What: "producer-id block", Since: w.since,
-			Waits: fmt.Sprintf("MetaAnswer token=%d for %v", tok, w.kind)}
-		if w.topic != "" {
-			p.Waits += fmt.Sprintf(" %q", w.topic)
-		}
-		if w.op != nil {
-			a := w.op.base()
-			p.What = fmt.Sprintf("%s record %d", adminName(w.op), w.i)
-			p.Conn, p.ID, p.HasRequest = a.req.Conn, a.req.ID, a.req != (Request{})
-		}
-		out = append(out, p)
+		out = append(out, w.pending(PendingProposal,
+			fmt.Sprintf("MetaAnswer token=%d for %v", tok, w.kind)))
 	}
 	return out // sorted by the caller: Waits holds the token
+}
+
+// pending describes a waiting proposal or controller request, which waits for waits.
+func (w metaWaiter) pending(kind PendingKind, waits string) PendingOp {
+	p := PendingOp{Kind: kind, What: "producer-id block", Since: w.since, Waits: waits}
+	if w.topic != "" {
+		p.Waits += fmt.Sprintf(" %q", w.topic)
+	}
+	if w.op != nil {
+		a := w.op.base()
+		p.What = fmt.Sprintf("%s record %d", adminName(w.op), w.i)
+		p.Conn, p.ID, p.HasRequest = a.req.Conn, a.req.ID, a.req != (Request{})
+	}
+	return p
 }
 
 // pendingOffsetWrites lists the offset writes waiting for the offsets topic, then
