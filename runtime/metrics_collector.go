@@ -20,6 +20,7 @@ type flowCollector struct {
 	connsOpened, connsClosed, quorumTerm     *prometheus.Desc
 	leaderEpoch, partitionEpoch, brokers     *prometheus.Desc
 	metaApplied, quorumCommit, quorumApplied *prometheus.Desc
+	isrShrinks, isrExpands, gained, lost     *prometheus.Desc
 }
 
 func (n *Node) newFlowCollector() *flowCollector {
@@ -77,6 +78,17 @@ func (n *Node) newFlowCollector() *flowCollector {
 		brokers: d("sluice_brokers",
 			"Brokers registered in the metadata, by state (fenced, unfenced, "+
 				"shutting-down).", []string{"state"}, nil),
+		isrShrinks: d("sluice_isr_shrinks_total",
+			"Committed ISR changes that shrank the ISR of a partition this node leads.",
+			nil, nil),
+		isrExpands: d("sluice_isr_expands_total",
+			"Committed ISR changes that grew the ISR of a partition this node leads.",
+			nil, nil),
+		gained: d("sluice_leaderships_gained_total",
+			"Partition changes that made this node a partition's leader (an election).",
+			nil, nil),
+		lost: d("sluice_leaderships_lost_total",
+			"Partition changes that took a partition's leadership from this node.", nil, nil),
 	}
 }
 
@@ -84,7 +96,8 @@ func (c *flowCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.lastStable, c.size, c.underReplicated, c.leads,
 		c.committed, c.lag, c.bytesIn, c.recordsIn, c.bytesOut, c.recordsOut,
 		c.connsOpened, c.connsClosed, c.quorumTerm, c.quorumCommit, c.quorumApplied,
-		c.metaApplied, c.leaderEpoch, c.partitionEpoch, c.brokers} {
+		c.metaApplied, c.leaderEpoch, c.partitionEpoch, c.brokers, c.isrShrinks,
+		c.isrExpands, c.gained, c.lost} {
 		ch <- d
 	}
 }
@@ -97,6 +110,7 @@ type flowSnapshot struct {
 	traffic map[string]topicTraffic
 	brokers map[string]int
 	applied uint64
+	repl    broker.ReplicationStats
 }
 
 func (c *flowCollector) snapshot() flowSnapshot {
@@ -105,7 +119,7 @@ func (c *flowCollector) snapshot() flowSnapshot {
 	defer n.stepMu.Unlock()
 	s := flowSnapshot{parts: n.b.PartitionStats(), groups: n.b.GroupOffsetStats(),
 		traffic: map[string]topicTraffic{}, brokers: n.b.BrokerStates(),
-		applied: n.b.MetaIndex()}
+		applied: n.b.MetaIndex(), repl: n.b.ReplicationStats()}
 	hosted := make(map[string]bool, len(s.parts))
 	s.sizes = make([]int64, len(s.parts))
 	for i, p := range s.parts {
@@ -148,6 +162,10 @@ func (c *flowCollector) Collect(ch chan<- prometheus.Metric) {
 		metric(c.brokers, prometheus.GaugeValue, float64(count), state)
 	}
 	metric(c.metaApplied, prometheus.GaugeValue, float64(s.applied))
+	metric(c.isrShrinks, prometheus.CounterValue, float64(s.repl.ISRShrinks))
+	metric(c.isrExpands, prometheus.CounterValue, float64(s.repl.ISRExpands))
+	metric(c.gained, prometheus.CounterValue, float64(s.repl.LeadershipsGained))
+	metric(c.lost, prometheus.CounterValue, float64(s.repl.LeadershipsLost))
 	for _, g := range s.groups {
 		l := []string{g.Group, g.TP.Topic, strconv.Itoa(int(g.TP.Partition))}
 		metric(c.committed, prometheus.GaugeValue, float64(g.Committed), l...)

@@ -16,6 +16,7 @@ func (b *Broker) apply(rec meta.Record) error {
 	if t := b.image.Topic(rec.Topic); t != nil {
 		before = t.Partitions
 	}
+	prev, _, hadPrev := b.image.Partition(rec.Topic, rec.Partition)
 	if err := b.image.Apply(rec); err != nil {
 		b.lg.Warn("metadata record did not apply", zap.Stringer("kind", rec.Kind),
 			zap.String("topic", rec.Topic), zap.Error(err))
@@ -63,6 +64,9 @@ func (b *Broker) apply(rec meta.Record) error {
 		// node that leaves the replicas and joins them again later keeps its log.
 		tp := core.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
 		b.partitionChanged(tp, b.opens.live || b.replay.lastHere[tp] <= b.replay.at)
+		if hadPrev && b.opens.live {
+			b.countPartitionChange(prev, rec.State)
+		}
 	case meta.KindProducerIDBlock:
 	case meta.KindClusterCreated, meta.KindBrokerRegistered, meta.KindBrokerChange:
 		// Image only: the controller (core/controller) and the lifecycle act on these.

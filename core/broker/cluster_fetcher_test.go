@@ -70,6 +70,12 @@ func TestThreeBrokersReplicateWithTheirFetchers(t *testing.T) {
 	require.Equal(t, int64(3), pr.BaseOffset)
 	c.requireIdentical(2, "r", 0, 1, 3)
 	require.Equal(t, int64(4), c.nodes[2].b.replicas[tp("r", 0)].HighWatermark())
+
+	// The counters behind sluice_isr_shrinks_total and the leadership metrics.
+	require.Equal(t, ReplicationStats{ISRShrinks: 1, ISRExpands: 1, LeadershipsLost: 1},
+		leader.b.ReplicationStats())
+	require.Equal(t, ReplicationStats{LeadershipsGained: 1}, c.nodes[2].b.ReplicationStats())
+	require.Equal(t, ReplicationStats{}, c.nodes[3].b.ReplicationStats())
 }
 
 // requireIdentical checks that each follower holds the leader's bytes up to the

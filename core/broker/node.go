@@ -46,7 +46,8 @@ type node struct {
 	// own records as before.
 	ctlPort ControllerPort
 
-	nextToken uint64 // every timer, sync and proposal id (token)
+	nextToken uint64           // every timer, sync and proposal id (token)
+	replStats ReplicationStats // counted by the front as records apply (stats.go)
 
 	// dec inflates compressed batches for exact ListOffsets by time; nil answers a
 	// compressed batch's base offset instead (see WithDecompressor).

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/meta"
 )
 
 // PartitionStats is one hosted partition's offsets and state, for the node's metrics.
@@ -53,4 +54,34 @@ func (b *Broker) BrokerStates() map[string]int {
 		out[br.State.String()]++
 	}
 	return out
+}
+
+// ReplicationStats counts, since the process started, the changes of committed
+// partition state that concern this node as a leader: its ISRs shrinking and expanding
+// (Kafka's IsrShrinksPerSec and IsrExpandsPerSec), and leaderships gained and lost.
+// Records replayed at start are not counted.
+type ReplicationStats struct {
+	ISRShrinks, ISRExpands             uint64
+	LeadershipsGained, LeadershipsLost uint64
+}
+
+// ReplicationStats returns the counters (a read between steps, as PartitionStats).
+func (b *Broker) ReplicationStats() ReplicationStats { return b.replStats }
+
+// countPartitionChange counts what a committed PartitionChange changed for this node,
+// given the partition's state before it.
+func (n *node) countPartitionChange(prev, next meta.PartitionState) {
+	self := n.cfg.NodeID
+	switch {
+	case prev.Leader == self && next.Leader == self:
+		if len(next.ISR) < len(prev.ISR) {
+			n.replStats.ISRShrinks++
+		} else if len(next.ISR) > len(prev.ISR) {
+			n.replStats.ISRExpands++
+		}
+	case next.Leader == self:
+		n.replStats.LeadershipsGained++
+	case prev.Leader == self:
+		n.replStats.LeadershipsLost++
+	}
 }
