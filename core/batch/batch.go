@@ -134,15 +134,9 @@ func ComputeCRC(b []byte) uint32 { return crc32.Checksum(b[21:], castagnoli) }
 // relies on: exact length, CRC, a record count matching the offset delta, and a known
 // codec. It is used on append (bytes from a client) and on recovery (bytes from disk).
 func Check(b []byte) (Header, error) {
-	h, err := ParseHeader(b)
+	h, err := checkFrame(b)
 	if err != nil {
 		return h, err
-	}
-	if h.Size() != len(b) {
-		return h, fmt.Errorf("%w: header says %d bytes, have %d", ErrBadLength, h.Size(), len(b))
-	}
-	if ComputeCRC(b) != h.CRC && !mutantOn("crc-unchecked") {
-		return h, ErrCorrupt
 	}
 	if h.RecordCount <= 0 || h.LastOffsetDelta != h.RecordCount-1 {
 		return h, ErrBadRecordCount
@@ -153,12 +147,9 @@ func Check(b []byte) (Header, error) {
 	return h, nil
 }
 
-// CheckStored is Check for a batch as a log may hold it after compaction (the cleaner
-// removes records but keeps the batch's base offset and lastOffsetDelta, as Kafka's
-// does): the record count may be below lastOffsetDelta+1, down to zero for a batch
-// kept only for its offsets or its producer state. Recovery, reads and followers use
-// it; produce keeps the strict Check.
-func CheckStored(b []byte) (Header, error) {
+// checkFrame parses b's header and checks what every batch must satisfy, stored or
+// produced: its length is the header's, and its CRC matches.
+func checkFrame(b []byte) (Header, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return h, err
@@ -168,6 +159,19 @@ func CheckStored(b []byte) (Header, error) {
 	}
 	if ComputeCRC(b) != h.CRC && !mutantOn("crc-unchecked") {
 		return h, ErrCorrupt
+	}
+	return h, nil
+}
+
+// CheckStored is Check for a batch as a log may hold it after compaction (the cleaner
+// removes records but keeps the batch's base offset and lastOffsetDelta, as Kafka's
+// does): the record count may be below lastOffsetDelta+1, down to zero for a batch
+// kept only for its offsets or its producer state. Recovery, reads and followers use
+// it; produce keeps the strict Check.
+func CheckStored(b []byte) (Header, error) {
+	h, err := checkFrame(b)
+	if err != nil {
+		return h, err
 	}
 	if h.RecordCount < 0 || h.LastOffsetDelta < 0 ||
 		int64(h.RecordCount) > int64(h.LastOffsetDelta)+1 {
