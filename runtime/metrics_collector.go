@@ -95,7 +95,8 @@ func (n *Node) newFlowCollector() *flowCollector {
 			nil, nil),
 		ctlActive: d("sluice_controller_active",
 			"1 while this node's controller is the active one (it leads the metadata "+
-				"quorum); summed over the cluster it should be 1.", nil, nil),
+				"quorum, or the node has none); summed over the cluster it should be 1.",
+			nil, nil),
 	}
 }
 
@@ -128,9 +129,7 @@ func (c *flowCollector) snapshot() flowSnapshot {
 	s := flowSnapshot{parts: n.b.PartitionStats(), groups: n.b.GroupOffsetStats(),
 		traffic: map[string]topicTraffic{}, brokers: n.b.BrokerStates(),
 		applied: n.b.MetaIndex(), repl: n.b.ReplicationStats()}
-	if n.cl != nil {
-		s.active = n.cl.ctl.Active()
-	}
+	s.active = n.cl == nil || n.cl.ctl.Active() // a node without a quorum is its own controller
 	hosted := make(map[string]bool, len(s.parts))
 	s.sizes = make([]int64, len(s.parts))
 	for i, p := range s.parts {
