@@ -116,6 +116,22 @@ func TestConsoleInBrowser(t *testing.T) {
 		require.GreaterOrEqual(t, b.count(t, `#charts polyline`), 4) // produce, consume, 2 lags
 		b.screenshot(t, filepath.Join(shots, "console-charts.png"))
 		b.wantErrors(t, 0)
+
+		// Auto-refresh: a topic page left open shows a record produced after it was
+		// drawn, with no navigation.
+		b.open(t, f.base, "#/topics/orders", "topic")
+		row := `#partitions tr[data-partition="0"]`
+		before := b.textOf(t, row)
+		require.NoError(t, f.cl.ProduceSync(ctxFor(t, 5*time.Second), &kgo.Record{
+			Topic: "orders", Partition: 0, Value: []byte(`{"late":1}`)}).FirstErr())
+		deadline := time.Now().Add(15 * time.Second)
+		for b.textOf(t, row) == before && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond)
+		}
+		require.NotEqual(t, before, b.textOf(t, row), "the open page was not refreshed")
+		require.NotEmpty(t, b.textOf(t, "#refreshed"))
+		require.Equal(t, "topic", b.attr(t, "#main", "data-page"))
+		b.wantErrors(t, 0)
 	})
 
 	t.Run("admin", func(t *testing.T) {
@@ -300,4 +316,14 @@ func (b *browser) screenshot(t *testing.T, path string) {
 	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, png, 0o644))
+}
+
+// attr is the attribute name of the first element matching sel ("" when absent).
+func (b *browser) attr(t *testing.T, sel, name string) string {
+	t.Helper()
+	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); `+
+		`return e ? (e.getAttribute(%q) || "") : "" })()`, sel, name)
+	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js))
+	require.NoError(t, err)
+	return s
 }

@@ -21,6 +21,7 @@ type flowCollector struct {
 	leaderEpoch, partitionEpoch, brokers     *prometheus.Desc
 	metaApplied, quorumCommit, quorumApplied *prometheus.Desc
 	isrShrinks, isrExpands, gained, lost     *prometheus.Desc
+	leaderChanges, ctlActive                 *prometheus.Desc
 }
 
 func (n *Node) newFlowCollector() *flowCollector {
@@ -89,6 +90,13 @@ func (n *Node) newFlowCollector() *flowCollector {
 			nil, nil),
 		lost: d("sluice_leaderships_lost_total",
 			"Partition changes that took a partition's leadership from this node.", nil, nil),
+		leaderChanges: d("sluice_quorum_leader_changes_total",
+			"Metadata quorum leaders this node learnt of since it started (elections).",
+			nil, nil),
+		ctlActive: d("sluice_controller_active",
+			"1 while this node's controller is the active one (it leads the metadata "+
+				"quorum, or the node has none); summed over the cluster it should be 1.",
+			nil, nil),
 	}
 }
 
@@ -97,7 +105,7 @@ func (c *flowCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.committed, c.lag, c.bytesIn, c.recordsIn, c.bytesOut, c.recordsOut,
 		c.connsOpened, c.connsClosed, c.quorumTerm, c.quorumCommit, c.quorumApplied,
 		c.metaApplied, c.leaderEpoch, c.partitionEpoch, c.brokers, c.isrShrinks,
-		c.isrExpands, c.gained, c.lost} {
+		c.isrExpands, c.gained, c.lost, c.leaderChanges, c.ctlActive} {
 		ch <- d
 	}
 }
@@ -111,6 +119,7 @@ type flowSnapshot struct {
 	brokers map[string]int
 	applied uint64
 	repl    broker.ReplicationStats
+	active  bool // this node's controller is the active one
 }
 
 func (c *flowCollector) snapshot() flowSnapshot {
@@ -120,6 +129,7 @@ func (c *flowCollector) snapshot() flowSnapshot {
 	s := flowSnapshot{parts: n.b.PartitionStats(), groups: n.b.GroupOffsetStats(),
 		traffic: map[string]topicTraffic{}, brokers: n.b.BrokerStates(),
 		applied: n.b.MetaIndex(), repl: n.b.ReplicationStats()}
+	s.active = n.cl == nil || n.cl.ctl.Active() // a node without a quorum is its own controller
 	hosted := make(map[string]bool, len(s.parts))
 	s.sizes = make([]int64, len(s.parts))
 	for i, p := range s.parts {
@@ -166,6 +176,8 @@ func (c *flowCollector) Collect(ch chan<- prometheus.Metric) {
 	metric(c.isrExpands, prometheus.CounterValue, float64(s.repl.ISRExpands))
 	metric(c.gained, prometheus.CounterValue, float64(s.repl.LeadershipsGained))
 	metric(c.lost, prometheus.CounterValue, float64(s.repl.LeadershipsLost))
+	metric(c.leaderChanges, prometheus.CounterValue, float64(s.repl.QuorumLeaderChanges))
+	metric(c.ctlActive, prometheus.GaugeValue, boolValue(s.active))
 	for _, g := range s.groups {
 		l := []string{g.Group, g.TP.Topic, strconv.Itoa(int(g.TP.Partition))}
 		metric(c.committed, prometheus.GaugeValue, float64(g.Committed), l...)

@@ -484,6 +484,55 @@ async function route() {
   main.dataset.ready = "1";
 }
 
+// ---- auto-refresh ----
+// The pages that show the node's state redraw themselves every REFRESH_MS while the
+// tab is visible, unless the user is busy on the page: a dialog open, a field focused
+// or edited. A failed redraw keeps the page shown (the next navigation shows the
+// error). The switch is remembered in this browser (localStorage).
+
+const REFRESH_MS = 5000;
+const refreshable = new Set(["overview", "topics", "topic", "groups", "group"]);
+let autoRefresh = true;
+
+function userBusy() {
+  if (document.querySelector("dialog[open]")) return true;
+  const a = document.activeElement;
+  if (a && main.contains(a) && a.matches("input, select, textarea")) return true;
+  return [...main.querySelectorAll("input, textarea")].some((e) =>
+    e.type === "checkbox" ? e.checked !== e.defaultChecked : e.value !== e.defaultValue);
+}
+
+async function refresh() {
+  const page = main.dataset.page, hash = main.dataset.hash;
+  if (!autoRefresh || document.hidden || !refreshable.has(page) || userBusy()) return;
+  if (main.dataset.ready !== "1" || hash !== (location.hash || "#/")) return;
+  const my = routing;
+  const r = routes.find(([re]) => re.test(hash));
+  let content;
+  try {
+    content = await r[2](hash.match(r[0]));
+  } catch (e) {
+    return;
+  }
+  if (my !== routing || hash !== (location.hash || "#/") || userBusy()) return;
+  main.replaceChildren(...[content].flat());
+  main.dataset.refreshed = String(Number(main.dataset.refreshed || "0") + 1);
+  document.getElementById("refreshed").textContent =
+    "at " + new Date().toLocaleTimeString("en-GB");
+}
+
+function setupRefresh() {
+  const box = document.getElementById("autorefresh");
+  try { autoRefresh = localStorage.getItem("sluice.autorefresh") !== "off"; } catch (e) {}
+  box.checked = autoRefresh;
+  box.addEventListener("change", () => {
+    autoRefresh = box.checked;
+    try { localStorage.setItem("sluice.autorefresh", autoRefresh ? "on" : "off"); } catch (e) {}
+    document.getElementById("refreshed").textContent = "";
+  });
+  setInterval(refresh, REFRESH_MS);
+}
+
 async function start() {
   try { info = await api("/api/info"); } catch (e) { /* read-only defaults */ }
   const mode = document.getElementById("mode");
@@ -499,6 +548,7 @@ async function start() {
   await route();
   poll();
   setInterval(poll, 2000);
+  setupRefresh();
 }
 
 start();

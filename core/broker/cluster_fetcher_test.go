@@ -71,11 +71,17 @@ func TestThreeBrokersReplicateWithTheirFetchers(t *testing.T) {
 	c.requireIdentical(2, "r", 0, 1, 3)
 	require.Equal(t, int64(4), c.nodes[2].b.replicas[tp("r", 0)].HighWatermark())
 
-	// The counters behind sluice_isr_shrinks_total and the leadership metrics.
+	// The counters behind sluice_isr_shrinks_total and the leadership metrics (the
+	// quorum's leader changes are the harness's; metaport_test.go checks them).
+	stats := func(n *harness) ReplicationStats {
+		s := n.b.ReplicationStats()
+		s.QuorumLeaderChanges = 0
+		return s
+	}
 	require.Equal(t, ReplicationStats{ISRShrinks: 1, ISRExpands: 1, LeadershipsLost: 1},
-		leader.b.ReplicationStats())
-	require.Equal(t, ReplicationStats{LeadershipsGained: 1}, c.nodes[2].b.ReplicationStats())
-	require.Equal(t, ReplicationStats{}, c.nodes[3].b.ReplicationStats())
+		stats(leader))
+	require.Equal(t, ReplicationStats{LeadershipsGained: 1}, stats(c.nodes[2]))
+	require.Equal(t, ReplicationStats{}, stats(c.nodes[3]))
 }
 
 // requireIdentical checks that each follower holds the leader's bytes up to the

@@ -105,6 +105,9 @@ func (b *Broker) metaLeaderChanged(in MetaLeaderChanged) {
 		"metadata leader epoch %d after %d", in.Epoch, b.metaPort.epoch)
 	b.metaPort.leader, b.metaPort.epoch = in.Leader, in.Epoch
 	b.leader = in.Leader
+	if in.Leader >= 0 {
+		b.replStats.QuorumLeaderChanges++
+	}
 	b.lg.Debug("metadata leader", zap.Int32("leader", in.Leader), zap.Uint64("epoch", in.Epoch))
 }
 

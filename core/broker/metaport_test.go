@@ -183,3 +183,15 @@ func TestOverlappingProducerIDBlockIsNotHandedOut(t *testing.T) {
 	requireCode(t, nil, ok.ErrorCode)
 	require.GreaterOrEqual(t, ok.ProducerID, x.rec.NextProducerID)
 }
+
+// Each quorum leader the broker hears of is counted once (the series
+// sluice_quorum_leader_changes_total); an unknown leader is not an election.
+func TestQuorumLeaderChangesAreCounted(t *testing.T) {
+	h := newHarness(t)
+	base := h.b.ReplicationStats().QuorumLeaderChanges
+	h.step(MetaLeaderChanged{Leader: -1, Epoch: h.b.metaPort.epoch + 1})
+	require.Equal(t, base, h.b.ReplicationStats().QuorumLeaderChanges)
+	h.step(MetaLeaderChanged{Leader: 2, Epoch: h.b.metaPort.epoch + 1})
+	h.step(MetaLeaderChanged{Leader: 1, Epoch: h.b.metaPort.epoch + 1})
+	require.Equal(t, base+2, h.b.ReplicationStats().QuorumLeaderChanges)
+}

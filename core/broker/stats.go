@@ -59,10 +59,13 @@ func (b *Broker) BrokerStates() map[string]int {
 // ReplicationStats counts, since the process started, the changes of committed
 // partition state that concern this node as a leader: its ISRs shrinking and expanding
 // (Kafka's IsrShrinksPerSec and IsrExpandsPerSec), and leaderships gained and lost.
-// Records replayed at start are not counted.
+// Records replayed at start are not counted. QuorumLeaderChanges counts the metadata
+// quorum leaders this node heard of (each election it learnt of, its own start included;
+// an unknown leader is not counted).
 type ReplicationStats struct {
 	ISRShrinks, ISRExpands             uint64
 	LeadershipsGained, LeadershipsLost uint64
+	QuorumLeaderChanges                uint64
 }
 
 // ReplicationStats returns the counters (a read between steps, as PartitionStats).
