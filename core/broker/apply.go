@@ -4,6 +4,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/group"
 	"github.com/sluicemq/sluice/core/meta"
 )
 
@@ -37,6 +38,10 @@ func (b *Broker) apply(rec meta.Record) error {
 		}
 		if b.opens.live {
 			b.openSome() // the first chunk now, the rest in later steps (open_queue.go)
+		}
+		if rec.Topic == group.OffsetsTopic && b.offsetsAssigned() {
+			// Its leaders coordinate its groups from now on (groups_load.go).
+			b.takeOffsetsRoles(t.Partitions)
 		}
 	case meta.KindTopicDeleted:
 		for p := int32(0); p < before; p++ {
