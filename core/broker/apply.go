@@ -47,6 +47,11 @@ func (b *Broker) apply(rec meta.Record) error {
 		for p := int32(0); p < before; p++ {
 			b.removeReplica(core.TopicPartition{Topic: rec.Topic, Partition: p})
 		}
+		if b.groups.coord != nil && b.offsetsAssigned() {
+			// Every coordinator removes the deleted topic's offsets from the groups it
+			// coordinates, not only the node that took the DeleteTopics (groups_topics.go).
+			b.purgeOrphanOffsets()
+		}
 	case meta.KindConfigsAltered:
 		b.hit(pConfigsApplied)
 		t := b.image.Topic(rec.Topic)

@@ -110,6 +110,10 @@ func TestGroupCoordinatorMovesWithTheOffsetsLeader(t *testing.T) {
 	c.joinAndSync(m)
 	requireCode(t, nil, c.commitOn(n1, m, 11))
 	requireOffset(t, n1, "g", 11)
+
+	// The topic is deleted (by whichever node): its coordinator removes its offsets.
+	c.commit(meta.Record{Kind: meta.KindTopicDeleted, Topic: "t", TopicID: topicIDOf("t")})
+	require.Empty(t, n1.b.groups.coord.Offsets("g"))
 }
 
 // An offset commit is acknowledged only once the offsets partition's ISR holds it
@@ -252,4 +256,42 @@ func (c *testCluster) restart(n int32) {
 	h.step(MetaLeaderChanged{Leader: c.controller, Epoch: 2})
 	c.ids = append(c.ids, n)
 	c.heal(n)
+}
+
+// An offsets partition without a leader has no coordinator: FindCoordinator and group
+// requests get COORDINATOR_NOT_AVAILABLE everywhere; so does a leader that is fenced.
+// A coordinator that restarts still leading loads its partition again at start.
+func TestCoordinatorOfALeaderlessOffsetsPartition(t *testing.T) {
+	c := newTestClusterWith(t, []func(*Config){groupOpts}, 2, 1, 2, 3)
+	c.handFollowers = false
+	c.commit(assignedTopicRecord(group.OffsetsTopic, nil,
+		pstate(ids(1, 2, 3), ids(1, 2, 3), 1, 0, 0)),
+		assignedTopicRecord("t", nil, pstate(ids(1, 2, 3), ids(1, 2, 3), 1, 0, 0)))
+	n1 := c.nodes[1]
+	simple := &member{h: n1, group: "g", gen: -1}
+	requireCode(t, nil, c.commitOn(n1, simple, 3))
+
+	c.commit(changeRecord(group.OffsetsTopic, 0, pstate(ids(1, 2, 3), ids(1), -1, 1, 1)))
+	for _, id := range c.ids {
+		_, _, code := c.nodes[id].coordinatorFor("g")
+		requireCode(t, kerr.CoordinatorNotAvailable, code)
+	}
+	requireCode(t, kerr.CoordinatorNotAvailable, c.commitOn(n1, simple, 4))
+	_, code := n1.fetchOffset(maxVersion(kmsg.OffsetFetch), "g", "t", 0)
+	requireCode(t, kerr.CoordinatorNotAvailable, code)
+
+	// Node 1 leads again, and is fenced: others cannot name it.
+	c.commit(changeRecord(group.OffsetsTopic, 0, pstate(ids(1, 2, 3), ids(1), 1, 2, 2)))
+	requireOffset(t, n1, "g", 3)
+	c.commit(meta.Record{Kind: meta.KindBrokerChange, NodeID: 1, BrokerEpoch: 100,
+		BrokerState: meta.BrokerFenced})
+	_, _, code = c.nodes[2].coordinatorFor("g")
+	requireCode(t, kerr.CoordinatorNotAvailable, code)
+
+	// It restarts, still the leader by the image: it loads at start.
+	c.kill(1)
+	c.restart(1)
+	requireOffset(t, n1, "g", 3)
+	requireCode(t, nil, c.commitOn(n1, simple, 6))
+	requireOffset(t, n1, "g", 6)
 }
