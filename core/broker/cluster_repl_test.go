@@ -111,6 +111,9 @@ func (c *testCluster) deliverPeers() int {
 				c.cutHeld = append(c.cutHeld, peerCall{from: id, p: p})
 				continue
 			}
+			// At the highest version both serve, as the runtime's peer client
+			// negotiates (net/peer.go).
+			p.Msg.SetVersion(maxVersion(kmsg.Key(p.Msg.Key())))
 			peer := c.nodes[p.Node]
 			c.inflight = append(c.inflight, peerCall{from: id, p: p,
 				reqID: peer.sendOn(uint64(1000+id), p.Msg)})
