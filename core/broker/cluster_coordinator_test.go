@@ -295,3 +295,55 @@ func TestCoordinatorOfALeaderlessOffsetsPartition(t *testing.T) {
 	requireCode(t, nil, c.commitOn(n1, simple, 6))
 	requireOffset(t, n1, "g", 6)
 }
+
+// Each offsets partition moves on its own: moving one partition's leadership unloads
+// only its groups; the groups of the other stay served, with their members, where they
+// were; ListGroups on each node lists the groups it coordinates.
+func TestOffsetsPartitionsMoveIndependently(t *testing.T) {
+	c := newTestClusterWith(t, []func(*Config){groupOpts}, 2, 1, 2, 3)
+	c.handFollowers = false
+	c.commit(assignedTopicRecord(group.OffsetsTopic, nil,
+		pstate(ids(1, 2, 3), ids(1, 2, 3), 1, 0, 0), pstate(ids(1, 2, 3), ids(1, 2, 3), 1, 0, 0)),
+		assignedTopicRecord("t", nil, pstate(ids(1, 2, 3), ids(1, 2, 3), 1, 0, 0)))
+	n1, n2 := c.nodes[1], c.nodes[2]
+	var in0, in1 string
+	for i := 0; in0 == "" || in1 == ""; i++ {
+		id := string(rune('a'+i%26)) + string(rune('a'+i/26))
+		if group.Partition(id, 2) == 0 && in0 == "" {
+			in0 = id
+		} else if group.Partition(id, 2) == 1 && in1 == "" {
+			in1 = id
+		}
+	}
+	m0, m1 := n1.member(7, in0, "t"), n1.member(8, in1, "t")
+	c.joinAndSync(m0)
+	c.joinAndSync(m1)
+	requireCode(t, nil, c.commitOn(n1, m0, 4))
+	requireCode(t, nil, c.commitOn(n1, m1, 6))
+
+	c.commit(changeRecord(group.OffsetsTopic, 0, pstate(ids(1, 2, 3), ids(1, 2, 3), 2, 1, 1)))
+	c.advance(time.Second)
+	_, code := n1.fetchOffset(maxVersion(kmsg.OffsetFetch), in0, "t", 0)
+	requireCode(t, kerr.NotCoordinator, code)
+	requireOffset(t, n2, in0, 4)
+	requireOffset(t, n1, in1, 6)
+	requireCode(t, nil, m1.heartbeat())
+	require.Equal(t, []string{in1}, listGroups(t, n1))
+	require.Equal(t, []string{in0}, listGroups(t, n2))
+	m0.h = n2
+	requireCode(t, nil, m0.heartbeat())
+	requireCode(t, nil, c.commitOn(n2, m0, 5))
+	requireOffset(t, n2, in0, 5)
+}
+
+func listGroups(t *testing.T, h *harness) []string {
+	req := kmsg.NewPtrListGroupsRequest()
+	req.Version = maxVersion(kmsg.ListGroups)
+	resp := h.do(req).(*kmsg.ListGroupsResponse)
+	requireCode(t, nil, resp.ErrorCode)
+	var out []string
+	for _, g := range resp.Groups {
+		out = append(out, g.Group)
+	}
+	return out
+}
