@@ -4,6 +4,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/group"
 	"github.com/sluicemq/sluice/core/meta"
 )
 
@@ -38,9 +39,18 @@ func (b *Broker) apply(rec meta.Record) error {
 		if b.opens.live {
 			b.openSome() // the first chunk now, the rest in later steps (open_queue.go)
 		}
+		if rec.Topic == group.OffsetsTopic && b.offsetsAssigned() {
+			// Its leaders coordinate its groups from now on (groups_load.go).
+			b.takeOffsetsRoles(t.Partitions)
+		}
 	case meta.KindTopicDeleted:
 		for p := int32(0); p < before; p++ {
 			b.removeReplica(core.TopicPartition{Topic: rec.Topic, Partition: p})
+		}
+		if b.groups.coord != nil && b.offsetsAssigned() {
+			// Every coordinator removes the deleted topic's offsets from the groups it
+			// coordinates, not only the node that took the DeleteTopics (groups_topics.go).
+			b.purgeOrphanOffsets()
 		}
 	case meta.KindConfigsAltered:
 		b.hit(pConfigsApplied)

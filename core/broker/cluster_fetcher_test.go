@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/core/meta"
 )
@@ -123,4 +124,56 @@ func (c *testCluster) heal(n int32) {
 	}
 	c.cutHeld = kept
 	c.settle()
+}
+
+// A follower cut off while its leader's log start moves past its log end (DeleteRecords
+// here; retention alike) gets OFFSET_OUT_OF_RANGE when it comes back: it empties its
+// log, restarts at the leader's log start, catches up and joins the ISR again, holding
+// the leader's bytes from that start.
+func TestCutOffFollowerRestartsAtTheLeadersLogStart(t *testing.T) {
+	c := newTestCluster(t, 2, 1, 2, 3)
+	c.handFollowers = false
+	c.commit(assignedTopicRecord("r", nil, pstate(ids(1, 2, 3), ids(1, 2, 3), 1, 0, 0)))
+	leader := c.nodes[1]
+	requireCode(t, nil, producePart(t, c.do(leader, produceReq(-1, "r", 0,
+		values("a", "b")))).ErrorCode)
+	c.advance(time.Second)
+
+	c.cutOff(3)
+	slow := produceReq(-1, "r", 0, values("c"))
+	slow.TimeoutMillis = 120_000
+	id := leader.send(slow)
+	c.advance(46 * time.Second)
+	require.Equal(t, ids(1, 2), c.isr("r", 0), "node 3 dropped")
+	resp, answered := leader.reply(id)
+	require.True(t, answered)
+	requireCode(t, nil, producePart(t, resp).ErrorCode)
+	for _, v := range []string{"d", "e"} {
+		requireCode(t, nil, producePart(t, c.do(leader, produceReq(-1, "r", 0,
+			values(v)))).ErrorCode)
+	}
+	dr := c.do(leader, deleteRecordsReq("r", 0, 4)).(*kmsg.DeleteRecordsResponse)
+	requireCode(t, nil, dr.Topics[0].Partitions[0].ErrorCode)
+	require.Equal(t, int64(4), leader.b.replicas[tp("r", 0)].StartOffset())
+	require.Equal(t, int64(2), c.nodes[3].b.replicas[tp("r", 0)].EndOffset())
+
+	c.heal(3)
+	c.advance(5 * time.Second)
+	f := c.nodes[3].b.replicas[tp("r", 0)]
+	require.Equal(t, int64(4), f.StartOffset(), "restarted at the leader's log start")
+	require.Equal(t, ids(1, 2, 3), c.isr("r", 0), "node 3 back in the ISR")
+	l := leader.b.replicas[tp("r", 0)]
+	require.Equal(t, l.EndOffset(), f.EndOffset())
+	require.Equal(t, l.HighWatermark(), f.HighWatermark())
+	require.Equal(t, l.ReadForFollower(4, 1<<20).Records, f.ReadForFollower(4, 1<<20).Records)
+}
+
+// do sends req to h and delivers the cluster until it is answered.
+func (c *testCluster) do(h *harness, req kmsg.Request) kmsg.Response {
+	c.t.Helper()
+	id := h.send(req)
+	c.settle()
+	resp, ok := h.reply(id)
+	require.True(c.t, ok, "%T not answered", req)
+	return resp
 }

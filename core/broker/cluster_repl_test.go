@@ -45,10 +45,23 @@ type peerCall struct {
 }
 
 func newTestCluster(t *testing.T, controllerID int32, nodes ...int32) *testCluster {
+	return newTestClusterWith(t, nil, controllerID, nodes...)
+}
+
+// newTestClusterWith is newTestCluster with every node's Config changed by opts.
+func newTestClusterWith(t *testing.T, opts []func(*Config), controllerID int32,
+	nodes ...int32) *testCluster {
 	c := &testCluster{t: t, nodes: map[int32]*harness{}, ids: nodes, controller: controllerID,
 		handFollowers: true}
 	for _, id := range nodes {
-		h := newNodeHarness(t, id)
+		// Each node its own seed: nodes draw distinct member ids, as real ones do.
+		cfg := DefaultConfig()
+		cfg.NodeID = id
+		for _, o := range opts {
+			o(&cfg)
+		}
+		h := &harness{t: t, cfg: cfg, env: newFakeEnv(t), now: harnessStart, seed: int64(id)}
+		h.boot()
 		h.step(MetaLeaderChanged{Leader: controllerID, Epoch: 2})
 		c.nodes[id] = h
 	}
@@ -98,6 +111,9 @@ func (c *testCluster) deliverPeers() int {
 				c.cutHeld = append(c.cutHeld, peerCall{from: id, p: p})
 				continue
 			}
+			// At the highest version both serve, as the runtime's peer client
+			// negotiates (net/peer.go).
+			p.Msg.SetVersion(maxVersion(kmsg.Key(p.Msg.Key())))
 			peer := c.nodes[p.Node]
 			c.inflight = append(c.inflight, peerCall{from: id, p: p,
 				reqID: peer.sendOn(uint64(1000+id), p.Msg)})

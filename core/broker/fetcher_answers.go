@@ -25,6 +25,7 @@ var (
 	pFetcherDiverging      = probe.Register("broker/fetcher-told-diverging-epoch")
 	pFollowerFenced        = probe.Register("broker/follower-fetch-leadership-moved")
 	pFollowerOutOfRange    = probe.Register("broker/follower-fetch-out-of-range")
+	pFollowerReset         = probe.Register("broker/follower-reset-to-leader-start")
 	pFollowerBadRecords    = probe.Register("broker/follower-fetched-bad-records")
 	pFollowerAppended      = probe.Register("broker/follower-appended")
 )
@@ -251,11 +252,19 @@ func (rm *replicaManager) leaderEndsAnswered(req *fetcherRequest, resp *kmsg.Lis
 }
 
 // outOfRange handles OFFSET_OUT_OF_RANGE once the leader's log end is known, as Kafka
-// does: a follower ahead of the leader cuts back to the leader's end. One behind the
-// leader's log start would have to empty its log and restart at that start, which the
-// log cannot do yet: it backs off and tries again (docs/replication.md).
+// does: a follower ahead of the leader cuts back to the leader's end; one whose log
+// ends below the leader's log start (retention or DeleteRecords removed what it would
+// fetch next) empties its log and restarts at that start (resetFollower). Otherwise it
+// backs off and tries again.
 func (rm *replicaManager) outOfRange(fp *followedPartition, leaderEnd int64) {
 	rep := rm.replicas[fp.tp]
+	if fp.leaderStart > rep.EndOffset() && leaderEnd >= fp.leaderStart {
+		if _, syncing := rm.syncs[fp.tp]; syncing {
+			return // F3: asked again after the SyncDone
+		}
+		rm.resetFollower(fp, rep)
+		return
+	}
 	if leaderEnd >= 0 && rep.EndOffset() > leaderEnd {
 		if _, syncing := rm.syncs[fp.tp]; syncing {
 			return // F3: asked again after the SyncDone
@@ -284,6 +293,29 @@ func (rm *replicaManager) outOfRange(fp *followedPartition, leaderEnd int64) {
 		zap.Int64("leader_log_start", fp.leaderStart))
 	fp.phase = phaseFetching
 	rm.backOff(fp)
+}
+
+// resetFollower empties a follower's log and restarts it at its leader's log start
+// (Kafka's truncateFullyAndStartAt), then fetches from there.
+func (rm *replicaManager) resetFollower(fp *followedPartition, rep *replica.Replica) {
+	rm.hit(pFollowerReset)
+	from := rep.EndOffset()
+	if err := rep.ResetTo(fp.leaderStart, rm.now.Millis()); err != nil {
+		rm.lg.Error("follower could not restart at its leader's log start",
+			zap.Stringer("tp", fp.tp), zap.Int64("leader_log_start", fp.leaderStart),
+			zap.Error(err))
+		if rep.Offline() {
+			rm.partitionOffline(fp)
+			return
+		}
+		fp.phase = phaseFetching
+		rm.backOff(fp)
+		return
+	}
+	rm.lg.Warn("follower was behind its leader's log start; emptied its log and "+
+		"restarts there", zap.Stringer("tp", fp.tp), zap.Int32("leader", fp.leader),
+		zap.Int64("end", from), zap.Int64("leader_log_start", fp.leaderStart))
+	fp.phase = phaseFetching
 }
 
 // partitionError backs a partition off after an error code from its leader.

@@ -129,7 +129,9 @@ func (l *testLeader) fetchOne(follower int32, tp core.TopicPartition,
 	chk := rep.CheckFollowerFetch(f)
 	switch {
 	case chk.Code != 0:
+		// As the real leader: the high-water mark and log start come with the error.
 		rp.ErrorCode = chk.Code
+		rp.HighWatermark, rp.LogStartOffset = rep.HighWatermark(), rep.StartOffset()
 		return
 	case chk.Diverging:
 		rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = chk.DivergingEpoch,

@@ -305,23 +305,51 @@ func TestFollowerAheadOfLeaderEndCutsBack(t *testing.T) {
 	require.Equal(t, short.logs[tp].Batches(), h.followerBatches(tp))
 }
 
-// A follower behind the leader's log start cannot restart there yet (the log has no
-// reset): it logs, backs off and asks again, without changing its log.
-func TestFollowerBehindLeaderStartBacksOff(t *testing.T) {
+// A follower whose log ends below the leader's log start (the leader deleted what it
+// would fetch next) empties its log, restarts at the leader's log start (Kafka's
+// truncateFullyAndStartAt) and copies the leader's log from there; after a crash it is
+// still there. Without the leader's log start (an answer without it) it backs off.
+func TestFollowerBehindLeaderStartResetsToIt(t *testing.T) {
 	h, l, tp := followerSetup(t)
 	lead := l.lead(tp, 1, nil)
 	l.produce(tp, values("a"), values("b"), values("c"))
-	_, code := lead.DeleteRecordsBefore(2)
-	require.Zero(t, code)
 	h.b.follow(tp, 2, 1)
+	h.catchUp(l, tp, 20)
+	require.EqualValues(t, 3, h.b.replicas[tp].EndOffset())
+	l.produce(tp, values("d"), values("e"), values("f"))
+	_, code := lead.DeleteRecordsBefore(5)
+	require.Zero(t, code)
+
+	// An answer without the leader's log start: nothing to restart at; it backs off.
+	l.rewrite = func(resp *kmsg.FetchResponse) {
+		if p := &resp.Topics[0].Partitions[0]; p.ErrorCode != 0 {
+			p.LogStartOffset = -1
+		}
+	}
 	h.serve(map[int32]*testLeader{2: l}) // OFFSET_OUT_OF_RANGE
 	_, msg := h.onePeer()
 	require.IsType(t, &kmsg.ListOffsetsRequest{}, msg)
 	h.serve(map[int32]*testLeader{2: l})
 	require.Empty(t, h.env.peerReqs, "backing off")
-	require.Zero(t, h.b.replicas[tp].EndOffset())
+	require.EqualValues(t, 3, h.b.replicas[tp].EndOffset())
+
+	l.rewrite = nil
 	h.advance(backoff(h))
-	require.Len(t, h.env.peerReqs, 1, "tried again")
+	h.serve(map[int32]*testLeader{2: l}) // OFFSET_OUT_OF_RANGE, with the log start
+	h.serve(map[int32]*testLeader{2: l}) // ListOffsets: reset
+	rep := h.b.replicas[tp]
+	require.EqualValues(t, 5, rep.StartOffset())
+	require.EqualValues(t, 5, rep.EndOffset())
+	h.catchUp(l, tp, 20)
+	// The leader's log still holds the deleted batches below its start (one segment).
+	require.Equal(t, l.logs[tp].Batches()[5:], h.followerBatches(tp))
+	require.EqualValues(t, 5, h.b.replicas[tp].StartOffset())
+
+	h.crash()
+	h.b.follow(tp, 2, 2)
+	rep = h.b.replicas[tp]
+	require.EqualValues(t, 5, rep.StartOffset(), "the reset survives a crash")
+	require.Equal(t, l.logs[tp].Batches()[5:], h.followerBatches(tp))
 }
 
 // The follower's high-water mark is the leader's: it stays put while the leader's

@@ -130,6 +130,9 @@ type groupsState struct {
 	nWrite   int
 	compact  compactState
 	parked   map[parkedKey]parkedGroupReq // JoinGroup/SyncGroup held by groups (groups_parked.go)
+	// owned holds the partitions of an assigned offsets topic this node leads, loading
+	// or loaded (groups_load.go); unused for an unassigned one.
+	owned map[int32]*offsetsLoad
 }
 
 // groupTimer is the one live timer of a group.
@@ -154,7 +157,9 @@ func (gc *groupCoordinator) startGroups() {
 	if t := gc.image.Topic(group.OffsetsTopic); t != nil {
 		gc.hit(pOffsetsLoaded)
 		gc.loadOffsets(t.Partitions)
-		gc.purgeOrphanOffsets()
+		if !gc.offsetsAssigned() {
+			gc.purgeOrphanOffsets() // an assigned partition purges as it loads
+		}
 	}
 	gc.armOffsetExpiry()
 }
@@ -185,8 +190,13 @@ func (gc *groupCoordinator) offsetsCreationEnded() {
 	}
 }
 
-// loadOffsets replays every partition of the offsets topic into the coordinator.
+// loadOffsets replays every partition of the offsets topic into the coordinator; an
+// assigned one only as this node leads its partitions (groups_load.go).
 func (gc *groupCoordinator) loadOffsets(partitions int32) {
+	if gc.offsetsAssigned() {
+		gc.takeOffsetsRoles(partitions)
+		return
+	}
 	n := 0
 	for p := int32(0); p < partitions; p++ {
 		n += gc.replayOffsets(core.TopicPartition{Topic: group.OffsetsTopic, Partition: p})
@@ -298,12 +308,25 @@ func (gc *groupCoordinator) offsetsPartition(groupID string) core.TopicPartition
 }
 
 // coordinatorCode says whether this node can serve a group now (0), or which
-// retriable error the client should get: the group's offsets partition is offline.
+// retriable error the client should get: the group's offsets partition is offline, or
+// (an assigned offsets topic, groups_load.go) led elsewhere, by nobody, or loading.
 func (gc *groupCoordinator) coordinatorCode(groupID string) int16 {
 	if gc.groups.parts == 0 {
-		return 0 // no offsets yet; the first write creates the topic
+		if !gc.offsetsClustered() {
+			return 0 // no offsets yet; the first write creates the topic
+		}
+		gc.ensureOffsetsTopic() // may load it at once when it exists
+		if gc.groups.parts == 0 {
+			return kerr.CoordinatorNotAvailable.Code // as Kafka while it creates it
+		}
 	}
-	if pos, ok := gc.logs.position(gc.offsetsPartition(groupID)); !ok || pos.offline {
+	tp := gc.offsetsPartition(groupID)
+	if s, assigned := gc.assignedState(tp); assigned {
+		if code := gc.ownerCode(tp, s); code != 0 {
+			return code
+		}
+	}
+	if pos, ok := gc.logs.position(tp); !ok || pos.offline {
 		gc.hit(pCoordinatorUnavailable)
 		return kerr.CoordinatorNotAvailable.Code
 	}

@@ -47,6 +47,9 @@ func (gc *groupCoordinator) maybeCompactOffsets(tp core.TopicPartition) {
 	if !ok || pos.offline || pos.hwm != pos.end {
 		return
 	}
+	if s, assigned := gc.assignedState(tp); assigned && gc.ownerCode(tp, s) != 0 {
+		return // only the loaded leader rewrites its partition
+	}
 	live := gc.liveOffsets(tp.Partition)
 	if c.since[tp] < 2*len(live) {
 		return // mostly live already: a rewrite would not shrink it

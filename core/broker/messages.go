@@ -18,10 +18,21 @@ import (
 type message interface{ isMessage() }
 
 // msgDurable (replica manager → group coordinator): tp's high-water mark may have
-// moved to hwm; the offset writes it covers are durable.
+// moved to hwm; the offset writes it covers are durable. short: the ISR of an assigned
+// tp is below min.insync.replicas (they are answered NOT_ENOUGH_REPLICAS_AFTER_APPEND).
 type msgDurable struct {
-	tp  core.TopicPartition
-	hwm int64
+	tp    core.TopicPartition
+	hwm   int64
+	short bool
+}
+
+// msgOffsetsRole (replica manager → group coordinator): the role of an assigned
+// offsets partition was applied; leading says whether this node now leads it, in
+// epoch (groups_load.go).
+type msgOffsetsRole struct {
+	tp      core.TopicPartition
+	leading bool
+	epoch   int32
 }
 
 // msgPartitionFailed (replica manager → group coordinator): nothing waiting on tp will
@@ -125,6 +136,7 @@ type msgAnswerMetadata struct {
 
 func (msgAnswerMetadata) isMessage()     {}
 func (msgDurable) isMessage()            {}
+func (msgOffsetsRole) isMessage()        {}
 func (msgPartitionFailed) isMessage()    {}
 func (msgAwaitOpens) isMessage()         {}
 func (msgLogsOpened) isMessage()         {}
@@ -146,6 +158,8 @@ func (b *Broker) deliver(m message) {
 	switch m := m.(type) {
 	case msgDurable:
 		gc.offsetWritesDurable(m)
+	case msgOffsetsRole:
+		gc.offsetsRoleChanged(m)
 	case msgPartitionFailed:
 		gc.offsetWritesFailed(m.tp, m.code)
 	case msgAwaitOpens:

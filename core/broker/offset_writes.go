@@ -174,7 +174,16 @@ func (gc *groupCoordinator) writeOffsets(w *offsetWrite) {
 		gc.ensureOffsetsTopic()
 		return
 	}
-	gc.post(msgAppendInternal{write: w, tp: gc.offsetsPartition(w.group),
+	tp := gc.offsetsPartition(w.group)
+	if s, assigned := gc.assignedState(tp); assigned {
+		// Only a loaded leader writes: a loading one would append past the end it loads
+		// to, a former one into a log it no longer leads (groups_load.go).
+		if code := gc.ownerCode(tp, s); code != 0 {
+			gc.offsetWriteEnded(w, code)
+			return
+		}
+	}
+	gc.post(msgAppendInternal{write: w, tp: tp,
 		overloaded: gc.groups.nWrite >= maxOffsetWrites,
 		batch:      batch.Build(w.kvs, batch.NoProducer, gc.now.Millis())})
 }
@@ -194,8 +203,13 @@ func (gc *groupCoordinator) offsetsAppended(m msgAppended) {
 }
 
 // offsetWritesDurable completes the writes on tp that the high-water mark (m.hwm) now
-// covers, in append order.
+// covers, in append order: NOT_ENOUGH_REPLICAS_AFTER_APPEND (for the client,
+// COORDINATOR_NOT_AVAILABLE) when the ISR shrank below min.insync.replicas meanwhile,
+// as a produce. A partition loading as its new leader may now be loaded.
 func (gc *groupCoordinator) offsetWritesDurable(m msgDurable) {
+	if m.tp.Topic == group.OffsetsTopic {
+		gc.tryLoadOffsets(m.tp)
+	}
 	tp, ws := m.tp, gc.groups.writes[m.tp]
 	i := 0
 	for i < len(ws) && m.hwm >= ws[i].offset {
@@ -205,8 +219,13 @@ func (gc *groupCoordinator) offsetWritesDurable(m msgDurable) {
 		return
 	}
 	gc.storeOffsetWrites(tp, ws[i:])
+	code := int16(0)
+	if m.short {
+		gc.hit(pOffsetsNotEnoughISR)
+		code = offsetWriteError(kerr.NotEnoughReplicasAfterAppend.Code)
+	}
 	for _, w := range ws[:i] {
-		gc.offsetWriteEnded(w, 0)
+		gc.offsetWriteEnded(w, code)
 	}
 	gc.maybeCompactOffsets(tp)
 }

@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/group"
 	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/core/replica"
 )
@@ -100,6 +101,7 @@ func (rm *replicaManager) applyRole(tp core.TopicPartition) {
 	changed := !known || prev.leader != s.Leader || prev.leaderEpoch != s.LeaderEpoch
 	rm.roles[tp] = partitionRole{leader: s.Leader, leaderEpoch: s.LeaderEpoch}
 	defer rm.checkRole(tp, rep, s)
+	defer rm.offsetsRole(tp, rep, s)
 	if s.Leader == rm.cfg.NodeID {
 		rm.lead(tp, rep, s, changed)
 		return
@@ -166,6 +168,17 @@ func (rm *replicaManager) follower(tp core.TopicPartition, rep *replica.Replica,
 		rm.hit(pPlacementResign)
 		rm.partitionFailed(tp, kerr.NotLeaderForPartition.Code)
 	}
+}
+
+// offsetsRole tells the group coordinator the role just applied to an offsets
+// partition (groups_load.go): it coordinates the partition's groups while it leads.
+func (rm *replicaManager) offsetsRole(tp core.TopicPartition, rep *replica.Replica,
+	s meta.PartitionState) {
+	if tp.Topic != group.OffsetsTopic {
+		return
+	}
+	rm.post(msgOffsetsRole{tp: tp, leading: !rep.Follower() && s.Leader == rm.cfg.NodeID,
+		epoch: s.LeaderEpoch})
 }
 
 // others returns ids without self.

@@ -53,6 +53,14 @@ var (
 	pOffsetWriteFailed       = probe.Register("broker/offset-write-failed")
 	pCoordinatorUnavailable  = probe.Register("broker/coordinator-partition-offline")
 
+	// The coordinator moving with the offsets partitions' leadership (groups_load.go).
+	pOffsetsLoadWaits    = probe.Register("broker/offsets-load-waits-for-hwm")
+	pOffsetsLoadedLeader = probe.Register("broker/offsets-partition-loaded-as-leader")
+	pOffsetsUnloaded     = probe.Register("broker/offsets-partition-unloaded")
+	pNotCoordinator      = probe.Register("broker/group-request-on-non-coordinator")
+	pCoordinatorLoading  = probe.Register("broker/group-request-while-loading")
+	pOffsetsNotEnoughISR = probe.Register("broker/offset-write-not-enough-replicas")
+
 	// Replication, the leader's side (placement.go, follower_fetch.go, isr_changes.go).
 	pPlacementJoined   = probe.Register("broker/replica-joined-by-placement")
 	pPlacementLeft     = probe.Register("broker/replica-left-by-placement")

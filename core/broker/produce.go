@@ -223,7 +223,10 @@ func (rm *replicaManager) durable(tp core.TopicPartition, rep *replica.Replica) 
 	if mutantOn("commit-before-durable") {
 		hwm = rep.EndOffset()
 	}
-	rm.post(msgDurable{tp: tp, hwm: hwm})
+	if mutantOn("offset-commit-before-isr") {
+		hwm = max(hwm, rep.DurableEnd())
+	}
+	rm.post(msgDurable{tp: tp, hwm: hwm, short: !rm.enoughAfterAppend(tp)})
 }
 
 // appendInternal appends a batch of the broker's own (an offset write) to tp and
@@ -232,8 +235,16 @@ func (rm *replicaManager) durable(tp core.TopicPartition, rep *replica.Replica) 
 func (rm *replicaManager) appendInternal(m msgAppendInternal) {
 	tp := m.tp
 	rep, code := rm.replicaFor(tp)
+	if code == 0 {
+		code = rm.checkLeader(tp, -1)
+	}
 	if code == 0 && m.overloaded {
 		code = kerr.RequestTimedOut.Code
+	}
+	if code == 0 && !rm.enoughInSync(tp, rep) {
+		// acks=all semantics for the offsets topic too: nothing is appended that could
+		// not be acknowledged (the coordinator answers COORDINATOR_NOT_AVAILABLE).
+		code = kerr.NotEnoughReplicas.Code
 	}
 	if code != 0 {
 		rm.post(msgAppended{write: m.write, code: code})
@@ -383,8 +394,11 @@ func (rm *replicaManager) syncDone(in SyncDone) {
 		rm.partitionFailed(in.TP, kerr.KafkaStorageError.Code)
 		return
 	}
-	if moved {
+	switch {
+	case moved:
 		rm.hwmAdvanced(in.TP)
+	case isInternalTopic(in.TP.Topic):
+		rm.durable(in.TP, rep) // the coordinator hears of every fsync of its partitions
 	}
 	if rep.NeedsSync() {
 		rm.beginSync(in.TP, rep)

@@ -180,13 +180,25 @@ func TestQuorumAutoCreatedAndOffsetsTopicsArePlaced(t *testing.T) {
 	require.Zero(t, mt.ErrorCode)
 	requirePlaced(t, q.states("auto"), int(q.cfg.NumPartitions), 1, 1, 2)
 
+	// The first commit asks for the offsets topic and is answered
+	// COORDINATOR_NOT_AVAILABLE, as Kafka answers while it creates it.
 	codes := commitCodes(q.do(commitReq("g", -1, "", "auto", int32(0), int64(5))))
-	require.Equal(t, []int16{0}, codes)
+	require.Equal(t, []int16{kerr.CoordinatorNotAvailable.Code}, codes)
+	q.settle()
 	requirePlaced(t, q.states(group.OffsetsTopic), int(q.cfg.Groups.OffsetsPartitions), 1,
 		1, 2)
-	off, code := q.fetchOffset(maxVersion(kmsg.OffsetFetch), "g", "auto", 0)
+	// Each group is coordinated by the leader of its offsets partition.
+	here, there := q.groupLedBy(t, 1), q.groupLedBy(t, 2)
+	codes = commitCodes(q.do(commitReq(here, -1, "", "auto", int32(0), int64(5))))
+	require.Equal(t, []int16{0}, codes)
+	off, code := q.fetchOffset(maxVersion(kmsg.OffsetFetch), here, "auto", 0)
 	require.Zero(t, code)
 	require.Equal(t, int64(5), off)
+	codes = commitCodes(q.do(commitReq(there, -1, "", "auto", int32(0), int64(5))))
+	require.Equal(t, []int16{kerr.NotCoordinator.Code}, codes)
+	_, port, code := q.coordinatorFor(there)
+	require.Zero(t, code)
+	require.Equal(t, int32(9092), port, "node 2's registered address")
 	require.Zero(t, q.brokerProposed(meta.KindTopicCreated))
 }
 

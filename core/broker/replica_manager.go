@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/group"
 	"github.com/sluicemq/sluice/core/replica"
 )
 
@@ -101,6 +102,9 @@ func (rm *replicaManager) removeReplica(tp core.TopicPartition) {
 		rm.partitionGone(tp)
 		r.Close()
 	}
+	if tp.Topic == group.OffsetsTopic {
+		rm.post(msgOffsetsRole{tp: tp}) // its groups, if led here, are unloaded
+	}
 	if err := rm.env.RemoveLog(tp); err != nil {
 		rm.lg.Warn("cannot remove partition log", zap.Stringer("tp", tp), zap.Error(err))
 	}
@@ -129,6 +133,7 @@ type logPosition struct {
 // replaces it by what msgDurable carries and by reads answered as messages.
 type logReader interface {
 	position(tp core.TopicPartition) (logPosition, bool)
+	leads(tp core.TopicPartition) bool
 	readLog(tp core.TopicPartition, offset int64, maxBytes int) replica.ReadResult
 }
 
@@ -140,6 +145,12 @@ func (rm *replicaManager) position(tp core.TopicPartition) (logPosition, bool) {
 	}
 	return logPosition{start: rep.StartOffset(), hwm: rep.HighWatermark(),
 		end: rep.EndOffset(), offline: rep.Offline(), incarnation: rep.Incarnation()}, true
+}
+
+// leads says whether tp's hosted replica leads (it is not a follower).
+func (rm *replicaManager) leads(tp core.TopicPartition) bool {
+	rep := rm.replicas[tp]
+	return rep != nil && !rep.Follower()
 }
 
 // readLog reads tp's log below its high-water mark.

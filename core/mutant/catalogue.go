@@ -74,6 +74,9 @@ var Catalogue = []Mutant{
 	{"broker/hwm-ignores-pending-isr", "core/broker", "replication",
 		"while an ISR expansion is pending the high-water mark ignores the follower being " +
 			"added (Kafka's maximal ISR)", "./core/broker/"},
+	{"broker/offset-commit-before-isr", "core/broker", "replication",
+		"an offset commit (and a group record) is answered once the coordinator's own log " +
+			"has it durably, before the ISR holds it", "./core/broker/"},
 	// Idempotence.
 	{"replica/accept-gap", "core/replica", "idempotence",
 		"an idempotent batch ahead of the next sequence is appended", "./core/replica/"},

@@ -183,3 +183,45 @@ func (r *Replica) dropEpochsFrom(end int64) error {
 	}
 	return nil
 }
+
+// ResetTo empties a follower's log and starts it over at offset, its leader's log
+// start, when the log ends below it (the leader deleted what the follower would fetch
+// next: retention or DeleteRecords): Kafka's truncateFullyAndStartAt. The epoch cache
+// and the producer state start empty (the leader's batches rebuild them), and the
+// high-water mark is offset. The epoch cache is stored empty first: a crash before the
+// log is reset leaves the old log with no epochs, which the next truncation round and
+// the leader's answers handle as for a fresh follower.
+func (r *Replica) ResetTo(offset, nowMs int64) error {
+	if r.offline {
+		return ErrLogOffline
+	}
+	if !r.follower {
+		return fmt.Errorf("%s: reset: %w", r.tp, ErrNotFollower)
+	}
+	core.Invariant(!r.syncInFlight, "R3", "%s: reset with a sync in flight", r.tp)
+	if end := r.log.EndOffset(); offset < end {
+		return fmt.Errorf("%s: reset to %d below the log end %d", r.tp, offset, end)
+	}
+	if len(r.epochs.entries) > 0 {
+		r.epochs.entries = nil
+		r.epochsDirty = true
+		if err := r.storeEpochs(); err != nil {
+			r.goOffline()
+			return fmt.Errorf("%s: store leader epochs before a reset: %w", r.tp, err)
+		}
+	}
+	if err := r.log.ResetTo(offset, nowMs); err != nil {
+		if errors.Is(err, ErrLogOffline) {
+			r.goOffline()
+		}
+		return err
+	}
+	r.lg.Info("follower log emptied at its leader's log start", zap.Int64("start", offset))
+	r.durable, r.hwm = offset, offset
+	r.visibleUnsynced = min(r.visibleUnsynced, offset)
+	r.marks = r.marks[:0]
+	r.visibleBytes = r.bytesAppended
+	r.producers, r.sinceSnapshot, r.snapOffset = map[int64]*producerEntry{}, 0, 0
+	r.checkOffsets()
+	return nil
+}

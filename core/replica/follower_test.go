@@ -94,3 +94,32 @@ func TestFollowerTruncateForgetsTheCutTail(t *testing.T) {
 	require.False(t, res.Duplicate, "the cut batch is not remembered")
 	require.EqualValues(t, 2, res.BaseOffset)
 }
+
+// A follower behind its leader's log start empties its log there: start, end and
+// high-water mark at the new start, no epochs, and it appends the leader's batches from
+// there. A leader, or an offset below the log end, is refused.
+func TestFollowerResetToTheLeadersLogStart(t *testing.T) {
+	log := replicatest.NewMemLog(cfg(true).Segment)
+	f := newReplica(t, log, cfg(true))
+	require.ErrorIs(t, f.ResetTo(10, 1000), replica.ErrNotFollower)
+	f.BecomeFollower(3)
+	_, err := f.AppendReplicated(1000, leaderBatch(t, plain("a", "b"), 0, 3))
+	require.NoError(t, err)
+	sync(t, f)
+	f.SetLeaderHighWatermark(2)
+	require.Error(t, f.ResetTo(1, 1000), "below the log end")
+
+	require.NoError(t, f.ResetTo(10, 1000))
+	require.EqualValues(t, 10, f.StartOffset())
+	require.EqualValues(t, 10, f.EndOffset())
+	require.EqualValues(t, 10, f.HighWatermark())
+	require.Empty(t, f.LeaderEpochs())
+	off, last, ok := f.FetchPosition()
+	require.True(t, ok)
+	require.Equal(t, []int64{10, -1}, []int64{off, int64(last)})
+	b := leaderBatch(t, plain("k"), 10, 5)
+	_, err = f.AppendReplicated(1000, b)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{b}, log.Batches())
+	require.Equal(t, []replica.EpochEntry{{Epoch: 5, StartOffset: 10}}, f.LeaderEpochs())
+}

@@ -212,6 +212,15 @@ func (r *Replica) StartOffset() int64 { return r.log.StartOffset() }
 // EndOffset is the log end offset.
 func (r *Replica) EndOffset() int64 { return r.log.EndOffset() }
 
+// DurableEnd is the offset below which this replica's own log is durable (fsynced);
+// with log.flush.policy=never, the log end. It says nothing of the followers.
+func (r *Replica) DurableEnd() int64 {
+	if !r.cfg.FlushAlways {
+		return r.log.EndOffset()
+	}
+	return r.durable
+}
+
 // HighWatermark is the end of what readers may see.
 func (r *Replica) HighWatermark() int64 { return r.hwm }
 

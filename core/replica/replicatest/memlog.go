@@ -317,6 +317,19 @@ func (l *MemLog) segmentEnd(s *segment) int64 {
 	return s.base
 }
 
+// ResetTo implements replica.Log: the log is empty at offset, durably, on return.
+func (l *MemLog) ResetTo(offset int64, nowMs int64) error {
+	if l.Closed {
+		return ErrClosed
+	}
+	if offset < l.EndOffset() {
+		return fmt.Errorf("memlog: reset to %d below the end offset %d", offset, l.EndOffset())
+	}
+	l.segments = []*segment{{base: offset, createdMs: nowMs}}
+	l.start, l.synced, l.snapshots = offset, offset, nil
+	return nil
+}
+
 // SetStartOffset implements replica.Log.
 func (l *MemLog) SetStartOffset(offset int64) error {
 	if l.Closed {
