@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -64,6 +65,46 @@ func TestClusterSurvivesKillsAndPauses(t *testing.T) {
 	p.awaitAcks(t, 200, 30*time.Second, "after the paused node resumed")
 
 	p.stop(t)
+	t.Log("production stopped; reading back")
+	checkProduced(t, c, p)
+}
+
+// TestClusterNodeRestartsWithAWipedDataDirectory restarts a partition leader with an
+// empty data directory (a replaced disk) during an idempotent acks=all produce. The
+// wiped node must fetch everything back before it rejoins the ISRs; the two other
+// nodes are then killed one after the other, so the wiped node's copies are what
+// leads and what acks=all counts on. Every acknowledged record must still be read
+// once, in order.
+func TestClusterNodeRestartsWithAWipedDataDirectory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-process fault test")
+	}
+	c := startCluster(t, 3)
+	createFaultTopic(t, c)
+	p := startRecordingProducer(t, c.seeds())
+	p.awaitAcks(t, 300, 30*time.Second, "before any fault")
+
+	wiped := c.node(c.partitionLeader(faultTopic, 0))
+	t.Logf("kill -9 node %d, the leader of %s-0, and wipe its data directory", wiped.id,
+		faultTopic)
+	c.kill(wiped)
+	require.NoError(t, os.RemoveAll(wiped.data))
+	p.awaitAcks(t, 200, 45*time.Second, "after the partition leader's death")
+	c.restart(wiped)
+	c.awaitHealthy(faultTopic, faultPartitions, 60*time.Second)
+
+	for _, other := range c.nodes {
+		if other == wiped {
+			continue
+		}
+		t.Logf("kill -9 node %d", other.id)
+		c.kill(other)
+		p.awaitAcks(t, 200, 45*time.Second, fmt.Sprintf("after node %d's death", other.id))
+		c.restart(other)
+		c.awaitHealthy(faultTopic, faultPartitions, 60*time.Second)
+	}
+	p.stop(t)
+	t.Log("production stopped; reading back")
 	checkProduced(t, c, p)
 }
 
@@ -102,7 +143,10 @@ func startRecordingProducer(t *testing.T, seeds []string) *recordingProducer {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(faultTopic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(200),
-		kgo.RecordDeliveryTimeout(90*time.Second), kgo.RetryBackoffFn(
+		kgo.RecordDeliveryTimeout(90*time.Second),
+		// A paused leader holds its connections open: notice within seconds, not 20 s.
+		kgo.ProduceRequestTimeout(5*time.Second), kgo.RequestTimeoutOverhead(3*time.Second),
+		kgo.RetryBackoffFn(
 			func(int) time.Duration { return 100 * time.Millisecond }))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -120,6 +164,14 @@ func (p *recordingProducer) now() int64 { return int64(time.Since(p.start)) }
 func (p *recordingProducer) run(ctx context.Context) {
 	defer close(p.done)
 	for i := 0; ctx.Err() == nil; i++ {
+		if i%100 == 99 {
+			// At most about 2,000 records a second: enough to keep every partition busy
+			// through each fault, few enough for the final read and check to stay short.
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 		part := int32(i % faultPartitions)
 		val := fmt.Sprintf("v%07d", i)
 		p.mu.Lock()

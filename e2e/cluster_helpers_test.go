@@ -81,6 +81,7 @@ func startCluster(t *testing.T, n int) *testCluster {
 		c.awaitListening(nd)
 	}
 	c.awaitBrokers(n, 60*time.Second)
+	t.Logf("%d nodes list every broker", n)
 	return c
 }
 
@@ -144,8 +145,11 @@ func (c *testCluster) kill(nd *clusterNode) {
 
 func (c *testCluster) restart(nd *clusterNode) {
 	c.t.Helper()
+	began := time.Now()
 	c.spawn(nd)
 	c.awaitListening(nd)
+	c.t.Logf("node %d restarted, listening after %v", nd.id,
+		time.Since(began).Round(time.Millisecond))
 }
 
 func (c *testCluster) pause(nd *clusterNode) {
@@ -218,6 +222,11 @@ func (c *testCluster) awaitBrokers(n int, d time.Duration) {
 // with a full ISR (all replicas).
 func (c *testCluster) awaitHealthy(topic string, partitions int, d time.Duration) {
 	c.t.Helper()
+	began := time.Now()
+	defer func() {
+		c.t.Logf("every partition led with a full ISR after %v",
+			time.Since(began).Round(time.Millisecond))
+	}()
 	c.await(d, "every partition led with a full ISR on every node", func() bool {
 		for _, nd := range c.running() {
 			if !fullISR(c.metadata(nd), topic, partitions) {
