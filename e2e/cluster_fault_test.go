@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,6 +130,7 @@ type recordingProducer struct {
 	start  time.Time
 	cancel context.CancelFunc
 	done   chan struct{}
+	halt   atomic.Bool // stop producing, let what is buffered be delivered
 	wg     sync.WaitGroup
 
 	mu    sync.Mutex
@@ -159,11 +161,11 @@ func startRecordingProducer(t *testing.T, seeds []string) *recordingProducer {
 
 func (p *recordingProducer) now() int64 { return int64(time.Since(p.start)) }
 
-// run produces until ctx ends; the client's buffer (MaxBufferedRecords) bounds what is
+// run produces until ctx ends (the test's end: buffered records fail) or halt is set; the client's buffer (MaxBufferedRecords) bounds what is
 // in flight, so Produce blocks while no partition takes writes.
 func (p *recordingProducer) run(ctx context.Context) {
 	defer close(p.done)
-	for i := 0; ctx.Err() == nil; i++ {
+	for i := 0; ctx.Err() == nil && !p.halt.Load(); i++ {
 		if i%100 == 99 {
 			// At most about 2,000 records a second: enough to keep every partition busy
 			// through each fault, few enough for the final read and check to stay short.
@@ -239,7 +241,7 @@ func (p *recordingProducer) errSummary() string {
 // stop ends production and waits for every record's outcome.
 func (p *recordingProducer) stop(t *testing.T) {
 	t.Helper()
-	p.cancel()
+	p.halt.Store(true)
 	<-p.done
 	flushed := make(chan struct{})
 	go func() { p.wg.Wait(); close(flushed) }()
