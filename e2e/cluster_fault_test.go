@@ -28,8 +28,9 @@ const (
 
 // TestClusterSurvivesKillsAndPauses runs 3 `sluice node` processes and an idempotent
 // acks=all producer while the test kill -9's a partition leader (and restarts it),
-// then the metadata quorum's leader (and restarts it), then pauses a node with
-// SIGSTOP and resumes it. After each fault the producer must get acknowledgements
+// stops another with SIGTERM (a controlled shutdown, and restarts it), kill -9's the
+// metadata quorum's leader (and restarts it), then pauses a node with SIGSTOP and
+// resumes it. After each fault the producer must get acknowledgements
 // again. At the end every partition is read from the start: every acknowledged record
 // is there once, at its acknowledged offset, in the order produced (linearizability
 // package, and a direct check).
@@ -47,6 +48,14 @@ func TestClusterSurvivesKillsAndPauses(t *testing.T) {
 	t.Logf("kill -9 node %d, the leader of %s-0", victim.id, faultTopic)
 	c.kill(victim)
 	p.awaitAcks(t, 200, 45*time.Second, "after the partition leader's death")
+	c.restart(victim)
+	c.awaitHealthy(faultTopic, faultPartitions, 60*time.Second)
+
+	victim = c.node(c.partitionLeader(faultTopic, 2))
+	t.Logf("SIGTERM node %d, the leader of %s-2: a controlled shutdown", victim.id, faultTopic)
+	c.stop(victim)
+	require.Contains(t, tailFile(victim.logPath, 200), "controlled shutdown done")
+	p.awaitAcks(t, 200, 45*time.Second, "after a controlled shutdown")
 	c.restart(victim)
 	c.awaitHealthy(faultTopic, faultPartitions, 60*time.Second)
 

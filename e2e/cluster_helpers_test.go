@@ -143,6 +143,19 @@ func (c *testCluster) kill(nd *clusterNode) {
 	nd.cmd = nil
 }
 
+// stop is a planned stop: SIGTERM, and the node exits on its own (bounded).
+func (c *testCluster) stop(nd *clusterNode) {
+	c.t.Helper()
+	require.NoError(c.t, nd.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-nd.waited:
+	case <-time.After(30 * time.Second):
+		c.t.Fatalf("node %d still running 30s after SIGTERM", nd.id)
+	}
+	require.Equal(c.t, 0, nd.cmd.ProcessState.ExitCode(), "node %d's exit", nd.id)
+	nd.cmd = nil
+}
+
 func (c *testCluster) restart(nd *clusterNode) {
 	c.t.Helper()
 	began := time.Now()
