@@ -170,8 +170,9 @@ func startRecordingProducer(t *testing.T, seeds []string) *recordingProducer {
 
 func (p *recordingProducer) now() int64 { return int64(time.Since(p.start)) }
 
-// run produces until ctx ends (the test's end: buffered records fail) or halt is set; the client's buffer (MaxBufferedRecords) bounds what is
-// in flight, so Produce blocks while no partition takes writes.
+// run produces until ctx ends (the test's end: buffered records fail) or halt is set;
+// the client's buffer (MaxBufferedRecords) bounds what is in flight, so Produce blocks
+// while no partition takes writes.
 func (p *recordingProducer) run(ctx context.Context) {
 	defer close(p.done)
 	for i := 0; ctx.Err() == nil && !p.halt.Load(); i++ {

@@ -58,23 +58,7 @@ func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *nodes > 1 || set["nodes"] {
-		if *nodes < 1 || *nodes > 9 {
-			return usageNode(fs, "--nodes must be between 1 and 9, got %d", *nodes)
-		}
-		for _, f := range []string{"listen", "tls", "tls-listen", "tls-dir", "client-auth",
-			"http-listen"} {
-			if set[f] {
-				return usageNode(fs, "--%s is for a single dev node; not with --nodes", f)
-			}
-		}
-		if *basePort < 1 || *basePort+devControllerOffset+*nodes-1 > 65535 {
-			return usageNode(fs, "--base-port %d: ports %d..%d must be valid", *basePort,
-				*basePort, *basePort+devControllerOffset+*nodes-1)
-		}
-		if _, err := newNodeLogger(stderr, "console", *logLevel); err != nil {
-			return usageNode(fs, "%v", err)
-		}
-		return runDevCluster(*nodes, *basePort, *data, *logLevel, stdout, stderr)
+		return devClusterCommand(fs, set, *nodes, *basePort, *data, *logLevel, stdout, stderr)
 	}
 	if set["data"] || set["base-port"] {
 		return usageNode(fs, "--data and --base-port are for a cluster (--nodes N)")

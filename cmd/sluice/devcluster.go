@@ -8,6 +8,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	stdnet "net"
@@ -49,6 +50,29 @@ func devClusterArgs(id, n, basePort int, dataDir, logLevel string) []string {
 		"--voters", strings.Join(voters, ","),
 		"--data", filepath.Join(dataDir, fmt.Sprintf("node-%d", id)),
 		"--http-listen=", "--log-format", "console", "--log-level", logLevel}
+}
+
+// devClusterCommand checks the flags of `sluice dev --nodes N` (set: the flags given)
+// and runs the cluster.
+func devClusterCommand(fs *flag.FlagSet, set map[string]bool, nodes, basePort int, data,
+	logLevel string, stdout, stderr io.Writer) int {
+	if nodes < 1 || nodes > 9 {
+		return usageNode(fs, "--nodes must be between 1 and 9, got %d", nodes)
+	}
+	for _, f := range []string{"listen", "tls", "tls-listen", "tls-dir", "client-auth",
+		"http-listen"} {
+		if set[f] {
+			return usageNode(fs, "--%s is for a single dev node; not with --nodes", f)
+		}
+	}
+	if last := basePort + devControllerOffset + nodes - 1; basePort < 1 || last > 65535 {
+		return usageNode(fs, "--base-port %d: ports %d..%d must be valid", basePort,
+			basePort, last)
+	}
+	if _, err := newNodeLogger(stderr, "console", logLevel); err != nil {
+		return usageNode(fs, "%v", err)
+	}
+	return runDevCluster(nodes, basePort, data, logLevel, stdout, stderr)
 }
 
 // runDevCluster runs n nodes until SIGINT or SIGTERM. data "" keeps the data in a
