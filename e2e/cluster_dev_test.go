@@ -136,6 +136,7 @@ func (d *devProcess) interrupt(t *testing.T) {
 		err := syscall.Kill(pid, 0)
 		require.True(t, errors.Is(err, syscall.ESRCH), "node pid %d still exists: %v", pid, err)
 	}
+	d.pids = nil // gone: the cleanup must not signal a pid reused since
 }
 
 // awaitOutput polls f every 200 ms until it reports done, failing after d with its
