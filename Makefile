@@ -11,9 +11,10 @@ TESTTIMEOUT ?= 25m
 SEEDS       ?= 1..1000
 FUZZTIME    ?= 30s
 DATA        ?= ./data
+CLUSTERDATA ?= ./data-cluster
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test sim mutants fuzz bench lint fmt cover clean
+.PHONY: help run cluster build test sim mutants fuzz bench lint fmt cover clean
 
 help: ## list these targets
 	@echo "usage: make <target> [VAR=value]"
@@ -21,10 +22,13 @@ help: ## list these targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-7s %s\n", $$1, $$2}' \
 		$(MAKEFILE_LIST)
 	@echo
-	@echo "variables: SEEDS=$(SEEDS) FUZZTIME=$(FUZZTIME) DATA=$(DATA) TESTTIMEOUT=$(TESTTIMEOUT)"
+	@echo "variables: SEEDS=$(SEEDS) FUZZTIME=$(FUZZTIME) DATA=$(DATA) CLUSTERDATA=$(CLUSTERDATA) TESTTIMEOUT=$(TESTTIMEOUT)"
 
 run: ## start a node on 127.0.0.1:9092 with its data in ./data (Ctrl-C stops it)
 	$(GO) run ./cmd/sluice node --id 1 --listen 127.0.0.1:9092 --data $(DATA)
+
+cluster: build ## start 3 nodes on 127.0.0.1:9092-9094, data in ./data-cluster (Ctrl-C stops them)
+	bin/sluice dev --nodes 3 --data $(CLUSTERDATA) --base-port 9092
 
 build: ## build bin/sluice
 	$(GO) build -o bin/sluice ./cmd/sluice

@@ -33,7 +33,7 @@ func clusterNode(t *testing.T, id int32, dir string, voters []raftmeta.Voter) *r
 		Logger:       zaptest.NewLogger(t).Named(fmt.Sprintf("n%d", id)),
 		DrainTimeout: 2 * time.Second, Voters: voters,
 		// The scripts below talk to the active controller directly: one leader throughout.
-		QuorumTiming: raftmeta.SteadyTestTiming(), UnreplicatedQuorum: true})
+		QuorumTiming: raftmeta.SteadyTestTiming()})
 }
 
 // brokersSeen is the controller image's brokers as node n sees them.
@@ -190,7 +190,7 @@ func TestClusterNodesRegisterHeartbeatAndAreFencedWhenSilent(t *testing.T) {
 		return runtime.Options{ListenAddr: addr, DataDir: dirs[victim], Config: cfg,
 			Controller: ctl, Rack: fmt.Sprintf("r%d", victim+1),
 			Logger: zaptest.NewLogger(t).Named("restarted"), DrainTimeout: 2 * time.Second,
-			Voters: voters, QuorumTiming: raftmeta.TestTiming(), UnreplicatedQuorum: true}
+			Voters: voters, QuorumTiming: raftmeta.TestTiming()}
 	}())
 	require.NoError(t, restarted.Start(context.Background()))
 	t.Cleanup(func() { _ = restarted.Close() })

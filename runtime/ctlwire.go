@@ -42,6 +42,13 @@ func controllerRequest(req kmsg.Request) (controller.Message, bool) {
 		}
 		return reg, true
 	case *kmsg.BrokerHeartbeatRequest:
+		if m.WantShutdown {
+			// KRaft's controlled shutdown: heartbeats asking to shut down, until the
+			// answer says ShouldShutDown. Sluice's controller answers one such request
+			// once the broker is off every partition it can leave.
+			return controller.ControlledShutdown{NodeID: m.BrokerID,
+				BrokerEpoch: m.BrokerEpoch}, true
+		}
 		idx := uint64(0)
 		if m.CurrentMetadataOffset > 0 {
 			idx = uint64(m.CurrentMetadataOffset)
@@ -89,8 +96,11 @@ func controllerResponse(req kmsg.Request, resp controller.Response) kmsg.Respons
 		}
 	case *kmsg.BrokerHeartbeatResponse:
 		o.ErrorCode = resp.ErrCode()
-		if r, ok := resp.(controller.HeartbeatResponse); ok {
+		switch r := resp.(type) {
+		case controller.HeartbeatResponse:
 			o.IsFenced, o.ShouldShutdown, o.IsCaughtUp = r.Fenced, r.ShuttingDown, !r.Fenced
+		case controller.ControlledShutdownResponse:
+			o.IsFenced, o.ShouldShutdown = false, r.Err == 0
 		}
 	case *kmsg.AllocateProducerIDsResponse:
 		o.ErrorCode = resp.ErrCode()
@@ -166,6 +176,10 @@ func wireRequest(msg controller.Message) (kmsg.Request, error) {
 		req := kmsg.NewPtrBrokerHeartbeatRequest()
 		req.BrokerID, req.BrokerEpoch = m.NodeID, m.BrokerEpoch
 		req.CurrentMetadataOffset, req.WantFence = int64(m.MetadataIndex), m.WantFence
+		return req, nil
+	case controller.ControlledShutdown:
+		req := kmsg.NewPtrBrokerHeartbeatRequest()
+		req.BrokerID, req.BrokerEpoch, req.WantShutdown = m.NodeID, m.BrokerEpoch, true
 		return req, nil
 	case controller.AllocateProducerIDs:
 		req := kmsg.NewPtrAllocateProducerIDsRequest()

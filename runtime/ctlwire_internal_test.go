@@ -35,3 +35,28 @@ func TestRegistrationListenersOnTheWire(t *testing.T) {
 	withName.Listeners = []meta.Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 9092}}
 	require.Equal(t, single, roundTrip(withName))
 }
+
+// A controlled shutdown crosses the wire as KRaft's: a BrokerHeartbeat with
+// WantShutdown, answered ShouldShutdown once the controller is done; a refusal keeps
+// its code and does not say ShouldShutdown.
+func TestControlledShutdownOnTheWire(t *testing.T) {
+	req, err := wireRequest(controller.ControlledShutdown{NodeID: 3, BrokerEpoch: 9})
+	require.NoError(t, err)
+	decoded := kmsg.NewPtrBrokerHeartbeatRequest()
+	decoded.SetVersion(req.GetVersion())
+	require.NoError(t, decoded.ReadFrom(req.AppendTo(nil)))
+	msg, ok := controllerRequest(decoded)
+	require.True(t, ok)
+	require.Equal(t, controller.ControlledShutdown{NodeID: 3, BrokerEpoch: 9}, msg)
+
+	for _, code := range []int16{0, codeNotController} {
+		resp := controllerResponse(decoded, controller.ControlledShutdownResponse{Err: code})
+		back, err := wireResponse(resp)
+		require.NoError(t, err)
+		require.Equal(t, controller.HeartbeatResponse{Err: code, ShuttingDown: code == 0},
+			back)
+	}
+	plain := kmsg.NewPtrBrokerHeartbeatRequest()
+	msg, _ = controllerRequest(plain)
+	require.IsType(t, controller.Heartbeat{}, msg, "without WantShutdown: a heartbeat")
+}

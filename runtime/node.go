@@ -290,6 +290,9 @@ func (n *Node) Close() error {
 		if !n.started {
 			return
 		}
+		if n.cl != nil {
+			n.controlledShutdown()
+		}
 		// Parked fetches are answered at once rather than at their max wait, so the
 		// drain below does not sit out a consumer's long poll.
 		sink{n}.put(broker.Drain{})

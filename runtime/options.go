@@ -74,10 +74,6 @@ type Options struct {
 	// this node's rack (broker.rack), given to the controller at registration.
 	Controller controller.Config
 	Rack       string
-	// UnreplicatedQuorum lets a node start with more than one voter although partitions
-	// are not replicated yet (ErrQuorumOfMany): every node then serves every partition
-	// alone. Only for tests of the cluster wiring (registration, heartbeats, fencing).
-	UnreplicatedQuorum bool
 	// OnFatal is called, once, when the node can no longer serve correctly and must be
 	// restarted (the metadata quorum stopped delivering). Default: log and close.
 	OnFatal func(error)

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -16,12 +15,6 @@ import (
 
 // raftKeys is the state-store prefix of the raft log and stable store (disk/raftstore).
 var raftKeys = []byte("raft/")
-
-// ErrQuorumOfMany refuses a quorum of more than one voter while brokers do not
-// replicate partitions yet: every node would serve every partition alone, and a
-// client's acknowledged write would live on one machine (issue 8).
-var ErrQuorumOfMany = errors.New("a metadata quorum of more than one voter is not served " +
-	"yet: partitions are not replicated between nodes (issue 8); use one voter")
 
 // openMetadata opens the node's metadata log and returns the Start to step the broker
 // with: the node's own log in the state store (no voters, as always), or a raft quorum
@@ -52,9 +45,6 @@ func (n *Node) openMetadata() (broker.Start, error) {
 	if held := committed.SnapshotIndex + uint64(len(committed.Records)); held > 0 {
 		return broker.Start{}, fmt.Errorf("data directory %s holds a single node's "+
 			"metadata (%d records): start it without --voters", n.opts.DataDir, held)
-	}
-	if len(n.opts.Voters) > 1 && !n.opts.UnreplicatedQuorum {
-		return broker.Start{}, ErrQuorumOfMany
 	}
 	return n.openQuorum()
 }

@@ -50,7 +50,7 @@ func TestClusterOverSSLInterBrokerListener(t *testing.T) {
 			Controller: ctl, Rack: fmt.Sprintf("r%d", i+1),
 			Logger:       zaptest.NewLogger(t).Named(fmt.Sprintf("n%d", i+1)),
 			DrainTimeout: 2 * time.Second, Voters: voters,
-			QuorumTiming: raftmeta.TestTiming(), UnreplicatedQuorum: true})
+			QuorumTiming: raftmeta.TestTiming()})
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = nodes[i].Start(context.Background()) }()
 	}

@@ -51,7 +51,7 @@ func TestClusterDescribeThreeNodes(t *testing.T) {
 		ctl.HeartbeatIntervalMs = 100
 		nodes[i] = runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0",
 			DataDir: t.TempDir(), Config: cfg, Controller: ctl, Rack: fmt.Sprintf("r%d", i+1),
-			Voters: voters, QuorumTiming: raftmeta.TestTiming(), UnreplicatedQuorum: true,
+			Voters: voters, QuorumTiming: raftmeta.TestTiming(),
 			DrainTimeout: 2 * time.Second})
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = nodes[i].Start(context.Background()) }()

@@ -29,7 +29,7 @@ func init() {
 
 const devSynopsis = "sluice dev [--listen 127.0.0.1:9092] [--tls] [--tls-listen 127.0.0.1:9093] " +
 	"[--tls-dir DIR] [--client-auth none|requested|required] [--http-listen HOST:PORT] " +
-	"[--log-level LEVEL]"
+	"[--log-level LEVEL] | sluice dev --nodes N [--data DIR] [--base-port P] [--log-level LEVEL]"
 
 func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("dev", devSynopsis, stderr)
@@ -43,11 +43,25 @@ func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	httpListen := fs.String("http-listen", "", "`HOST:PORT` for /metrics and the web "+
 		"console (default: none)")
 	logLevel := fs.String("log-level", "warn", "least `LEVEL` logged: debug, info, warn or error")
+	nodes := fs.Int("nodes", 1, "run a cluster of `N` node processes (a metadata quorum of "+
+		"N voters) instead of one node")
+	data := fs.String("data", "", "with --nodes: keep the nodes' data in `DIR` (node-1, "+
+		"node-2, ...) instead of a temporary directory removed at exit")
+	basePort := fs.Int("base-port", 9092, "with --nodes: node N's Kafka listener is on "+
+		"127.0.0.1:`P`+N-1, its quorum transport on P+100+N-1")
 	if _, err := parseCommand(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *nodes > 1 || set["nodes"] {
+		return devClusterCommand(fs, set, *nodes, *basePort, *data, *logLevel, stdout, stderr)
+	}
+	if set["data"] || set["base-port"] {
+		return usageNode(fs, "--data and --base-port are for a cluster (--nodes N)")
 	}
 	for _, a := range []string{*listen, *tlsListen} {
 		if err := requireLoopback(a); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,4 +19,26 @@ func TestDevRefusesNonLoopbackAddresses(t *testing.T) {
 	}
 	require.NoError(t, requireLoopback("localhost:9092"))
 	require.NoError(t, requireLoopback("[::1]:9092"))
+}
+
+// --nodes takes its own flags; the single node's are refused with it, and the
+// cluster's without it.
+func TestDevClusterFlags(t *testing.T) {
+	for args, want := range map[string]string{
+		"dev --nodes 3 --tls":                "--tls is for a single dev node",
+		"dev --nodes 10":                     "--nodes must be between 1 and 9",
+		"dev --nodes 3 --base-port 65500":    "ports 65500..65602 must be valid",
+		"dev --data /tmp/x":                  "are for a cluster (--nodes N)",
+		"dev --nodes 3 --log-level loud":     "loud",
+		"dev --nodes 2 --listen 127.0.0.1:1": "--listen is for a single dev node",
+	} {
+		code, _, stderr := runCLI(t, "", strings.Fields(args)...)
+		require.Equal(t, 2, code, args)
+		require.Contains(t, stderr, want, args)
+	}
+	require.Equal(t, []string{"node", "--id", "2", "--listen", "127.0.0.1:9093",
+		"--advertise", "127.0.0.1:9093", "--controller-listen", "127.0.0.1:9193",
+		"--voters", "1@127.0.0.1:9192,2@127.0.0.1:9193,3@127.0.0.1:9194",
+		"--data", "d/node-2", "--http-listen=", "--log-format", "console",
+		"--log-level", "warn"}, devClusterArgs(2, 3, 9092, "d", "warn"))
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -331,11 +332,11 @@ func topicDescribe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	starts, err := adm.ListStartOffsets(ctx, topic)
-	if err != nil {
+	if err = someOffsetsUnknown(err, stderr); err != nil {
 		return friendly(err, topic, "")
 	}
 	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
+	if err = someOffsetsUnknown(err, stderr); err != nil {
 		return friendly(err, topic, "")
 	}
 	cfgs, err := adm.DescribeTopicConfigs(ctx, topic)
@@ -350,6 +351,21 @@ func topicDescribe(args []string, stdout, stderr io.Writer) error {
 		return friendly(err, topic, rc.ErrMessage)
 	}
 	return printDescription(stdout, td, starts, ends, overridden(rc.Configs))
+}
+
+// someOffsetsUnknown lets a description go on when some partitions' leaders could not
+// be asked their offsets (a dead leader not replaced yet): those show "?", with the
+// reason on stderr. Any other error is returned.
+func someOffsetsUnknown(err error, stderr io.Writer) error {
+	var se *kadm.ShardErrors
+	if !errors.As(err, &se) {
+		return err
+	}
+	for _, e := range se.Errs {
+		fmt.Fprintf(stderr, "offsets unknown for the partitions led by broker %d: %v\n",
+			e.Broker.NodeID, e.Err)
+	}
+	return nil
 }
 
 // overridden keeps the configs set on the topic itself, sorted by name.

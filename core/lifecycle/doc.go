@@ -11,6 +11,11 @@
 // backoff. A controller that says the data directory belongs to another cluster
 // (INCONSISTENT_CLUSTER_ID) ends the node through Env.Fatal: it must not serve.
 //
+// Shutdown begins a controlled shutdown: instead of heartbeats the lifecycle sends
+// ControlledShutdown (on the wire, a BrokerHeartbeat with WantShutdown, as in KRaft)
+// until the controller answers that the node leads nothing; Status.ShutDown then lets
+// the node exit.
+//
 // At most one RPC is in flight, and exactly one Reply answers each Send (the driver's
 // rule E7). Status reports the registration for /readyz and tests. docs/controller.md
 // ("Broker lifecycle") describes how a node wires it.

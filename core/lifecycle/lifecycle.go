@@ -67,10 +67,17 @@ type Reply struct {
 // TimerFired delivers a timer set with SetTimer.
 type TimerFired struct{ ID uint64 }
 
+// Shutdown begins a controlled shutdown: the lifecycle asks the controller to move
+// every leadership and ISR place off the node (ControlledShutdown) instead of
+// heartbeating, until it answers; Status.ShutDown then says the node may exit. A node
+// that is not registered has nothing to move and is done at once.
+type Shutdown struct{}
+
 func (LeaderChanged) isInput() {}
 func (Applied) isInput()       {}
 func (Reply) isInput()         {}
 func (TimerFired) isInput()    {}
+func (Shutdown) isInput()      {}
 
 // Status is the node's membership as its lifecycle knows it.
 type Status struct {
@@ -78,6 +85,9 @@ type Status struct {
 	Registered bool  // the controller answered a registration of this incarnation
 	Epoch      int64 // the broker epoch of that registration
 	Fenced     bool  // as the last heartbeat answer said (true until one says otherwise)
+	// ShutDown: a controlled shutdown (Shutdown) is done; the node leads nothing and
+	// holds only the ISR places no other broker could take.
+	ShutDown bool
 }
 
 // Lifecycle is the actor.
@@ -95,6 +105,8 @@ type Lifecycle struct {
 	timerAt  core.Time // when it fires
 	nextAt   core.Time // when the next RPC is due
 	stopped  bool
+	shutdown bool // Shutdown came: ask ControlledShutdown instead of heartbeating
+	asked    bool // the RPC in flight is the ControlledShutdown
 }
 
 // New returns a lifecycle that has registered nothing yet.
@@ -127,6 +139,11 @@ func (l *Lifecycle) Step(now core.Time, in Input) {
 			return // cancelled or superseded
 		}
 		l.timer = 0
+	case Shutdown:
+		if !l.shutdown {
+			l.shutdown, l.nextAt = true, l.now
+			l.lg.Info("controlled shutdown: asking the controller to move leadership away")
+		}
 	default:
 		panic(fmt.Sprintf("lifecycle: unknown input %T", in))
 	}
@@ -135,6 +152,9 @@ func (l *Lifecycle) Step(now core.Time, in Input) {
 
 // act sends the RPC that is due, or arms the timer for when one will be.
 func (l *Lifecycle) act() {
+	if l.shutdown && !l.st.Registered && l.inFlight == 0 {
+		l.shutDown("not registered: nothing to move")
+	}
 	if l.inFlight != 0 || l.st.Leader < 0 || l.stopped {
 		return
 	}
@@ -144,6 +164,12 @@ func (l *Lifecycle) act() {
 	}
 	l.ids++
 	l.inFlight = l.ids
+	if l.shutdown {
+		l.asked = true
+		l.env.Send(l.st.Leader, l.inFlight, controller.ControlledShutdown{NodeID: l.cfg.NodeID,
+			BrokerEpoch: l.st.Epoch}, l.cfg.RequestTimeoutMs)
+		return
+	}
 	if !l.st.Registered {
 		l.env.Send(l.st.Leader, l.inFlight, controller.RegisterBroker{NodeID: l.cfg.NodeID,
 			Incarnation: l.cfg.Incarnation, ClusterID: l.cfg.ClusterID, Host: l.cfg.Host,
@@ -172,6 +198,8 @@ func (l *Lifecycle) reply(in Reply) {
 		return // an answer to an RPC given up on
 	}
 	l.inFlight = 0
+	asked := l.asked
+	l.asked = false
 	if in.Err != nil {
 		l.lg.Debug("controller unreachable", zap.Int32("controller", l.st.Leader),
 			zap.Error(in.Err))
@@ -181,7 +209,16 @@ func (l *Lifecycle) reply(in Reply) {
 	switch r := in.Resp.(type) {
 	case controller.RegisterBrokerResponse:
 		l.registered(r)
+	case controller.ControlledShutdownResponse:
+		l.shutdownAnswered(r.Err)
 	case controller.HeartbeatResponse:
+		if asked { // a peer's controller answers ControlledShutdown as a heartbeat
+			if r.Err == 0 && !r.ShuttingDown {
+				r.Err = kerr.UnknownServerError.Code
+			}
+			l.shutdownAnswered(r.Err)
+			return
+		}
 		l.heartbeatAnswered(r)
 	default:
 		panic(fmt.Sprintf("lifecycle: unexpected response %T", in.Resp))
@@ -218,6 +255,9 @@ func (l *Lifecycle) heartbeatAnswered(r controller.HeartbeatResponse) {
 		}
 		l.st.Fenced = r.Fenced
 		l.nextAt = l.now.AddMillis(l.interval())
+		if l.shutdown {
+			l.nextAt = l.now // the ControlledShutdown waited for this heartbeat
+		}
 	case kerr.StaleBrokerEpoch.Code, kerr.BrokerIDNotRegistered.Code:
 		l.lg.Warn("the controller no longer knows this registration; registering again",
 			zap.Int64("broker_epoch", l.st.Epoch), zap.Int16("code", r.Err))
@@ -226,6 +266,29 @@ func (l *Lifecycle) heartbeatAnswered(r controller.HeartbeatResponse) {
 	default:
 		l.refused("heartbeat", r.Err)
 	}
+}
+
+// shutdownAnswered ends a controlled shutdown when the controller says it is done, or
+// when it no longer knows this registration (nothing of it is left to move); otherwise
+// it asks again after the backoff (a new controller is asked when one is announced).
+func (l *Lifecycle) shutdownAnswered(code int16) {
+	switch code {
+	case 0:
+		l.shutDown("the controller moved leadership away")
+	case kerr.StaleBrokerEpoch.Code, kerr.BrokerIDNotRegistered.Code:
+		l.shutDown("the controller no longer knows this registration")
+	default:
+		l.refused("controlled shutdown", code)
+	}
+}
+
+func (l *Lifecycle) shutDown(why string) {
+	l.st.ShutDown, l.stopped = true, true
+	if l.timer != 0 {
+		l.env.CancelTimer(l.timer)
+		l.timer = 0
+	}
+	l.lg.Info("controlled shutdown done", zap.String("why", why))
 }
 
 // interval is the heartbeat period: shorter while fenced, so that the controller sees

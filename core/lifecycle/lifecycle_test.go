@@ -148,3 +148,54 @@ func TestDuplicateRegistrationRetriesUntilAccepted(t *testing.T) {
 	require.True(t, h.l.Status().Registered)
 	require.Nil(t, h.env.fatal)
 }
+
+// A controlled shutdown replaces heartbeats with ControlledShutdown until the
+// controller answers it; a heartbeat in flight is answered first; a refusal is asked
+// again after the backoff, a new controller at once; once done nothing more is sent.
+func TestControlledShutdownAsksUntilDone(t *testing.T) {
+	h := newHarness(t)
+	h.step(LeaderChanged{Leader: 1})
+	h.step(Reply{ID: h.last().id, Resp: controller.RegisterBrokerResponse{BrokerEpoch: 7}})
+	hb := h.last()
+	h.step(Shutdown{})
+	require.Empty(t, h.env.sent, "waits for the heartbeat in flight")
+	h.step(Reply{ID: hb.id, Resp: controller.HeartbeatResponse{}})
+	cs := h.last()
+	require.Equal(t, controller.ControlledShutdown{NodeID: 2, BrokerEpoch: 7}, cs.msg)
+	h.step(Reply{ID: cs.id, Resp: controller.ControlledShutdownResponse{
+		Err: kerr.NotController.Code}})
+	require.Empty(t, h.env.sent, "backs off")
+	h.step(LeaderChanged{Leader: 3})
+	cs = h.last()
+	require.Equal(t, int32(3), cs.to)
+	// A peer's controller answers over the wire as a BrokerHeartbeat response.
+	h.step(Reply{ID: cs.id, Resp: controller.HeartbeatResponse{ShuttingDown: false}})
+	require.False(t, h.l.Status().ShutDown, "not done until ShouldShutDown")
+	h.advance()
+	cs = h.last()
+	require.IsType(t, controller.ControlledShutdown{}, cs.msg)
+	h.step(Reply{ID: cs.id, Resp: controller.HeartbeatResponse{ShuttingDown: true}})
+	require.True(t, h.l.Status().ShutDown)
+	require.Empty(t, h.env.timers)
+	h.step(LeaderChanged{Leader: 1})
+	require.Empty(t, h.env.sent, "nothing after the shutdown")
+}
+
+// A node that never registered has nothing to move: done at once.
+func TestControlledShutdownOfAnUnregisteredNode(t *testing.T) {
+	h := newHarness(t)
+	h.step(Shutdown{})
+	require.True(t, h.l.Status().ShutDown)
+	require.Empty(t, h.env.sent)
+
+	h = newHarness(t)
+	h.step(LeaderChanged{Leader: 1})
+	reg := h.last()
+	h.step(Shutdown{})
+	require.False(t, h.l.Status().ShutDown, "a registration in flight may succeed")
+	h.step(Reply{ID: reg.id, Resp: controller.RegisterBrokerResponse{BrokerEpoch: 2}})
+	cs := h.last()
+	require.IsType(t, controller.ControlledShutdown{}, cs.msg)
+	h.step(Reply{ID: cs.id, Resp: controller.ControlledShutdownResponse{}})
+	require.True(t, h.l.Status().ShutDown)
+}

@@ -23,7 +23,7 @@ type Voter struct {
 // ParseVoters reads --voters: "1@host:port,2@host:port,3@host:port".
 func ParseVoters(s string) ([]Voter, error) {
 	var out []Voter
-	seen := map[int32]bool{}
+	seen, at := map[int32]bool{}, map[string]bool{}
 	for _, part := range strings.Split(s, ",") {
 		id, addr, ok := strings.Cut(strings.TrimSpace(part), "@")
 		if !ok {
@@ -39,7 +39,11 @@ func ParseVoters(s string) ([]Voter, error) {
 		if seen[int32(n)] {
 			return nil, fmt.Errorf("voter id %d given twice", n)
 		}
-		seen[int32(n)] = true
+		if at[addr] {
+			return nil, fmt.Errorf("voter address %s given twice: each voter needs its "+
+				"own --controller-listen address", addr)
+		}
+		seen[int32(n)], at[addr] = true, true
 		out = append(out, Voter{ID: int32(n), Addr: addr})
 	}
 	return out, nil

@@ -22,7 +22,8 @@ func TestParseVoters(t *testing.T) {
 	v, err := ParseVoters("1@127.0.0.1:9093, 2@host:9094,3@[::1]:9095")
 	require.NoError(t, err)
 	require.Equal(t, []Voter{{1, "127.0.0.1:9093"}, {2, "host:9094"}, {3, "[::1]:9095"}}, v)
-	for _, bad := range []string{"", "1", "x@h:1", "-1@h:1", "1@nohost", "1@h:1,1@h:2"} {
+	for _, bad := range []string{"", "1", "x@h:1", "-1@h:1", "1@nohost", "1@h:1,1@h:2",
+		"1@h:1,2@h:1"} {
 		_, err := ParseVoters(bad)
 		require.Error(t, err, bad)
 	}
