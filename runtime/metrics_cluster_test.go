@@ -9,6 +9,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sluicemq/sluice/core/broker"
@@ -29,13 +31,14 @@ func startMetricsCluster(t *testing.T) []*runtime.Node {
 	for i := range nodes {
 		cfg := broker.DefaultConfig()
 		cfg.NodeID = int32(i + 1)
+		require.NoError(t, cfg.Set("replica.lag.time.max.ms", "2000"))
 		ctl := controller.DefaultConfig()
 		ctl.SessionTimeoutMs, ctl.HeartbeatIntervalMs = 1500, 200
 		nodes[i] = runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0",
 			DataDir: t.TempDir(), Config: cfg, Controller: ctl, HTTPListen: "127.0.0.1:0",
 			Logger:       zaptest.NewLogger(t).Named(fmt.Sprintf("n%d", i+1)),
 			DrainTimeout: 2 * time.Second, Voters: voters,
-			QuorumTiming: raftmeta.TestTiming(), UnreplicatedQuorum: true})
+			QuorumTiming: raftmeta.TestTiming()})
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = nodes[i].Start(context.Background()) }()
 	}
@@ -105,4 +108,48 @@ func TestMetricsShowTheControllerElectionsAndFencedBrokers(t *testing.T) {
 		return actives == 1
 	}, 30*time.Second, 100*time.Millisecond,
 		"a survivor leads, both counted the election and see one fenced broker")
+}
+
+// A partition with three replicas in sync is not under-replicated; when a follower's
+// node stops, its leader reports it under-replicated (the ISR shrank).
+func TestMetricsShowAPartitionUnderReplicatedWhenAFollowerStops(t *testing.T) {
+	nodes := startMetricsCluster(t)
+	var seeds []string
+	for _, n := range nodes {
+		seeds = append(seeds, n.Addr())
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	require.NoError(t, err)
+	defer cl.Close()
+	_, err = kadm.NewClient(cl).CreateTopic(testCtx(t, 10*time.Second), 1, 3, nil, "ur")
+	require.NoError(t, err)
+	require.NoError(t, cl.ProduceSync(testCtx(t, 10*time.Second),
+		&kgo.Record{Topic: "ur", Value: []byte("v")}).FirstErr())
+
+	tp := map[string]string{"topic": "ur", "partition": "0"}
+	leader, active := -1, -1
+	require.Eventually(t, func() bool {
+		leader, active = -1, -1
+		for i, n := range nodes {
+			fams := scrape(t, n)
+			if gauge(t, fams, "sluice_partition_leader", tp) == 1 &&
+				gauge(t, fams, "sluice_partition_in_sync_replicas", tp) == 3 &&
+				gauge(t, fams, "sluice_partition_under_replicated", tp) == 0 {
+				leader = i
+			}
+			if gauge(t, fams, "sluice_controller_active", nil) == 1 {
+				active = i
+			}
+		}
+		return leader >= 0 && active >= 0
+	}, 20*time.Second, 100*time.Millisecond, "ur-0 led with a full ISR")
+
+	victim := 0 // a follower, not the active controller if there is a choice
+	for victim == leader || (victim == active && active != leader) {
+		victim++
+	}
+	require.NoError(t, nodes[victim].Close())
+	require.Eventually(t, func() bool {
+		return gauge(t, scrape(t, nodes[leader]), "sluice_partition_under_replicated", tp) == 1
+	}, 20*time.Second, 100*time.Millisecond, "the leader reports ur-0 under-replicated")
 }
