@@ -216,7 +216,7 @@ func (c *conn) saslFailed(h header, size int, resp kmsg.Response, user string, e
 	if ok, skipped := c.srv.saslSample.allow(); ok {
 		c.lg.Info("closing connection: SASL authentication failed",
 			zap.String("mechanism", c.sasl.mechNam), zap.String("user", user),
-			zap.Bool("reauthentication", c.sasl.reauth), zap.String("reason", err.Error()),
+			zap.Bool("reauthentication", c.sasl.reauth), zap.String("reason", failReason(err)),
 			zap.Uint64("not_logged_since_last", skipped))
 	}
 	if d := c.srv.opts.FailedAuthDelay; d > 0 {
@@ -253,6 +253,24 @@ func (c *conn) saslSucceeded(user string) (lifetime time.Duration, err error) {
 type saslError string
 
 func (e saslError) Error() string { return string(e) }
+
+// saslFailure is a failed step: msg is for the client, cause for the log (never a
+// credential).
+type saslFailure struct {
+	msg   string
+	cause error
+}
+
+func (e *saslFailure) Error() string { return e.msg }
+func (e *saslFailure) Unwrap() error { return e.cause }
+
+// failReason is what the log says of a failure: its cause when it has one.
+func failReason(err error) string {
+	if f, ok := err.(*saslFailure); ok && f.cause != nil {
+		return f.msg + ": " + f.cause.Error()
+	}
+	return err.Error()
+}
 
 const errPrincipalChanged = saslError("Cannot change principals during re-authentication")
 

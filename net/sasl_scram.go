@@ -1,14 +1,23 @@
 package net
 
-// SASL/SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) against the credentials of
-// the replicated metadata (AlterUserScramCredentials). The exchange itself is
-// github.com/xdg-go/scram's server (docs/decisions.md says why a library).
+// SASL/SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677): the server side, against
+// the credentials of the replicated metadata (AlterUserScramCredentials). Written here
+// rather than taken from github.com/xdg-go/scram, whose server refuses librdkafka
+// before 2.6.1 (docs/decisions.md): those clients send the client nonce twice in their
+// final message, and Kafka 3.x accepts that (its check is "ends with the server's
+// nonce"), so Sluice does too. The exchange is checked against RFC 7677's example and
+// against two independent clients (xdg-go/scram's and franz-go's) in the tests.
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
+	"hash"
+	"strconv"
+	"strings"
 
-	"github.com/xdg-go/scram"
-
+	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/core/meta"
 )
 
@@ -16,57 +25,170 @@ import (
 // client-final → server-final.
 type scramExchange struct {
 	mech  string
-	conv  *scram.ServerConversation
+	m     meta.ScramMechanism
+	hash  func() hash.Hash
+	store ScramStore
 	steps int
+	// newNonce draws the server's part of the nonce (tests fix it).
+	newNonce func() string
+
+	user                   string
+	cred                   meta.ScramCredential
+	gs2, cnonce, nonce     string
+	firstBare, serverFirst string
 }
 
 func newScramExchange(mech string, store ScramStore) saslMechanism {
-	m, hash := meta.ScramSHA256, scram.SHA256
+	m := meta.ScramSHA256
 	if mech == MechScramSHA512 {
-		m, hash = meta.ScramSHA512, scram.SHA512
+		m = meta.ScramSHA512
 	}
-	srv, err := hash.NewServer(func(user string) (scram.StoredCredentials, error) {
-		if store == nil {
-			return scram.StoredCredentials{}, errUnknownUser
-		}
-		c, ok := store.ScramCredential(user, m)
-		if !ok {
-			return scram.StoredCredentials{}, errUnknownUser
-		}
-		return scram.StoredCredentials{
-			KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: int(c.Iterations)},
-			StoredKey:  c.StoredKey, ServerKey: c.ServerKey}, nil
-	})
-	if err != nil { // only for a nil lookup function
-		return &scramExchange{mech: mech}
-	}
-	return &scramExchange{mech: mech, conv: srv.NewConversation()}
+	return &scramExchange{mech: mech, m: m, hash: broker.ScramHash(m), store: store,
+		newNonce: randomNonce}
 }
 
-var errUnknownUser = errors.New("unknown user")
+func randomNonce() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail (Go 1.24+)
+	return base64.RawStdEncoding.EncodeToString(b[:])
+}
 
 func (s *scramExchange) step(in []byte) ([]byte, string, error) {
-	failed := saslError("Authentication failed during authentication due to invalid " +
-		"credentials with SASL mechanism " + s.mech)
-	if s.conv == nil || s.steps >= 2 {
-		return nil, "", failed
-	}
 	s.steps++
-	out, err := s.conv.Step(string(in))
-	user := ""
-	if s.steps == 1 || s.conv.Valid() {
-		user = s.conv.Username()
+	var out, user string
+	var err error
+	switch s.steps {
+	case 1:
+		out, err = s.first(string(in))
+	case 2:
+		out, err = s.final(string(in))
+		user = s.user
+	default:
+		err = errors.New("exchange already ended")
 	}
-	switch {
-	case err != nil:
-		return nil, user, failed
-	case s.steps == 1 && s.conv.AuthzID() != "" && s.conv.AuthzID() != user:
-		return nil, user, saslError("Authentication failed: Client requested an " +
-			"authorization id that is different from username")
-	case s.steps == 2 && !s.conv.Valid():
-		return nil, user, failed
-	case s.steps == 1:
-		return []byte(out), "", nil // not authenticated yet
+	if err != nil {
+		return nil, s.user, &saslFailure{msg: "Authentication failed during " +
+			"authentication due to invalid credentials with SASL mechanism " + s.mech,
+			cause: err}
 	}
 	return []byte(out), user, nil
+}
+
+// first reads client-first-message (gs2-header client-first-message-bare) and answers
+// server-first-message.
+func (s *scramExchange) first(msg string) (string, error) {
+	parts := strings.SplitN(msg, ",", 3)
+	if len(parts) != 3 || (parts[0] != "n" && parts[0] != "y") {
+		return "", errors.New("malformed client-first message (or channel binding asked)")
+	}
+	authz := ""
+	if parts[1] != "" {
+		a, ok := strings.CutPrefix(parts[1], "a=")
+		if !ok {
+			return "", errors.New("malformed authorization id")
+		}
+		authz = a
+	}
+	s.gs2, s.firstBare = parts[0]+","+parts[1]+",", parts[2]
+	attrs := strings.Split(s.firstBare, ",")
+	if len(attrs) < 2 || !strings.HasPrefix(attrs[0], "n=") ||
+		!strings.HasPrefix(attrs[1], "r=") || len(attrs[1]) == 2 {
+		return "", errors.New("client-first message wants n=user,r=nonce")
+	}
+	for _, ext := range attrs[2:] {
+		if ext == "tokenauth=true" {
+			return "", errors.New("delegation tokens are not supported")
+		}
+	}
+	user, ok := decodeSaslName(attrs[0][2:])
+	if !ok || user == "" {
+		return "", errors.New("malformed user name")
+	}
+	s.user = user
+	if authz != "" {
+		if a, ok := decodeSaslName(authz); !ok || a != user {
+			return "", errors.New("authorization id differs from the user name")
+		}
+	}
+	var found bool
+	if s.store != nil {
+		s.cred, found = s.store.ScramCredential(user, s.m)
+	}
+	if !found {
+		return "", errors.New("no " + s.mech + " credential for the user")
+	}
+	s.cnonce = attrs[1][2:]
+	s.nonce = s.cnonce + s.newNonce()
+	s.serverFirst = "r=" + s.nonce + ",s=" + base64.StdEncoding.EncodeToString(s.cred.Salt) +
+		",i=" + strconv.Itoa(int(s.cred.Iterations))
+	return s.serverFirst, nil
+}
+
+// final checks client-final-message (channel binding, nonce, proof) and answers
+// server-final-message, the server's signature.
+func (s *scramExchange) final(msg string) (string, error) {
+	i := strings.LastIndex(msg, ",p=")
+	if i < 0 {
+		return "", errors.New("client-final message without a proof")
+	}
+	withoutProof := msg[:i]
+	proof, err := base64.StdEncoding.DecodeString(msg[i+3:])
+	if err != nil {
+		return "", errors.New("proof is not base64")
+	}
+	attrs := strings.Split(withoutProof, ",")
+	if len(attrs) < 2 || attrs[0] != "c="+base64.StdEncoding.EncodeToString([]byte(s.gs2)) {
+		return "", errors.New("channel binding does not match the gs2 header")
+	}
+	r, ok := strings.CutPrefix(attrs[1], "r=")
+	// librdkafka before 2.6.1 sends the client nonce again before the server's: Kafka
+	// 3.x accepts it, and so must we for kcat and librdkafka clients of today's distros.
+	if !ok || (r != s.nonce && r != s.cnonce+s.nonce) {
+		return "", errors.New("nonce does not match the server's")
+	}
+	authMsg := []byte(s.firstBare + "," + s.serverFirst + "," + withoutProof)
+	sig := s.mac(s.cred.StoredKey, authMsg)
+	if len(proof) != len(sig) {
+		return "", errors.New("proof of the wrong length")
+	}
+	for j := range sig {
+		sig[j] ^= proof[j] // the client key
+	}
+	h := s.hash()
+	h.Write(sig)
+	if !hmac.Equal(h.Sum(nil), s.cred.StoredKey) {
+		return "", errors.New("wrong password")
+	}
+	return "v=" + base64.StdEncoding.EncodeToString(s.mac(s.cred.ServerKey, authMsg)), nil
+}
+
+func (s *scramExchange) mac(key, msg []byte) []byte {
+	m := hmac.New(s.hash, key)
+	m.Write(msg)
+	return m.Sum(nil)
+}
+
+// decodeSaslName undoes RFC 5802's escaping of user names: "=2C" is a comma, "=3D" an
+// equals sign; any other "=" is malformed.
+func decodeSaslName(s string) (string, bool) {
+	if !strings.Contains(s, "=") {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '=' {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch {
+		case strings.HasPrefix(s[i:], "=2C"):
+			b.WriteByte(',')
+		case strings.HasPrefix(s[i:], "=3D"):
+			b.WriteByte('=')
+		default:
+			return "", false
+		}
+		i += 2
+	}
+	return b.String(), true
 }

@@ -1,6 +1,10 @@
 package net
 
 import (
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"io"
 	"net"
@@ -14,6 +18,7 @@ import (
 	"github.com/xdg-go/scram"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/core/meta"
 )
 
@@ -299,4 +304,94 @@ func TestSASLSessionLifetimeAndReauthentication(t *testing.T) {
 	send(t, expired, 7, metadataReq(12))
 	requireClosed(t, expired)
 	require.EqualValues(t, 1, srv.Stats().SASLExpired)
+}
+
+// rfc7677 is RFC 7677's SCRAM-SHA-256 example: user "user", password "pencil".
+var rfc7677 = struct {
+	salt64, snonce, first, serverFirst, final, serverFinal string
+}{
+	salt64: "W22ZaJ0SNY7soEsUEjb6gQ==", snonce: "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0",
+	first: "n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
+	serverFirst: "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0," +
+		"s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096",
+	final: "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0," +
+		"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
+	serverFinal: "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=",
+}
+
+func rfcExchange(t *testing.T) *scramExchange {
+	salt, err := base64.StdEncoding.DecodeString(rfc7677.salt64)
+	require.NoError(t, err)
+	spw, err := pbkdf2.Key(sha256.New, "pencil", salt, 4096, 32)
+	require.NoError(t, err)
+	stored, server := broker.ScramKeys(meta.ScramSHA256, spw)
+	store := fakeScram{"user/SCRAM-SHA-256": {Mechanism: meta.ScramSHA256, Salt: salt,
+		StoredKey: stored, ServerKey: server, Iterations: 4096}}
+	x := newScramExchange(MechScramSHA256, store).(*scramExchange)
+	x.newNonce = func() string { return rfc7677.snonce }
+	return x
+}
+
+// The server side reproduces RFC 7677's example exchange byte for byte.
+func TestScramServerFollowsRFC7677(t *testing.T) {
+	x := rfcExchange(t)
+	out, user, err := x.step([]byte(rfc7677.first))
+	require.NoError(t, err)
+	require.Empty(t, user, "not authenticated after the first step")
+	require.Equal(t, rfc7677.serverFirst, string(out))
+	out, user, err = x.step([]byte(rfc7677.final))
+	require.NoError(t, err)
+	require.Equal(t, "user", user)
+	require.Equal(t, rfc7677.serverFinal, string(out))
+
+	// A tampered proof, a foreign nonce, another channel binding: refused.
+	for _, bad := range []string{
+		strings.Replace(rfc7677.final, "p=dHzb", "p=dHza", 1),
+		strings.Replace(rfc7677.final, "r=rOpr", "r=xOpr", 1),
+		strings.Replace(rfc7677.final, "c=biws", "c=eSws", 1),
+		"c=biws,r=x",
+	} {
+		x := rfcExchange(t)
+		_, _, err := x.step([]byte(rfc7677.first))
+		require.NoError(t, err)
+		_, _, err = x.step([]byte(bad))
+		require.Error(t, err, bad)
+	}
+}
+
+// librdkafka before 2.6.1 sends the client nonce twice in its final message; Kafka 3.x
+// accepts it, and so do we. The proof is over what the client sent.
+func TestScramServerAcceptsLibrdkafkaNonce(t *testing.T) {
+	x := rfcExchange(t)
+	_, _, err := x.step([]byte(rfc7677.first))
+	require.NoError(t, err)
+	salt, _ := base64.StdEncoding.DecodeString(rfc7677.salt64)
+	spw, _ := pbkdf2.Key(sha256.New, "pencil", salt, 4096, 32)
+	wop := "c=biws,r=rOprNGfwEbeRWgbNEkqO" + "rOprNGfwEbeRWgbNEkqO" + rfc7677.snonce
+	authMsg := "n=user,r=rOprNGfwEbeRWgbNEkqO," + rfc7677.serverFirst + "," + wop
+	ck := hmac.New(sha256.New, spw)
+	ck.Write([]byte("Client Key"))
+	clientKey := ck.Sum(nil)
+	stored := sha256.Sum256(clientKey)
+	sig := hmac.New(sha256.New, stored[:])
+	sig.Write([]byte(authMsg))
+	proof := sig.Sum(nil)
+	for i := range proof {
+		proof[i] ^= clientKey[i]
+	}
+	_, user, err := x.step([]byte(wop + ",p=" + base64.StdEncoding.EncodeToString(proof)))
+	require.NoError(t, err)
+	require.Equal(t, "user", user)
+}
+
+func TestDecodeSaslName(t *testing.T) {
+	for in, want := range map[string]string{"bob": "bob", "a=2Cb": "a,b", "a=3D=3D": "a=="} {
+		got, ok := decodeSaslName(in)
+		require.True(t, ok)
+		require.Equal(t, want, got)
+	}
+	for _, bad := range []string{"a=", "a=2", "a=41"} {
+		_, ok := decodeSaslName(bad)
+		require.False(t, ok, bad)
+	}
 }

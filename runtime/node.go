@@ -96,6 +96,7 @@ func NewNode(opts Options) *Node {
 		timers:      newTimers(),
 		logs:        map[core.TopicPartition]*nodeLog{},
 		closed:      make(chan struct{}),
+		creds:       newScramStore(),
 	}
 	var obs observers
 	if opts.HTTPListen != "" {

@@ -9,8 +9,8 @@ package broker
 // keeps the stored key and the server key derived from it (scram.go), never the salted
 // password.
 //
-// One result per user named, in request order. A user named more than once →
-// DUPLICATE_RESOURCE; an empty name, an iteration count outside 4096..16384, or an empty
+// One result per user named, in request order. A user and mechanism named more than
+// once → DUPLICATE_RESOURCE; an empty name, an iteration count outside 4096..16384, or an empty
 // salt or salted password → UNACCEPTABLE_CREDENTIAL; an unknown mechanism →
 // UNSUPPORTED_SASL_MECHANISM; deleting a credential that does not exist →
 // RESOURCE_NOT_FOUND. A user with any refused change has none of its changes applied.
@@ -59,7 +59,11 @@ func (ctl *adminController) alterScram(op *opAlterScram) {
 			iterations: u.Iterations, salt: u.Salt, spw: u.SaltedPassword})
 	}
 	op.resp = op.m.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
-	index, count := map[string]int{}, map[string]int{}
+	type pair struct {
+		user string
+		mech int8
+	}
+	index, count := map[string]int{}, map[pair]int{}
 	for _, c := range changes {
 		if _, ok := index[c.user]; !ok {
 			index[c.user] = len(op.resp.Results)
@@ -67,7 +71,7 @@ func (ctl *adminController) alterScram(op *opAlterScram) {
 			rr.User = c.user
 			op.resp.Results = append(op.resp.Results, rr)
 		}
-		count[c.user]++
+		count[pair{c.user, c.mech}]++
 	}
 	perUser := map[string][]meta.Record{}
 	for _, c := range changes {
@@ -75,7 +79,7 @@ func (ctl *adminController) alterScram(op *opAlterScram) {
 		if rr.ErrorCode != 0 {
 			continue
 		}
-		if count[c.user] > 1 {
+		if count[pair{c.user, c.mech}] > 1 {
 			rr.ErrorCode = kerr.DuplicateResource.Code
 			rr.ErrorMessage = strp("A user credential cannot be altered twice in the same " +
 				"request")

@@ -106,13 +106,17 @@ func TestAlterAndDescribeUserScramCredentials(t *testing.T) {
 		"carol": 0,
 	}, h.alterScram([]kmsg.AlterUserSCRAMCredentialsRequestDeletion{
 		deletion("alice", 1), deletion("ghost", 2)},
-		upsert("alice", 2, 4096), upsert("", 1, 4096), upsert("few", 1, 4095),
+		upsert("alice", 1, 4096), upsert("", 1, 4096), upsert("few", 1, 4095),
 		upsert("many", 1, 16385), upsert("mech", 3, 4096), upsert("carol", 1, 4096)))
 	_, ok = h.b.image.ScramCredential("alice", meta.ScramSHA256)
 	require.True(t, ok, "alice's deletion was refused with her duplicate")
 
+	require.Equal(t, map[string]int16{"alice": 0}, h.alterScram(nil, upsert("alice", 2, 4096)),
+		"one user, two mechanisms")
+	require.Len(t, h.describeScram("alice").Results[0].CredentialInfos, 2)
 	require.Equal(t, map[string]int16{"alice": 0},
-		h.alterScram([]kmsg.AlterUserSCRAMCredentialsRequestDeletion{deletion("alice", 1)}))
+		h.alterScram([]kmsg.AlterUserSCRAMCredentialsRequestDeletion{deletion("alice", 1),
+			deletion("alice", 2)}))
 	h.restart()
 	res := h.describeScram()
 	var users []string
