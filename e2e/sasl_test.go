@@ -265,3 +265,35 @@ func TestSASLSessionLifetimeReauthentication(t *testing.T) {
 	require.NotContains(t, s.logText(), "SASL session expired",
 		"the client re-authenticated before every expiry")
 }
+
+// `sluice dev --tls --sasl` as the issue's new user tries it: kcat over SASL_SSL with
+// SCRAM-SHA-512 and the printed password produces and consumes; without credentials it
+// is refused.
+func TestDevSASLWithKcat(t *testing.T) {
+	kcatPath(t)
+	addr := func() string { return fmt.Sprintf("127.0.0.1:%d", freePort(t)) }
+	plain, ssl, sp, ss := addr(), addr(), addr(), addr()
+	dir := filepath.Join(t.TempDir(), "tls")
+	n := startProcess(t, []string{"dev", "--tls", "--sasl", "--listen", plain, "--tls-listen",
+		ssl, "--sasl-listen", sp, "--sasl-ssl-listen", ss, "--tls-dir", dir}, plain, ssl, sp, ss)
+	var password string
+	require.Eventually(t, func() bool {
+		_, rest, ok := strings.Cut(n.logText(), "SASL: user admin, password ")
+		password, _, _ = strings.Cut(rest, " ")
+		return ok && password != ""
+	}, 10*time.Second, 20*time.Millisecond, "the banner prints the SASL user")
+	args := []string{"-b", ss, "-X", "security.protocol=SASL_SSL", "-X",
+		"ssl.ca.location=" + filepath.Join(dir, "ca.pem"), "-X", "sasl.mechanisms=SCRAM-SHA-512",
+		"-X", "sasl.username=admin", "-X", "sasl.password=" + password}
+	_, err := kcat(t, 30*time.Second, []byte("a:1\nb:2\n"), append(args, "-t", "d", "-P",
+		"-K:")...)
+	require.NoError(t, err)
+	out, err := kcat(t, 30*time.Second, nil, append(args, "-t", "d", "-C", "-e", "-o",
+		"beginning", "-f", "%k:%s\n")...)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"a:1", "b:2"}, strings.Fields(out))
+	_, err = kcat(t, 20*time.Second, nil, append(args[:10], "-X", "sasl.password=wrong",
+		"-L", "-m", "3")...)
+	require.Error(t, err, "a wrong password is refused")
+	require.NoError(t, n.stop())
+}
