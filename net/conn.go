@@ -34,6 +34,7 @@ type conn struct {
 	// principal is the authenticated identity, on every request: User:ANONYMOUS, or the
 	// client certificate's subject (tls.go). The reader sets it before the first request.
 	principal string
+	sasl      *saslConn // the SASL state on a SASL listener, else nil (sasl.go)
 
 	clientID  string // the last request's client id; only the reader uses it
 	idleArmed bool   // the socket's read deadline is the idle one; only the reader uses it
@@ -87,6 +88,9 @@ func newConn(s *Server, id uint64, nc net.Conn, l *boundListener) *conn {
 		done:    make(chan struct{}),
 		drained: make(chan struct{}),
 	}
+	if l.SASL != nil {
+		c.sasl = &saslConn{cfg: l.SASL}
+	}
 	return c
 }
 
@@ -117,6 +121,9 @@ func (c *conn) drain() {
 
 // handle decodes one request frame and routes it; false closes the connection.
 func (c *conn) handle(body []byte) bool {
+	if c.sasl != nil && c.sasl.phase == saslRawTokens {
+		return c.saslRawToken(body)
+	}
 	h, rest, err := parseHeader(body, c.clientID)
 	if err != nil {
 		corr, _ := peekCorrelation(body)
@@ -125,6 +132,9 @@ func (c *conn) handle(body []byte) bool {
 		return false
 	}
 	c.clientID = h.clientID
+	if handled, ok := c.saslGate(h, rest, len(body)); handled {
+		return ok
+	}
 	if h.key == int16(kmsg.ApiVersions) {
 		return c.apiVersions(h, rest, len(body))
 	}
@@ -217,6 +227,20 @@ func (c *conn) answer(h header, bytes int, resp kmsg.Response) {
 	wake := c.q.headDone()
 	c.mu.Unlock()
 	c.srv.observe(h.key, h.version, resp, began)
+	if wake {
+		signal(c.wake)
+	}
+}
+
+// answerThenClose queues a response the server made itself (nil: none), then closes
+// the connection once it is written.
+func (c *conn) answerThenClose(h header, bytes int, resp kmsg.Response) {
+	c.mu.Lock()
+	c.q.push(slot{id: c.srv.nextReq.Add(1), corr: h.corr, key: h.key, version: h.version,
+		bytes: bytes, done: true, resp: resp, close: true})
+	c.inBytes += bytes
+	wake := c.q.headDone()
+	c.mu.Unlock()
 	if wake {
 		signal(c.wake)
 	}

@@ -27,8 +27,11 @@
 //
 // ApiVersions is answered here from broker.SupportedVersions (its response header is
 // always v0). Produce v0–v2 (which predate record batches) is answered with
-// UNSUPPORTED_VERSION per partition without closing the connection. Every other request
-// goes to the node. A frame with a bad size, a truncated or malformed body, an unknown
+// UNSUPPORTED_VERSION per partition without closing the connection. On a SASL listener,
+// SaslHandshake and SaslAuthenticate are served here and nothing else reaches the node
+// before the client has authenticated (sasl.go; PLAIN against a users file, SCRAM
+// against the replicated credentials a ScramStore holds). Every other request goes to
+// the node. A frame with a bad size, a truncated or malformed body, an unknown
 // API key or a version outside the advertised range closes that one connection with a
 // log line; nothing a client sends can panic the process.
 //

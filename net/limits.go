@@ -24,6 +24,12 @@ type Stats struct {
 	// handshake failed or did not end within sluice.request.read.timeout.ms (those are
 	// counted in ReadTimeouts too).
 	TLSHandshakeFailures uint64
+	// SASLFailures counts failed SASL authentications (wrong credentials, a mechanism
+	// not enabled); SASLTimeouts those not finished within
+	// sluice.sasl.authentication.timeout.ms; SASLExpired the connections closed for a
+	// session that expired (connections.max.reauth.ms); SASLOversized the frames over
+	// sasl.server.max.receive.size before authentication.
+	SASLFailures, SASLTimeouts, SASLExpired, SASLOversized uint64
 }
 
 type counters struct {
@@ -31,6 +37,7 @@ type counters struct {
 	requestBudgetWaits, requestBudgetTimeouts, inFlightWaits    atomic.Uint64
 	responseBudgetWaits, writeTimeouts                          atomic.Uint64
 	connsOpened, connsClosed, tlsHandshakeFailures              atomic.Uint64
+	saslFailures, saslTimeouts, saslExpired, saslOversized      atomic.Uint64
 }
 
 // Stats returns how often each limit was hit so far.
@@ -47,6 +54,10 @@ func (s *Server) Stats() Stats {
 		ConnsOpened:           c.connsOpened.Load(),
 		ConnsClosed:           c.connsClosed.Load(),
 		TLSHandshakeFailures:  c.tlsHandshakeFailures.Load(),
+		SASLFailures:          c.saslFailures.Load(),
+		SASLTimeouts:          c.saslTimeouts.Load(),
+		SASLExpired:           c.saslExpired.Load(),
+		SASLOversized:         c.saslOversized.Load(),
 	}
 }
 

@@ -10,8 +10,7 @@ import (
 // Protocol is a listener's security protocol (Kafka's security.protocol names).
 type Protocol string
 
-// The security protocols. SASL_PLAINTEXT and SASL_SSL are parsed so that a config file
-// written for Kafka is understood, and refused at start until SASL exists.
+// The security protocols.
 const (
 	Plaintext     Protocol = "PLAINTEXT"
 	SSL           Protocol = "SSL"
@@ -22,14 +21,14 @@ const (
 // UsesTLS says whether connections of the protocol speak TLS.
 func (p Protocol) UsesTLS() bool { return p == SSL || p == SASLSSL }
 
+// UsesSASL says whether connections of the protocol authenticate with SASL.
+func (p Protocol) UsesSASL() bool { return p == SASLPlaintext || p == SASLSSL }
+
 // Supported returns nil when a listener of the protocol can be started.
 func (p Protocol) Supported() error {
 	switch p {
-	case Plaintext, SSL:
+	case Plaintext, SSL, SASLPlaintext, SASLSSL:
 		return nil
-	case SASLPlaintext, SASLSSL:
-		return fmt.Errorf("security protocol %s is not supported yet (SASL is not "+
-			"implemented; use PLAINTEXT or SSL)", p)
 	}
 	return fmt.Errorf("unknown security protocol %q (want PLAINTEXT, SSL, SASL_PLAINTEXT "+
 		"or SASL_SSL)", string(p))

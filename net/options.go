@@ -59,6 +59,21 @@ type Options struct {
 	// pass it, no connection's next Fetch is read (sluice.queued.max.response.bytes).
 	// Negative: unbounded. Default 512 MiB.
 	QueuedMaxResponseBytes int64
+	// SASLMaxReceiveSize bounds the frames of a SASL listener's connection until it is
+	// authenticated (sasl.server.max.receive.size). Default 512 KiB, Kafka's.
+	SASLMaxReceiveSize int
+	// SASLAuthTimeout closes a SASL connection whose authentication (or
+	// re-authentication) has not ended that long after it began
+	// (sluice.sasl.authentication.timeout.ms). Default 10s.
+	SASLAuthTimeout time.Duration
+	// FailedAuthDelay delays the answer to a failed authentication, and the close
+	// after it (connection.failed.authentication.delay.ms). Default 100ms; negative:
+	// none.
+	FailedAuthDelay time.Duration
+	// ReauthAfter is the lifetime of an authenticated SASL session
+	// (connections.max.reauth.ms, KIP-368): the client is told, and must authenticate
+	// again before it ends. 0 (the default): sessions do not expire.
+	ReauthAfter time.Duration
 	// Logger receives connection errors. Default: no logging.
 	Logger *zap.Logger
 	// Observer, when set, is told of every request the server answers (the node's
@@ -76,6 +91,11 @@ func (o *Options) defaults() {
 	setDefault(&o.RequestReadTimeout, 30*time.Second)
 	setDefault(&o.WriteTimeout, 30*time.Second)
 	setDefault(&o.MaxQueuedResponseBytes, 64<<20)
+	setDefault(&o.SASLMaxReceiveSize, 512<<10)
+	setDefault(&o.SASLAuthTimeout, 10*time.Second)
+	if o.FailedAuthDelay == 0 {
+		o.FailedAuthDelay = 100 * time.Millisecond
+	}
 	if o.QueuedMaxRequestBytes == 0 {
 		o.QueuedMaxRequestBytes = 256 << 20
 	}
@@ -108,7 +128,9 @@ var settingNames = []string{
 	"queued.max.request.bytes", "sluice.request.read.timeout.ms",
 	"sluice.connection.write.timeout.ms", "sluice.connection.max.inflight.requests",
 	"sluice.connection.max.inflight.bytes", "sluice.connection.max.queued.response.bytes",
-	"sluice.queued.max.response.bytes",
+	"sluice.queued.max.response.bytes", "sasl.server.max.receive.size",
+	"sluice.sasl.authentication.timeout.ms", "connection.failed.authentication.delay.ms",
+	"connections.max.reauth.ms",
 }
 
 // SettingNames lists the config-file keys Options.Set accepts.
@@ -145,6 +167,12 @@ func (o *Options) Set(key, value string) (known bool, err error) {
 		return true, setInt(&o.MaxInFlightBytes, key, value, 1)
 	case "sluice.connection.max.queued.response.bytes":
 		return true, setInt(&o.MaxQueuedResponseBytes, key, value, 1)
+	case "sasl.server.max.receive.size":
+		return true, setInt(&o.SASLMaxReceiveSize, key, value, 1)
+	case "sluice.sasl.authentication.timeout.ms":
+		return true, setMillis(&o.SASLAuthTimeout, key, value)
+	case "connection.failed.authentication.delay.ms", "connections.max.reauth.ms":
+		return true, o.setZeroMillis(key, value)
 	}
 	return false, nil
 }
@@ -205,4 +233,23 @@ func parseOverrides(value string) (map[string]int, error) {
 		m[ip.String()] = n
 	}
 	return m, nil
+}
+
+// setZeroMillis sets one of the millisecond settings for which 0 means "none".
+func (o *Options) setZeroMillis(key, value string) error {
+	n, err := strconv.ParseInt(value, 10, 64)
+	if err != nil || n < 0 || n > int64(24*time.Hour/time.Millisecond)*365 {
+		return fmt.Errorf("%s: want milliseconds >= 0, got %q", key, value)
+	}
+	d := time.Duration(n) * time.Millisecond
+	switch key {
+	case "connection.failed.authentication.delay.ms":
+		if d == 0 {
+			d = -1 // none (zero takes the default)
+		}
+		o.FailedAuthDelay = d
+	default:
+		o.ReauthAfter = d
+	}
+	return nil
 }

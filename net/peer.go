@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core/broker"
@@ -31,6 +32,9 @@ type PeerOptions struct {
 	DialTimeout time.Duration
 	// TLS, when set, is used to reach peers whose inter-broker listener is SSL.
 	TLS *tls.Config
+	// SASL, when set, authenticates to peers whose inter-broker listener is
+	// SASL_PLAINTEXT or SASL_SSL.
+	SASL sasl.Mechanism
 	// Logger receives the client's own log lines (at debug) and ours. Default: none.
 	Logger *zap.Logger
 }
@@ -186,6 +190,9 @@ func (p *Peers) acquire(node int32) (*peer, error) {
 			kgo.WithLogger(zapKgoLogger{p.opts.Logger.With(zap.Int32("peer", node))})}
 		if p.opts.TLS != nil {
 			opts = append(opts, kgo.DialTLSConfig(p.opts.TLS.Clone()))
+		}
+		if p.opts.SASL != nil {
+			opts = append(opts, kgo.SASL(p.opts.SASL))
 		}
 		cl, err := kgo.NewClient(opts...)
 		if err != nil {

@@ -22,6 +22,10 @@ func (c *conn) readLoop() {
 	if !c.handshake() {
 		return
 	}
+	if c.sasl != nil {
+		c.startSASL()
+		defer c.stopSASLTimer()
+	}
 	br := bufio.NewReaderSize(c.nc, readBufferBytes)
 	for c.waitRoom() {
 		if !c.awaitFrame(br) {
@@ -109,6 +113,12 @@ func (c *conn) readFrame(br *bufio.Reader) ([]byte, bool) {
 		return nil, false
 	}
 	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+	if max := c.saslMaxFrame(); size > 0 && int(size) > max && max < c.srv.opts.MaxRequestBytes {
+		c.srv.counters.saslOversized.Add(1)
+		c.lg.Warn("closing connection: frame over sasl.server.max.receive.size before "+
+			"SASL authentication", zap.Int32("size", size), zap.Int("max", max))
+		return nil, false
+	}
 	if size <= 0 || int(size) > c.srv.opts.MaxRequestBytes {
 		c.lg.Warn("closing connection: bad request size", zap.Int32("size", size),
 			zap.Int("max", c.srv.opts.MaxRequestBytes))

@@ -36,6 +36,9 @@ type Listener struct {
 	// bounded by sluice.request.read.timeout.ms, and the client certificate's subject,
 	// when one is given and verified, is the connection's principal (tls.go).
 	TLS *tls.Config
+	// SASL, when set, makes the listener's connections authenticate with SASL before
+	// any other request (sasl.go): SASL_PLAINTEXT, or SASL_SSL with TLS.
+	SASL *SASLConfig
 }
 
 // boundListener is a Listener with its socket.
@@ -56,6 +59,7 @@ type Server struct {
 	connsSample     sampler // log lines of max.connections
 	perIPSample     sampler // log lines of max.connections.per.ip
 	handshakeSample sampler // log lines of failed TLS handshakes
+	saslSample      sampler // log lines of failed SASL authentications
 	reqBudget       *budget // queued.max.request.bytes
 	respBudget      *budget // sluice.queued.max.response.bytes
 

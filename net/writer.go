@@ -221,6 +221,9 @@ func fetchResponseBytes(resp kmsg.Response) int {
 // our versions), then the kmsg-encoded body.
 func (c *conn) appendResponse(buf []byte, s *slot) (_ []byte, err error) {
 	resp := s.resp
+	if t, ok := resp.(*rawToken); ok { // a bare SASL token: no header (sasl_authenticate.go)
+		return t.AppendTo(buf), nil
+	}
 	if resp.Key() != s.key {
 		return buf, fmt.Errorf("response key %d answers a request of key %d", resp.Key(), s.key)
 	}

@@ -191,6 +191,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		{"sluice.queued.max.response.bytes", st.ResponseBudgetWaits},
 		{"sluice.connection.write.timeout.ms", st.WriteTimeouts},
 		{"ssl.handshake", st.TLSHandshakeFailures}, // failed or timed out (docs/security.md)
+		{"sasl.authentication", st.SASLFailures},   // wrong credentials, mechanism refused
+		{"sluice.sasl.authentication.timeout.ms", st.SASLTimeouts},
+		{"sasl.server.max.receive.size", st.SASLOversized},
+		{"connections.max.reauth.ms", st.SASLExpired},
 	} {
 		ch <- prometheus.MustNewConstMetric(c.limitHits, prometheus.CounterValue, float64(h.v),
 			h.name)

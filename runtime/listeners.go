@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/twmb/franz-go/pkg/sasl"
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core/meta"
@@ -43,6 +44,23 @@ func (o *Options) peerTLS(lg *zap.Logger) (*tls.Config, error) {
 	return cfg, nil
 }
 
+// peerSASL is how peers are authenticated to: nil unless the inter-broker listener
+// uses SASL. A node alone (no voters but itself, no peers) needs no credentials.
+func (o *Options) peerSASL() (sasl.Mechanism, error) {
+	l, err := o.interBroker()
+	if err != nil || !l.Protocol.UsesSASL() {
+		return nil, err
+	}
+	if len(o.Voters) <= 1 && len(o.Peers) == 0 && l.SASL.InterBrokerUser == "" {
+		return nil, nil
+	}
+	m, err := l.SASL.ClientMechanism()
+	if err != nil {
+		return nil, fmt.Errorf("listener %s (inter-broker): %w", l.Name, err)
+	}
+	return m, nil
+}
+
 // netListeners checks the listeners and builds what the wire server binds.
 func (n *Node) netListeners() ([]kafkanet.Listener, error) {
 	if _, err := n.opts.interBroker(); err != nil {
@@ -54,6 +72,13 @@ func (n *Node) netListeners() ([]kafkanet.Listener, error) {
 			return nil, fmt.Errorf("listener %s: %w", l.Name, err)
 		}
 		nl := kafkanet.Listener{Name: l.Name, Addr: l.Addr}
+		if l.Protocol.UsesSASL() {
+			cfg, err := l.SASL.ServerConfig(n.creds)
+			if err != nil {
+				return nil, fmt.Errorf("listener %s: %w", l.Name, err)
+			}
+			nl.SASL = cfg
+		}
 		if l.Protocol.UsesTLS() {
 			cfg, err := l.TLS.ServerConfig(n.lg.Named("tls").With(zap.String("listener", l.Name)))
 			if err != nil {

@@ -69,6 +69,7 @@ func (n *Node) step(in broker.Input) { n.stepReceived(in, time.Time{}) }
 // lifecycle take their inputs first (cluster.go).
 func (n *Node) stepReceived(in broker.Input, received time.Time) {
 	n.flow.beginStep(in, received)
+	n.creds.observe(in)
 	now := n.now()
 	switch {
 	case n.cl != nil:

@@ -65,7 +65,9 @@ type Node struct {
 	peers   *kafkanet.Peers // the inter-broker client (Env.SendPeer)
 	// peerTLSErr says why the inter-broker listener's TLS client config cannot be built.
 	peerTLSErr error
-	cl         *cluster // the controller and lifecycle, with a quorum (cluster.go)
+	// creds are the SCRAM credentials SASL listeners authenticate against (scram.go).
+	creds *scramStore
+	cl    *cluster // the controller and lifecycle, with a quorum (cluster.go)
 	// http serves /healthz, /readyz and /metrics on httpAddr (httpops.go); serving is
 	// set once clients are let in.
 	http     *http.Server
@@ -94,6 +96,7 @@ func NewNode(opts Options) *Node {
 		timers:      newTimers(),
 		logs:        map[core.TopicPartition]*nodeLog{},
 		closed:      make(chan struct{}),
+		creds:       newScramStore(),
 	}
 	var obs observers
 	if opts.HTTPListen != "" {
@@ -121,6 +124,9 @@ func NewNode(opts Options) *Node {
 	if po.TLS == nil {
 		// An error is reported by Start, which cannot serve without the listener.
 		po.TLS, n.peerTLSErr = opts.peerTLS(po.Logger)
+	}
+	if po.SASL == nil && n.peerTLSErr == nil {
+		po.SASL, n.peerTLSErr = opts.peerSASL()
 	}
 	if po.ClientID == "" {
 		po.ClientID = fmt.Sprintf("sluice-broker-%d", opts.Config.NodeID)

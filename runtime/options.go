@@ -101,12 +101,15 @@ type Listener struct {
 	// Advertised is host:port clients are told (advertised.listeners). Default: the
 	// address actually listened on.
 	Advertised string
-	// Protocol is the listener's security protocol (PLAINTEXT or SSL; the SASL ones are
-	// refused at start until SASL exists).
+	// Protocol is the listener's security protocol.
 	Protocol kafkanet.Protocol
 	// TLS are the listener's ssl.* settings (SSL): its key pair, truststore and client
 	// authentication; peers use them as a client when this is the inter-broker listener.
 	TLS kafkanet.TLSSettings
+	// SASL are the listener's SASL settings (SASL_PLAINTEXT, SASL_SSL): its mechanisms
+	// and PLAIN users; peers authenticate with them when this is the inter-broker
+	// listener.
+	SASL kafkanet.SASLSettings
 }
 
 func (o *Options) defaults() {

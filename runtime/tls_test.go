@@ -173,15 +173,20 @@ func TestExpiredCertificateOverSSL(t *testing.T) {
 	require.NoError(t, newClient(t, n).Ping(testCtx(t, 5*time.Second)))
 }
 
-// SASL listeners are parsed but refused at start, naming the gap; so is an
-// inter-broker listener that does not exist.
+// A SASL listener enabling PLAIN without its users file is refused at start, naming
+// the setting; so is an inter-broker listener that does not exist.
 func TestUnsupportedListenersAreRefusedAtStart(t *testing.T) {
 	for _, tc := range []struct {
 		opts runtime.Options
 		want string
 	}{
-		{runtime.Options{Listeners: []runtime.Listener{{Name: "SASL_SSL",
-			Addr: "127.0.0.1:0", Protocol: kafkanet.SASLSSL}}}, "not supported yet"},
+		{runtime.Options{Listeners: []runtime.Listener{{Name: "SASL_PLAINTEXT",
+			Addr: "127.0.0.1:0", Protocol: kafkanet.SASLPlaintext,
+			SASL: kafkanet.SASLSettings{Mechanisms: "PLAIN"}}}},
+			"sluice.sasl.plain.users.file"},
+		{runtime.Options{Listeners: []runtime.Listener{{Name: "SASL_PLAINTEXT",
+			Addr: "127.0.0.1:0", Protocol: kafkanet.SASLPlaintext}},
+			Peers: map[int32]string{2: "127.0.0.1:1"}}, "sluice.sasl.inter.broker.user"},
 		{runtime.Options{Listeners: []runtime.Listener{{Name: "PLAINTEXT",
 			Addr: "127.0.0.1:0", Protocol: kafkanet.Plaintext}}, InterBrokerListener: "INTERNAL"},
 			"inter.broker.listener.name"},

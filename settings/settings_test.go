@@ -30,6 +30,10 @@ func ownerSet(s settings.Setting, value string) error {
 		_, err := o.Set(s.Name, value)
 		return err
 	case settings.Security:
+		var sa kafkanet.SASLSettings
+		if known, err := sa.Set(s.Name, value); known {
+			return err
+		}
 		var o kafkanet.TLSSettings
 		known, err := o.Set(s.Name, value)
 		if !known && !strings.HasPrefix(s.Name, "ssl.") &&
@@ -49,6 +53,7 @@ func TestTableListsEveryOwnersSettings(t *testing.T) {
 	names = append(names, controller.SettingNames()...)
 	names = append(names, kafkanet.SettingNames()...)
 	names = append(names, kafkanet.TLSSettingNames()...)
+	names = append(names, kafkanet.SASLSettingNames()...)
 	for _, n := range names {
 		_, ok := settings.Lookup(n)
 		require.True(t, ok, "%s is missing from the table", n)

@@ -38,8 +38,7 @@ var table = []Setting{
 			"listeners; default: the address listened on)"),
 	strS(Security, "listener.security.protocol.map",
 		"PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
-		"each listener name's protocol: PLAINTEXT or SSL (SASL_* are refused at start: "+
-			"not supported yet)"),
+		"each listener name's protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
 	strS(Security, "inter.broker.listener.name", "",
 		"the listener peers use; its advertised address is the one registered "+
 			"(default: the first listener)"),
@@ -71,6 +70,18 @@ var table = []Setting{
 		Choices: []string{"DEFAULT"}, Doc: "the principal is the certificate's full subject"},
 	intS(Security, "sluice.ssl.keystore.reload.check.ms", "10000", 0, i64,
 		"how often a handshake checks ssl.keystore.location for a new file (0: never)"),
+	// SASL (net.SASLSettings).
+	strS(Security, "sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512",
+		"mechanisms of the SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (also "+
+			"per listener, listener.name.<name>.sasl.enabled.mechanisms)"),
+	{Name: "sasl.mechanism.inter.broker.protocol", Scope: Security, Kind: Enum,
+		Default: "PLAIN", Choices: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"},
+		Doc: "how a node authenticates to its peers' SASL inter-broker listener"},
+	strS(Security, "sluice.sasl.plain.users.file", "",
+		"PLAIN's users, user:password per line, chmod 600 (development; read at start)"),
+	strS(Security, "sluice.sasl.inter.broker.user", "",
+		"the user a node authenticates as on a SASL inter-broker listener"),
+	strS(Security, "sluice.sasl.inter.broker.password", "", "that user's password"),
 	{Name: "log.dirs", Alias: "log.dir", Scope: Node, Kind: String, Default: "./data",
 		Doc: "the one data directory: partition logs and node state (--data)"},
 	intS(Node, "sluice.log.max.open.files", "", 1, i32,
@@ -104,6 +115,14 @@ var table = []Setting{
 		"request bytes read and not yet answered on one connection"),
 	intS(Connections, "sluice.connection.max.queued.response.bytes", "67108864", 1, i32,
 		"response bytes waiting to be written on one connection"),
+	intS(Connections, "sasl.server.max.receive.size", "524288", 1, i32,
+		"largest frame a SASL connection may send before it is authenticated"),
+	intS(Connections, "sluice.sasl.authentication.timeout.ms", "10000", 1, 31_536_000_000,
+		"a SASL connection must authenticate (or re-authenticate) within this long"),
+	intS(Connections, "connection.failed.authentication.delay.ms", "100", 0, 31_536_000_000,
+		"delay before answering a failed authentication and closing (0: none)"),
+	intS(Connections, "connections.max.reauth.ms", "0", 0, 31_536_000_000,
+		"SASL session lifetime: clients re-authenticate before it ends (0: no expiry)"),
 
 	// The broker actor (broker.Config).
 	{Name: "node.id", Alias: "broker.id", Scope: Broker, Kind: Int, Default: "1", Min: 0,

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sort"
 	"strings"
 	"syscall"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	kafkanet "github.com/sluicemq/sluice/net"
 )
 
 const (
@@ -33,13 +36,54 @@ var errUsage = errors.New("usage error")
 type clientFlags struct {
 	bootstrap string
 	timeout   time.Duration
+	// SASL on a SASL_PLAINTEXT listener: the mechanism and credentials, from the flags
+	// or the SLUICE_SASL_* environment variables.
+	saslMechanism, saslUser, saslPassword string
 }
+
+// The environment variables the SASL flags default to (a password on the command line
+// is visible to every user of the machine in the process list).
+const (
+	envSASLMechanism = "SLUICE_SASL_MECHANISM"
+	envSASLUser      = "SLUICE_SASL_USER"
+	envSASLPassword  = "SLUICE_SASL_PASSWORD"
+)
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.bootstrap, "bootstrap", defaultBootstrap,
 		"comma-separated `host:port` list of brokers to contact first")
 	fs.DurationVar(&c.timeout, "timeout", defaultTimeout,
 		"bound on each client operation (connecting, a request, delivering a record)")
+	fs.StringVar(&c.saslMechanism, "sasl-mechanism", os.Getenv(envSASLMechanism),
+		"authenticate with SASL `mechanism` PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 "+
+			"(a SASL_PLAINTEXT listener; env "+envSASLMechanism+")")
+	fs.StringVar(&c.saslUser, "sasl-user", os.Getenv(envSASLUser),
+		"SASL user name (env "+envSASLUser+")")
+	fs.StringVar(&c.saslPassword, "sasl-password", "",
+		"SASL password; prefer env "+envSASLPassword+", which the process list does not show")
+}
+
+// saslOpts are the client options of the SASL flags: none without a mechanism.
+func (c *clientFlags) saslOpts() ([]kgo.Opt, error) {
+	if c.saslMechanism == "" {
+		if c.saslUser != "" {
+			return nil, errors.New("--sasl-user needs --sasl-mechanism")
+		}
+		return nil, nil
+	}
+	pw := c.saslPassword
+	if pw == "" {
+		pw = os.Getenv(envSASLPassword)
+	}
+	if c.saslUser == "" || pw == "" {
+		return nil, errors.New("--sasl-mechanism needs --sasl-user and a password " +
+			"(--sasl-password or " + envSASLPassword + ")")
+	}
+	m, err := kafkanet.ClientSASL(c.saslMechanism, c.saslUser, pw)
+	if err != nil {
+		return nil, err
+	}
+	return []kgo.Opt{kgo.SASL(m)}, nil
 }
 
 // seeds splits --bootstrap into addresses, dropping empty items so "a:1," works.
@@ -60,7 +104,8 @@ func (c *clientFlags) check() error {
 	if c.timeout <= 0 {
 		return fmt.Errorf("--timeout must be positive, got %s", c.timeout)
 	}
-	return nil
+	_, err := c.saslOpts()
+	return err
 }
 
 // newFlagSet builds a command's FlagSet: errors return to the caller instead of exiting,
@@ -219,6 +264,11 @@ func connect(ctx context.Context, cf clientFlags, opts ...kgo.Opt) (*kgo.Client,
 		kgo.RetryTimeout(cf.timeout),
 		kgo.ClientID("sluice-cli"),
 	}
+	sasl, err := cf.saslOpts()
+	if err != nil {
+		return nil, err
+	}
+	base = append(base, sasl...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("bad client settings: %w", err)
@@ -229,6 +279,9 @@ func connect(ctx context.Context, cf clientFlags, opts ...kgo.Opt) (*kgo.Client,
 		cl.Close()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if refused := authRefused(err); refused != nil {
+			return nil, refused
 		}
 		return nil, unreachable(cf, err)
 	}
@@ -251,6 +304,19 @@ func unreachable(cf clientFlags, err error) error {
 			cf.timeout)
 	}
 	return fmt.Errorf("cannot reach %s%s", where, hint)
+}
+
+// authRefused words a first contact the broker refused for authentication, or nil.
+func authRefused(err error) error {
+	switch {
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		return fmt.Errorf("authentication failed (wrong user or password?): %w", err)
+	case errors.Is(err, kerr.UnsupportedSaslMechanism):
+		return fmt.Errorf("the broker does not enable this SASL mechanism: %w", err)
+	case errors.Is(err, kerr.IllegalSaslState):
+		return fmt.Errorf("SASL is not enabled on this listener: %w", err)
+	}
+	return nil
 }
 
 func isTimeout(err error) bool {

@@ -88,6 +88,8 @@ func (o *consumeOptions) clientOpts() []kgo.Opt {
 		kgo.ConsumeTopics(o.topic),
 		kgo.ConsumeResetOffset(start),
 	}
+	sasl, _ := o.client.saslOpts() // checked when parsing
+	opts = append(opts, sasl...)
 	if o.group != "" {
 		// Commit only what was printed, so --max never skips records for the group.
 		opts = append(opts, kgo.ConsumerGroup(o.group), kgo.AutoCommitMarks())

@@ -3,7 +3,8 @@ package main
 // `sluice dev`: a throw-away single node for trying things out. Its data lives in a
 // temporary directory removed at exit; it listens on loopback only. With --tls it also
 // has an SSL listener, with a throw-away CA, server and client certificate
-// (internal/devcert), and prints how to connect.
+// (internal/devcert), and prints how to connect. With --sasl it has SASL listeners and
+// a user (dev_sasl.go).
 
 import (
 	"errors"
@@ -24,12 +25,14 @@ import (
 
 func init() {
 	register("dev", command{summary: "run a throw-away node for trying things out " +
-		"(--tls: with generated certificates)", run: runDev})
+		"(--tls: with generated certificates; --sasl: with a SASL user)", run: runDev})
 }
 
 const devSynopsis = "sluice dev [--listen 127.0.0.1:9092] [--tls] [--tls-listen 127.0.0.1:9093] " +
-	"[--tls-dir DIR] [--client-auth none|requested|required] [--http-listen HOST:PORT] " +
-	"[--log-level LEVEL] | sluice dev --nodes N [--data DIR] [--base-port P] [--log-level LEVEL]"
+	"[--tls-dir DIR] [--client-auth none|requested|required] [--sasl] " +
+	"[--sasl-listen 127.0.0.1:9094] [--sasl-ssl-listen 127.0.0.1:9095] " +
+	"[--http-listen HOST:PORT] [--log-level LEVEL] | " +
+	"sluice dev --nodes N [--data DIR] [--base-port P] [--log-level LEVEL]"
 
 func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("dev", devSynopsis, stderr)
@@ -40,6 +43,12 @@ func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		"(default: in the temporary directory, removed at exit)")
 	clientAuth := fs.String("client-auth", "requested", "ssl.client.auth of the SSL "+
 		"listener: none, requested or required")
+	useSASL := fs.Bool("sasl", false, "add a SASL_PLAINTEXT listener (and SASL_SSL with "+
+		"--tls) with user admin and a password drawn at start")
+	saslListen := fs.String("sasl-listen", "127.0.0.1:9094", "loopback `HOST:PORT` of "+
+		"the SASL_PLAINTEXT listener")
+	saslSSLListen := fs.String("sasl-ssl-listen", "127.0.0.1:9095", "loopback `HOST:PORT` "+
+		"of the SASL_SSL listener (with --tls)")
 	httpListen := fs.String("http-listen", "", "`HOST:PORT` for /metrics and the web "+
 		"console (default: none)")
 	logLevel := fs.String("log-level", "warn", "least `LEVEL` logged: debug, info, warn or error")
@@ -63,7 +72,7 @@ func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if set["data"] || set["base-port"] {
 		return usageNode(fs, "--data and --base-port are for a cluster (--nodes N)")
 	}
-	for _, a := range []string{*listen, *tlsListen} {
+	for _, a := range []string{*listen, *tlsListen, *saslListen, *saslSSLListen} {
 		if err := requireLoopback(a); err != nil {
 			return usageNode(fs, "%v", err)
 		}
@@ -106,8 +115,30 @@ func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 		opts.Listeners = append(opts.Listeners, ssl)
 	}
+	var sasl *devSASL
+	if *useSASL {
+		var ssl *runtime.Listener
+		if *useTLS {
+			l := opts.Listeners[len(opts.Listeners)-1]
+			ssl = &l
+		}
+		if sasl, err = addDevSASL(&opts, tmp, *saslListen, *saslSSLListen, ssl); err != nil {
+			fmt.Fprintf(stderr, "sluice dev: %v\n", err)
+			return 1
+		}
+	}
 	return serveNode(opts, stderr, func(n *runtime.Node) {
 		printDevBanner(stdout, n, tmp, *useTLS, *tlsDir != "", *clientAuth, files)
+		if sasl == nil {
+			return
+		}
+		if err := sasl.createSCRAMUser(n.ListenerAddr("PLAINTEXT")); err != nil {
+			fmt.Fprintf(stderr, "sluice dev: cannot create the SCRAM user (PLAIN still "+
+				"works): %v\n", err)
+		}
+		var b strings.Builder
+		sasl.banner(&b, n, files.CA)
+		_, _ = io.WriteString(stdout, b.String())
 	})
 }
 

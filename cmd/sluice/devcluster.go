@@ -60,7 +60,7 @@ func devClusterCommand(fs *flag.FlagSet, set map[string]bool, nodes, basePort in
 		return usageNode(fs, "--nodes must be between 1 and 9, got %d", nodes)
 	}
 	for _, f := range []string{"listen", "tls", "tls-listen", "tls-dir", "client-auth",
-		"http-listen"} {
+		"http-listen", "sasl", "sasl-listen", "sasl-ssl-listen"} {
 		if set[f] {
 			return usageNode(fs, "--%s is for a single dev node; not with --nodes", f)
 		}

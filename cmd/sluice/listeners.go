@@ -1,8 +1,9 @@
 package main
 
 // The listener settings of `sluice node` (docs/security.md): Kafka's listeners,
-// advertised.listeners, listener.security.protocol.map, inter.broker.listener.name and
-// the ssl.* settings, also per listener as listener.name.<name>.ssl.*.
+// advertised.listeners, listener.security.protocol.map, inter.broker.listener.name, the
+// ssl.* settings and the SASL ones, also per listener as listener.name.<name>.ssl.* and
+// listener.name.<name>.sasl.enabled.mechanisms.
 
 import (
 	"fmt"
@@ -19,7 +20,8 @@ type listenerSettings struct {
 	protocols   map[string]kafkanet.Protocol // nil: kafkanet.DefaultProtocolMap()
 	interBroker string
 	ssl         kafkanet.TLSSettings   // the ssl.* settings of every SSL listener
-	perListener map[string][][2]string // lower-case name -> listener.name.<name>.ssl.*
+	sasl        kafkanet.SASLSettings  // the SASL settings of every SASL listener
+	perListener map[string][][2]string // lower-case name -> listener.name.<name>.*
 }
 
 // set applies one of the listener settings; known is false for other keys.
@@ -40,6 +42,9 @@ func (l *listenerSettings) set(key, value string) (known bool, err error) {
 	case "inter.broker.listener.name":
 		l.interBroker = strings.TrimSpace(value)
 	default:
+		if known, err := l.sasl.Set(key, value); known {
+			return true, err
+		}
 		return l.ssl.Set(key, value)
 	}
 	return true, err
@@ -60,8 +65,14 @@ func (l *listenerSettings) setPerListener(key, value string) (known bool, err er
 		return true, fmt.Errorf("%s: %w", key, err)
 	}
 	var probe kafkanet.TLSSettings
-	if known, err := probe.Set(setting, value); !known {
-		return true, fmt.Errorf("%s: only ssl.* settings can be given per listener", key)
+	var saslProbe kafkanet.SASLSettings
+	if setting == "sasl.enabled.mechanisms" {
+		if _, err := saslProbe.Set(setting, value); err != nil {
+			return true, err
+		}
+	} else if known, err := probe.Set(setting, value); !known {
+		return true, fmt.Errorf("%s: only ssl.* settings and sasl.enabled.mechanisms "+
+			"can be given per listener", key)
 	} else if err != nil {
 		return true, err
 	}
@@ -102,8 +113,12 @@ func (l *listenerSettings) build(listen, advertise string) ([]runtime.Listener, 
 			return nil, "", fmt.Errorf("listener %s has no security protocol: name it in "+
 				"listener.security.protocol.map (for example %s:SSL)", a.Name, a.Name)
 		}
-		rl := runtime.Listener{Name: a.Name, Addr: a.Addr(), Protocol: p, TLS: l.ssl}
+		rl := runtime.Listener{Name: a.Name, Addr: a.Addr(), Protocol: p, TLS: l.ssl,
+			SASL: l.sasl}
 		for _, kv := range l.perListener[strings.ToLower(a.Name)] {
+			if _, err := rl.SASL.Set(kv[0], kv[1]); err != nil {
+				return nil, "", err
+			}
 			if _, err := rl.TLS.Set(kv[0], kv[1]); err != nil {
 				return nil, "", err
 			}

@@ -65,7 +65,7 @@ func TestNodeConfigFileErrorsNameTheLine(t *testing.T) {
 		"listener.name.ssl.ssl.client.auth=yes\n": `line 1: listener.name.ssl.ssl.client.auth: ` +
 			`ssl.client.auth: "yes" is not one of none, requested, required`,
 		"listener.name.ssl.log.dirs=/x\n": `line 1: listener.name.ssl.log.dirs: ` +
-			`only ssl.* settings can be given per listener`,
+			`only ssl.* settings and sasl.enabled.mechanisms can be given per listener`,
 		"log.dirs=/a,/b\n": `line 1: log.dirs: Sluice keeps its data in one`,
 		"max.connections.per.ip=0\n": `line 1: max.connections.per.ip: 0 is outside its ` +
 			`range [1, 2^31-1]`,

@@ -78,6 +78,8 @@ func (b *Broker) apply(rec meta.Record) error {
 			b.countPartitionChange(prev, rec.State)
 		}
 	case meta.KindProducerIDBlock:
+	case meta.KindScramCredentialSet, meta.KindScramCredentialDeleted:
+		// Image only: the wire layer authenticates against it (runtime keeps a copy).
 	case meta.KindClusterCreated, meta.KindBrokerRegistered, meta.KindBrokerChange:
 		// Image only: the controller (core/controller) and the lifecycle act on these.
 	default:

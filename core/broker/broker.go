@@ -218,6 +218,10 @@ func (b *Broker) request(r Request) {
 		b.handleCreatePartitions(r, m)
 	case *kmsg.DescribeClusterRequest:
 		b.reply(r, b.handleDescribeCluster(r.Listener, m))
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		b.reply(r, b.handleDescribeUserScramCredentials(m))
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		b.handleAlterUserScramCredentials(r, m)
 	default:
 		if b.routeGroupRequest(r) {
 			return

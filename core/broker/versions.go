@@ -62,10 +62,22 @@ var InterBrokerVersions = []VersionRange{
 	{int16(kmsg.AlterPartition), 0, 3},
 }
 
-// AdvertisedVersions is what ApiVersions lists: SupportedVersions and
-// InterBrokerVersions, sorted by key.
+// SecurityVersions lists the security APIs, kept apart from SupportedVersions for the
+// same reason as InterBrokerVersions. SaslHandshake and SaslAuthenticate are served by
+// the wire layer (net/sasl*.go), before and during authentication; the SCRAM
+// credential APIs by the broker.
+var SecurityVersions = []VersionRange{
+	{int16(kmsg.SASLHandshake), 0, 1},
+	{int16(kmsg.SASLAuthenticate), 0, 2},
+	{int16(kmsg.DescribeUserSCRAMCredentials), 0, 0},
+	{int16(kmsg.AlterUserSCRAMCredentials), 0, 0},
+}
+
+// AdvertisedVersions is what ApiVersions lists: SupportedVersions,
+// InterBrokerVersions and SecurityVersions, sorted by key.
 func AdvertisedVersions() []VersionRange {
 	out := append(slices.Clone(SupportedVersions), InterBrokerVersions...)
+	out = append(out, SecurityVersions...)
 	slices.SortStableFunc(out, func(a, b VersionRange) int { return int(a.Key) - int(b.Key) })
 	return out
 }
@@ -81,6 +93,11 @@ func VersionFor(key int16) (VersionRange, bool) {
 		}
 	}
 	for _, v := range InterBrokerVersions {
+		if v.Key == key {
+			return v, true
+		}
+	}
+	for _, v := range SecurityVersions {
 		if v.Key == key {
 			return v, true
 		}

@@ -66,11 +66,13 @@ type Image struct {
 	clusterID      string
 	brokers        map[int32]*Broker
 	maxBrokerEpoch int64
+	scram          map[scramKey]ScramCredential // SCRAM credentials (scram.go)
 }
 
 // NewImage returns an empty image.
 func NewImage() *Image {
-	return &Image{topics: map[string]*Topic{}, brokers: map[int32]*Broker{}}
+	return &Image{topics: map[string]*Topic{}, brokers: map[int32]*Broker{},
+		scram: map[scramKey]ScramCredential{}}
 }
 
 // Apply folds one committed record into the image. A record that cannot apply (e.g. a
@@ -115,6 +117,8 @@ func (im *Image) Apply(r Record) error {
 		return im.brokerChange(r)
 	case KindPartitionChange:
 		return im.partitionChange(r)
+	case KindScramCredentialSet, KindScramCredentialDeleted:
+		return im.applyScram(r)
 	default:
 		return fmt.Errorf("unknown metadata record kind %d", r.Kind)
 	}

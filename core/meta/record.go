@@ -20,6 +20,11 @@ const (
 	KindBrokerChange
 	// KindPartitionChange sets one partition's leader, ISR and replicas.
 	KindPartitionChange
+	// KindScramCredentialSet inserts or replaces one user's SCRAM credential for one
+	// mechanism (AlterUserScramCredentials, KIP-554); KindScramCredentialDeleted removes
+	// it (scram.go).
+	KindScramCredentialSet
+	KindScramCredentialDeleted
 )
 
 func (k Kind) String() string {
@@ -42,6 +47,10 @@ func (k Kind) String() string {
 		return "BrokerChange"
 	case KindPartitionChange:
 		return "PartitionChange"
+	case KindScramCredentialSet:
+		return "ScramCredentialSet"
+	case KindScramCredentialDeleted:
+		return "ScramCredentialDeleted"
 	default:
 		return "Unknown"
 	}
@@ -157,6 +166,16 @@ type Record struct {
 	// election, unclean.leader.election.enable=true): records acknowledged by the old
 	// ISR may be lost.
 	Unclean bool `json:"unclean,omitempty"`
+
+	// User and ScramMechanism name the credential a ScramCredentialSet or
+	// ScramCredentialDeleted record changes; Salt, StoredKey, ServerKey and Iterations
+	// are the new credential (ScramCredentialSet): never a password.
+	User           string         `json:"user,omitempty"`
+	ScramMechanism ScramMechanism `json:"scram_mechanism,omitempty"`
+	Salt           []byte         `json:"salt,omitempty"`
+	StoredKey      []byte         `json:"stored_key,omitempty"`
+	ServerKey      []byte         `json:"server_key,omitempty"`
+	Iterations     int32          `json:"iterations,omitempty"`
 }
 
 // Endpoint is one named advertised listener of a broker.

@@ -1,0 +1,98 @@
+package main
+
+// `sluice dev --sasl`: SASL listeners on the throw-away node, with one user, admin,
+// whose password is drawn at start and printed: PLAIN (from a users file in the
+// temporary directory) and SCRAM-SHA-256/512 (created through the PLAINTEXT listener
+// once the node serves).
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	kafkanet "github.com/sluicemq/sluice/net"
+	"github.com/sluicemq/sluice/runtime"
+)
+
+const devSASLUser = "admin"
+
+// devSASL are the SASL listeners of a dev node and its user's password.
+type devSASL struct {
+	password string
+	ssl      bool // a SASL_SSL listener too (--tls)
+}
+
+// addDevSASL adds a SASL_PLAINTEXT listener at addr, and with TLS (tls set: the SSL
+// listener's settings) a SASL_SSL one at sslAddr, both with PLAIN and SCRAM.
+func addDevSASL(opts *runtime.Options, tmp, addr, sslAddr string,
+	tls *runtime.Listener) (*devSASL, error) {
+	var pw [12]byte
+	_, _ = rand.Read(pw[:])
+	d := &devSASL{password: hex.EncodeToString(pw[:]), ssl: tls != nil}
+	dir := filepath.Join(tmp, "sasl")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	users := filepath.Join(dir, "users")
+	if err := os.WriteFile(users, []byte(devSASLUser+":"+d.password+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	settings := kafkanet.SASLSettings{PlainUsersFile: users,
+		Mechanisms: "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"}
+	opts.Listeners = append(opts.Listeners, runtime.Listener{Name: "SASL_PLAINTEXT",
+		Addr: addr, Protocol: kafkanet.SASLPlaintext, SASL: settings})
+	if tls != nil {
+		opts.Listeners = append(opts.Listeners, runtime.Listener{Name: "SASL_SSL",
+			Addr: sslAddr, Protocol: kafkanet.SASLSSL, SASL: settings, TLS: tls.TLS})
+	}
+	return d, nil
+}
+
+// createSCRAMUser gives admin its SCRAM credentials, through the PLAINTEXT listener.
+func (d *devSASL) createSCRAMUser(plain string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(plain))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var ups []kadm.UpsertSCRAM
+	for _, m := range []kadm.ScramMechanism{kadm.ScramSha256, kadm.ScramSha512} {
+		ups = append(ups, kadm.UpsertSCRAM{User: devSASLUser, Mechanism: m,
+			Iterations: 8192, Password: d.password})
+	}
+	res, err := kadm.NewClient(cl).AlterUserSCRAMs(ctx, nil, ups)
+	if err == nil {
+		err = res[devSASLUser].Err
+	}
+	return err
+}
+
+// banner says how to connect with SASL.
+func (d *devSASL) banner(b *strings.Builder, n *runtime.Node, ca string) {
+	sp := n.ListenerAddr("SASL_PLAINTEXT")
+	fmt.Fprintf(b, "\nSASL: user %s, password %s (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)\n"+
+		"  SASL_PLAINTEXT  %s\n", devSASLUser, d.password, sp)
+	if d.ssl {
+		fmt.Fprintf(b, "  SASL_SSL        %s\n", n.ListenerAddr("SASL_SSL"))
+	}
+	fmt.Fprintf(b, "kcat:\n  kcat -b %s -X security.protocol=SASL_PLAINTEXT "+
+		"-X sasl.mechanisms=SCRAM-SHA-512 -X sasl.username=%s -X sasl.password=%s -L\n",
+		sp, devSASLUser, d.password)
+	if d.ssl {
+		fmt.Fprintf(b, "  kcat -b %s -X security.protocol=SASL_SSL -X ssl.ca.location=%s "+
+			"-X sasl.mechanisms=SCRAM-SHA-512 -X sasl.username=%s -X sasl.password=%s -L\n",
+			n.ListenerAddr("SASL_SSL"), ca, devSASLUser, d.password)
+	}
+	fmt.Fprintf(b, "sluice:\n  SLUICE_SASL_PASSWORD=%s sluice topic list --bootstrap %s "+
+		"--sasl-mechanism SCRAM-SHA-512 --sasl-user %s\n", d.password, sp, devSASLUser)
+}
