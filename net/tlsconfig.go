@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strconv"
@@ -299,8 +300,11 @@ func (t *TLSSettings) trustPool() (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// certReloader serves a key pair read from a PEM file, re-read when the file's
-// modification time or size changes, looked at no more often than every.
+// certReloader serves a key pair read from a PEM file, re-read when the file's content
+// changes, looked at no more often than every. The content is compared, not the
+// modification time and size: a renewed certificate often has the size of the old one,
+// and two writes within the kernel's timestamp granularity (a few ms) share a
+// modification time (TestKeystoreReloadWithoutRestart failed so under load).
 type certReloader struct {
 	path  string
 	every time.Duration
@@ -308,31 +312,48 @@ type certReloader struct {
 
 	mu      sync.Mutex
 	cert    *tls.Certificate
-	mod     time.Time
-	size    int64
+	raw     []byte // the file's content when last read (loaded or not)
 	checked time.Time
 }
 
+// maxKeystoreBytes bounds a keystore file read at every check: a PEM chain and key
+// take a few KiB.
+const maxKeystoreBytes = 1 << 20
+
 func newCertReloader(path string, every time.Duration, lg *zap.Logger) (*certReloader, error) {
 	r := &certReloader{path: path, every: every, lg: lg}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("ssl.keystore.location: %w", err)
-	}
-	cert, err := loadKeyPair(path)
+	b, err := readKeystore(path)
 	if err != nil {
 		return nil, err
 	}
-	r.cert, r.mod, r.size, r.checked = cert, fi.ModTime(), fi.Size(), time.Now()
+	cert, err := parseKeyPair(path, b)
+	if err != nil {
+		return nil, err
+	}
+	r.cert, r.raw, r.checked = cert, b, time.Now()
 	warnExpiry(lg, path, cert)
 	return r, nil
 }
 
-func loadKeyPair(path string) (*tls.Certificate, error) {
-	b, err := os.ReadFile(path)
+// readKeystore reads the keystore file, refusing one above maxKeystoreBytes.
+func readKeystore(path string) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("ssl.keystore.location: %w", err)
 	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxKeystoreBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("ssl.keystore.location: %w", err)
+	}
+	if len(b) > maxKeystoreBytes {
+		return nil, fmt.Errorf("ssl.keystore.location %s: larger than %d bytes", path,
+			maxKeystoreBytes)
+	}
+	return b, nil
+}
+
+func parseKeyPair(path string, b []byte) (*tls.Certificate, error) {
 	if bytes.Contains(b, []byte("ENCRYPTED")) {
 		return nil, fmt.Errorf("ssl.keystore.location %s: encrypted PEM keys are not "+
 			"supported", path)
@@ -369,22 +390,22 @@ func (r *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	return r.cert, nil
 }
 
-// reloadIfChanged re-reads the file when it changed since it was last read; a file
-// that does not load is logged and the certificate in use stays.
+// reloadIfChanged re-reads the file and loads it when its content changed since it was
+// last read; a file that does not load is logged and the certificate in use stays.
 func (r *certReloader) reloadIfChanged() {
-	fi, err := os.Stat(r.path)
+	b, err := readKeystore(r.path)
 	if err != nil {
 		r.lg.Error("cannot check the listener's certificate file; keeping the "+
 			"certificate in use", zap.String("file", r.path), zap.Error(err))
 		return
 	}
-	if fi.ModTime().Equal(r.mod) && fi.Size() == r.size {
+	if bytes.Equal(b, r.raw) {
 		return
 	}
 	// Remembered before loading: a bad file is logged once, not at every handshake;
-	// writing it again (a new modification time) tries again.
-	r.mod, r.size = fi.ModTime(), fi.Size()
-	cert, err := loadKeyPair(r.path)
+	// changing it again tries again.
+	r.raw = b
+	cert, err := parseKeyPair(r.path, b)
 	if err != nil {
 		r.lg.Error("cannot reload the listener's certificate; keeping the certificate "+
 			"in use", zap.String("file", r.path), zap.Error(err))
