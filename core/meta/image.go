@@ -66,11 +66,14 @@ type Image struct {
 	clusterID      string
 	brokers        map[int32]*Broker
 	maxBrokerEpoch int64
+	quotas         map[QuotaEntity]map[string]float64 // client quotas (quota.go)
+	quotaVersion   uint64                             // changes with every quota change
 }
 
 // NewImage returns an empty image.
 func NewImage() *Image {
-	return &Image{topics: map[string]*Topic{}, brokers: map[int32]*Broker{}}
+	return &Image{topics: map[string]*Topic{}, brokers: map[int32]*Broker{},
+		quotas: map[QuotaEntity]map[string]float64{}}
 }
 
 // Apply folds one committed record into the image. A record that cannot apply (e.g. a
@@ -115,6 +118,8 @@ func (im *Image) Apply(r Record) error {
 		return im.brokerChange(r)
 	case KindPartitionChange:
 		return im.partitionChange(r)
+	case KindClientQuotaAltered:
+		return im.applyQuota(r)
 	default:
 		return fmt.Errorf("unknown metadata record kind %d", r.Kind)
 	}

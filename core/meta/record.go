@@ -20,6 +20,9 @@ const (
 	KindBrokerChange
 	// KindPartitionChange sets one partition's leader, ISR and replicas.
 	KindPartitionChange
+	// KindClientQuotaAltered sets or removes client quota values of one entity
+	// (AlterClientQuotas, KIP-546; quota.go).
+	KindClientQuotaAltered
 )
 
 func (k Kind) String() string {
@@ -42,6 +45,8 @@ func (k Kind) String() string {
 		return "BrokerChange"
 	case KindPartitionChange:
 		return "PartitionChange"
+	case KindClientQuotaAltered:
+		return "ClientQuotaAltered"
 	default:
 		return "Unknown"
 	}
@@ -157,6 +162,11 @@ type Record struct {
 	// election, unclean.leader.election.enable=true): records acknowledged by the old
 	// ISR may be lost.
 	Unclean bool `json:"unclean,omitempty"`
+
+	// QuotaEntity is the client quota entity a ClientQuotaAltered record changes;
+	// QuotaOps the values it sets or removes, in order.
+	QuotaEntity QuotaEntity `json:"quota_entity,omitzero"`
+	QuotaOps    []QuotaOp   `json:"quota_ops,omitempty"`
 }
 
 // Endpoint is one named advertised listener of a broker.
