@@ -152,6 +152,8 @@ func adminName(op adminOp) string {
 		return "create-offsets-topic"
 	case *opPurgeOrphans:
 		return "purge-orphan-offsets"
+	case *opAlterQuotas:
+		return "AlterClientQuotas"
 	default:
 		return fmt.Sprintf("%T", op)
 	}
@@ -209,6 +211,8 @@ func (ctl *adminController) runAdmin(op adminOp) {
 		ctl.alterConfigs(op)
 	case *opOffsetsTopic:
 		ctl.createOffsetsTopic(op)
+	case *opAlterQuotas:
+		ctl.alterQuotas(op)
 	case *opPurgeOrphans: // offsets of topics that are gone (groups_topics.go)
 		ctl.tombstoneTopicOffsets(op, "topic no longer exists", nil)
 	default:
@@ -265,6 +269,8 @@ func (ctl *adminController) adminCommitted(op adminOp) {
 		ctl.deleteTopicsCommitted(op)
 	case *opAlterConfigs:
 		ctl.alterConfigsCommitted(op)
+	case *opAlterQuotas:
+		ctl.alterQuotasCommitted(op)
 	default: // opPurgeOrphans proposes nothing
 		core.Invariant(false, "B11", "%s: no commit to continue", adminName(op))
 	}

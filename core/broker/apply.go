@@ -68,6 +68,8 @@ func (b *Broker) apply(rec meta.Record) error {
 			b.countPartitionChange(prev, rec.State)
 		}
 	case meta.KindProducerIDBlock:
+	case meta.KindClientQuotaAltered:
+		// Image only: produce and fetch read the quotas from it (quotas.go).
 	case meta.KindClusterCreated, meta.KindBrokerRegistered, meta.KindBrokerChange:
 		// Image only: the controller (core/controller) and the lifecycle act on these.
 	default:

@@ -218,6 +218,10 @@ func (b *Broker) request(r Request) {
 		b.handleCreatePartitions(r, m)
 	case *kmsg.DescribeClusterRequest:
 		b.reply(r, b.handleDescribeCluster(r.Listener, m))
+	case *kmsg.DescribeClientQuotasRequest:
+		b.reply(r, b.handleDescribeClientQuotas(m))
+	case *kmsg.AlterClientQuotasRequest:
+		b.handleAlterClientQuotas(r, m)
 	default:
 		if b.routeGroupRequest(r) {
 			return

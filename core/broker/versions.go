@@ -62,10 +62,20 @@ var InterBrokerVersions = []VersionRange{
 	{int16(kmsg.AlterPartition), 0, 3},
 }
 
-// AdvertisedVersions is what ApiVersions lists: SupportedVersions and
-// InterBrokerVersions, sorted by key.
+// SecurityVersions lists the security and quota APIs, kept apart from
+// SupportedVersions for the same reason as InterBrokerVersions. The client quota APIs
+// (KIP-546) are served by the broker (describe_client_quotas.go,
+// alter_client_quotas.go).
+var SecurityVersions = []VersionRange{
+	{int16(kmsg.DescribeClientQuotas), 0, 1},
+	{int16(kmsg.AlterClientQuotas), 0, 1},
+}
+
+// AdvertisedVersions is what ApiVersions lists: SupportedVersions,
+// InterBrokerVersions and SecurityVersions, sorted by key.
 func AdvertisedVersions() []VersionRange {
 	out := append(slices.Clone(SupportedVersions), InterBrokerVersions...)
+	out = append(out, SecurityVersions...)
 	slices.SortStableFunc(out, func(a, b VersionRange) int { return int(a.Key) - int(b.Key) })
 	return out
 }
@@ -81,6 +91,11 @@ func VersionFor(key int16) (VersionRange, bool) {
 		}
 	}
 	for _, v := range InterBrokerVersions {
+		if v.Key == key {
+			return v, true
+		}
+	}
+	for _, v := range SecurityVersions {
 		if v.Key == key {
 			return v, true
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 )
 
 // QuotaName is one part of a client quota entity (KIP-546): absent (Set false), a
@@ -135,7 +136,7 @@ func (im *Image) HasQuotas() bool { return len(im.quotas) > 0 }
 func (im *Image) QuotaVersion() uint64 { return im.quotaVersion }
 
 // ClientQuotas returns every entity with quotas and a copy of its values, sorted by
-// entity (by user, then client id; the default first, absent parts last).
+// entity (by user, then client id: entityLess).
 func (im *Image) ClientQuotas() []ClientQuota {
 	out := make([]ClientQuota, 0, len(im.quotas))
 	for e, vals := range im.quotas {
@@ -150,16 +151,19 @@ func (im *Image) ClientQuotas() []ClientQuota {
 }
 
 func entityLess(a, b QuotaEntity) bool {
-	if c := nameCompare(a.User, b.User); c != 0 {
+	if c := nameCompare(a.User, b.User, false); c != 0 {
 		return c < 0
 	}
-	return nameCompare(a.ClientID, b.ClientID) < 0
+	return nameCompare(a.ClientID, b.ClientID, true) < 0
 }
 
-// nameCompare orders the default, then names, then absent.
-func nameCompare(a, b QuotaName) int {
+// nameCompare orders the default before names, and absent parts last (users) or first
+// (client ids): user=a comes before user=a,client-id=x, which comes before client-id=x.
+func nameCompare(a, b QuotaName, absentFirst bool) int {
 	rank := func(n QuotaName) int {
 		switch {
+		case !n.Set && absentFirst:
+			return -1
 		case !n.Set:
 			return 2
 		case n.Default:
@@ -171,13 +175,7 @@ func nameCompare(a, b QuotaName) int {
 	if ra, rb := rank(a), rank(b); ra != rb {
 		return ra - rb
 	}
-	switch {
-	case a.Name < b.Name:
-		return -1
-	case a.Name > b.Name:
-		return 1
-	}
-	return 0
+	return strings.Compare(a.Name, b.Name)
 }
 
 // quotaSnapshot is one ClientQuotaAltered record per entity, its keys set in order.
