@@ -23,7 +23,7 @@ func (c *conn) readLoop() {
 		return
 	}
 	br := bufio.NewReaderSize(c.nc, readBufferBytes)
-	for c.waitRoom() {
+	for c.waitRoom() && c.waitMuted() {
 		if !c.awaitFrame(br) {
 			return
 		}

@@ -32,6 +32,9 @@ type conn struct {
 	order []uint64
 	ready map[uint64]broker.Reply
 	corr  map[uint64]uint64 // request id → client correlation id
+	// mutedUntil: requests arriving before it wait until then (rule E8).
+	mutedUntil int64
+	held       int // requests held by a mute, still to be read
 }
 
 // dial opens a new connection from cl to n.
@@ -86,6 +89,16 @@ func (w *World) arriveRequest(c *conn, corr uint64, msg kmsg.Request) {
 		c.gen = n.gen
 		n.conns[c.id] = c
 	}
+	if w.now < c.mutedUntil || c.held > 0 {
+		// Muted (E8): the node reads this request once the mute ends, after the ones
+		// held before it (events of one time run in the order they were queued).
+		c.held++
+		w.at(c.mutedUntil, KindToNode, n.id, c.id, corr, func() {
+			c.held--
+			w.arriveRequest(c, corr, msg)
+		})
+		return
+	}
 	n.nextID++
 	id := n.nextID
 	c.order = append(c.order, id)
@@ -113,6 +126,9 @@ func (w *World) reply(n *node, r broker.Reply) {
 		return
 	}
 	c.ready[r.ID] = r
+	if r.MuteMs > 0 {
+		c.mutedUntil = max(c.mutedUntil, w.now+r.MuteMs*ms)
+	}
 	for len(c.order) > 0 {
 		next, ok := c.ready[c.order[0]]
 		if !ok {

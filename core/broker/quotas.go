@@ -50,15 +50,15 @@ import (
 
 // The quota keys Sluice knows (Kafka's names).
 const (
-	keyProducerByteRate   = "producer_byte_rate"
-	keyConsumerByteRate   = "consumer_byte_rate"
-	keyRequestPercentage  = "request_percentage"
-	quotaTypeUser         = "user"
-	quotaTypeClientID     = "client-id"
-	quotaTypeIP           = "ip"
-	maxQuotaSensors       = 100_000 // entities metered at once (see quotaState.sensorFor)
-	maxThrottleMs         = math.MaxInt32
-	quotaLogEveryMs int64 = 10_000 // at most one "client throttled" line per entity
+	keyProducerByteRate        = "producer_byte_rate"
+	keyConsumerByteRate        = "consumer_byte_rate"
+	keyRequestPercentage       = "request_percentage"
+	quotaTypeUser              = "user"
+	quotaTypeClientID          = "client-id"
+	quotaTypeIP                = "ip"
+	maxQuotaSensors            = 100_000 // entities metered at once (see quotaState.sensorFor)
+	maxThrottleMs              = math.MaxInt32
+	quotaLogEveryMs      int64 = 10_000 // at most one "client throttled" line per entity
 )
 
 // QuotaConfig holds the quota windows (Kafka's settings and defaults).
