@@ -57,6 +57,7 @@ type conn struct {
 
 	activity   atomic.Uint64 // frames read and responses written, for the idle timeout
 	mutedUntil atomic.Int64  // unix ns until which the reader reads nothing (mute.go)
+	throttled  atomic.Bool   // muted once: read one request at a time (mute.go)
 
 	draining  atomic.Bool
 	drained   chan struct{} // closed by drain

@@ -9,8 +9,13 @@ import (
 // out its throttle even if it ignores ThrottleMillis. Requests already read are served;
 // the reply itself is written at once.
 
-// mute extends the connection's mute to ms milliseconds from now, never shortening it.
+// mute extends the connection's mute to ms milliseconds from now, never shortening it,
+// and marks the connection throttled: from then on its reader reads one request at a
+// time, the next only once the previous one is answered (waitRoom), as Kafka reads
+// every connection. Without that, a client pipelining requests would have hundreds
+// read ahead before the first answer muted it, and all of them served.
 func (c *conn) mute(ms int64) {
+	c.throttled.Store(true)
 	until := time.Now().Add(time.Duration(ms) * time.Millisecond).UnixNano()
 	for {
 		cur := c.mutedUntil.Load()

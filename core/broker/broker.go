@@ -191,9 +191,13 @@ func (b *Broker) request(r Request) {
 	}
 	switch m := r.Msg.(type) {
 	case *kmsg.ProduceRequest:
-		b.handleProduce(r, m)
+		if !b.heldByQuota(r) { // a throttled connection's requests wait (quota_hold.go)
+			b.handleProduce(r, m)
+		}
 	case *kmsg.FetchRequest:
-		b.handleFetch(r, m)
+		if !b.heldByQuota(r) {
+			b.handleFetch(r, m)
+		}
 	case *kmsg.ListOffsetsRequest:
 		b.reply(r, b.handleListOffsets(m))
 	case *kmsg.MetadataRequest:

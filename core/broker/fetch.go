@@ -306,6 +306,7 @@ func removeWait(ws []*fetchWait, w *fetchWait) []*fetchWait {
 // connClosed drops the parked fetches and produces of a connection that went away:
 // nobody is left to read their answers.
 func (rm *replicaManager) connClosed(conn uint64) {
+	rm.dropHeld(conn)
 	for _, w := range append([]*fetchWait(nil), rm.fetches.byConn[conn]...) {
 		rm.hit(pFetchConnClosed)
 		rm.dropFetch(w)
@@ -320,6 +321,7 @@ func (rm *replicaManager) partitionGone(tp core.TopicPartition) {
 // drain answers every parked fetch now and stops new ones from waiting (shutdown).
 func (rm *replicaManager) drain() {
 	rm.fetches.draining = true
+	rm.drainHeld()
 	var all []*fetchWait
 	for _, conn := range sortedConns(rm.fetches.byConn) {
 		all = append(all, rm.fetches.byConn[conn]...)

@@ -132,7 +132,8 @@ type sensor struct {
 // quotaState is the broker's client quota meters.
 type quotaState struct {
 	sensors   map[sensorKey]*sensor
-	nextSweep int64 // ms: when idle sensors are next dropped
+	nextSweep int64                // ms: when idle sensors are next dropped
+	holds     map[uint64]*connHold // throttled connections (quota_hold.go)
 }
 
 // quotaUser is the user name quotas match for a principal ("User:alice" → "alice");
@@ -308,6 +309,7 @@ func (rm *replicaManager) meterQuota(r Request, kind quotaKind, bytes int) int32
 		return 0
 	}
 	rm.logThrottle(s, now, r, kind, bound, t)
+	rm.holdConn(r.Conn, rm.now.AddMillis(t))
 	return int32(t)
 }
 

@@ -269,8 +269,10 @@ func TestQuotaRateIsMeasuredOverKafkasWindows(t *testing.T) {
 	require.Equal(t, int64(11_000), zero.throttleMs(cfg, 0, 0))
 }
 
-// sendAs steps a request as principal/client id on conn and returns its id.
-func (h *harness) sendAs(conn uint64, principal, clientID string, req kmsg.Request) uint64 {
+// sendAs steps a request as principal/client id on conn, settles, and returns its id
+// and whether it was answered.
+func (h *harness) sendAs(conn uint64, principal, clientID string, req kmsg.Request) (uint64,
+	bool) {
 	h.t.Helper()
 	h.nextID++
 	id := h.nextID
@@ -279,50 +281,73 @@ func (h *harness) sendAs(conn uint64, principal, clientID string, req kmsg.Reque
 	h.step(Request{Conn: conn, ID: id, ClientID: clientID, Principal: principal, Msg: decoded})
 	h.settle()
 	_, ok := h.env.replies[id]
-	require.True(h.t, ok, "answered")
-	return id
+	return id, ok
 }
 
-func TestProduceOverQuotaIsThrottledAndMuted(t *testing.T) {
+func TestProduceOverQuotaIsThrottledMutedAndHeld(t *testing.T) {
 	h := newHarness(t)
 	h.mustCreate("t", 1)
-	h.mustSetQuota([]string{"client-id", "slow"}, "producer_byte_rate", 1000)
+	h.mustSetQuota([]string{"client-id", "slow"}, "producer_byte_rate", 500)
 	payload := strings.Repeat("x", 2000)
 	rec := values(payload, payload)
 	n := float64(len(rec))
-	// The first request fits (n bytes over 10 s); the rest are over the bound.
-	var throttles []int32
-	for i := range 4 {
-		id := h.sendAs(1, "", "slow", produceReq(-1, "t", 0, rec))
-		r := h.env.replies[id]
-		p := producePart(t, r.Msg)
-		require.Zero(t, p.ErrorCode, "a throttled produce is still written")
-		tm := r.Msg.(*kmsg.ProduceResponse).ThrottleMillis
-		require.Equal(t, int64(tm), r.MuteMs, "the reply mutes the connection as long")
-		rate := n * float64(i+1) / 10
-		want := int32(0)
-		if rate > 1000 {
-			want = int32((rate - 1000) / 1000 * 10_000)
-		}
-		require.InDelta(t, want, tm, 1, "request %d", i)
-		throttles = append(throttles, tm)
-	}
-	require.Zero(t, throttles[0])
-	require.Greater(t, throttles[3], throttles[2], "the throttle grows with the excess")
-
-	// Another client id of the same user is not throttled; acks=0 is muted all the same.
-	id := h.sendAs(2, "", "fast", produceReq(-1, "t", 0, rec))
+	require.Less(t, n/10, 500.0)
+	// The first request fits (n bytes over 10 s), the second is over the bound: its
+	// answer says how long, and mutes the connection as long.
+	id, ok := h.sendAs(1, "", "slow", produceReq(-1, "t", 0, rec))
+	require.True(t, ok)
 	require.Zero(t, h.env.replies[id].MuteMs)
-	require.Zero(t, h.env.replies[id].Msg.(*kmsg.ProduceResponse).ThrottleMillis)
-	id = h.sendAs(1, "", "slow", produceReq(0, "t", 0, rec))
+	id, ok = h.sendAs(1, "", "slow", produceReq(-1, "t", 0, rec))
+	require.True(t, ok)
+	r := h.env.replies[id]
+	require.Zero(t, producePart(t, r.Msg).ErrorCode, "a throttled produce is still written")
+	tm := r.Msg.(*kmsg.ProduceResponse).ThrottleMillis
+	want := (2*n/10 - 500) / 500 * 10_000 // (rate - bound) / bound × window
+	require.InDelta(t, want, float64(tm), 1)
+	require.Equal(t, int64(tm), r.MuteMs, "the reply mutes the connection as long")
+
+	// A request the driver read ahead on that connection waits out the throttle.
+	held, ok := h.sendAs(1, "", "slow", produceReq(-1, "t", 0, rec))
+	require.False(t, ok, "held while the connection's throttle runs")
+	// Another client id is not throttled; another connection of the same client id
+	// shares its meter (throttled, not held); acks=0 is muted all the same.
+	id, ok = h.sendAs(2, "", "fast", produceReq(-1, "t", 0, rec))
+	require.True(t, ok)
+	require.Zero(t, h.env.replies[id].MuteMs)
+	id, ok = h.sendAs(3, "", "slow", produceReq(0, "t", 0, rec))
+	require.True(t, ok)
 	require.Nil(t, h.env.replies[id].Msg)
-	require.Positive(t, h.env.replies[id].MuteMs)
+	require.Greater(t, h.env.replies[id].MuteMs, int64(tm), "the excess grew")
 
-	// Once the client kept away for the throttle, it is within its quota again.
-	h.advance(time.Duration(int64(throttles[3])+h.env.replies[id].MuteMs) * time.Millisecond)
-	h.advance(11 * time.Second)
-	id = h.sendAs(1, "", "slow", produceReq(-1, "t", 0, rec))
+	h.advance(time.Duration(tm-1) * time.Millisecond)
+	_, ok = h.reply(held)
+	require.False(t, ok)
+	h.advance(time.Millisecond)
+	_, ok = h.reply(held)
+	require.True(t, ok, "served once the throttle ended")
+	// Once the client kept away long enough, it is within its quota again.
+	h.advance(60 * time.Second)
+	id, ok = h.sendAs(1, "", "slow", produceReq(-1, "t", 0, rec))
+	require.True(t, ok)
 	require.Zero(t, h.env.replies[id].MuteMs)
+
+	// A closed connection's held requests are dropped; a draining node serves them.
+	h.sendAs(1, "", "slow", produceReq(-1, "t", 0, rec))
+	h.sendAs(1, "", "slow", produceReq(-1, "t", 0, rec))
+	gone, ok := h.sendAs(1, "", "slow", produceReq(-1, "t", 0, rec))
+	require.False(t, ok)
+	h.step(ConnClosed{Conn: 1})
+	h.advance(time.Minute)
+	_, ok = h.reply(gone)
+	require.False(t, ok, "nobody reads a closed connection's answers")
+	h.sendAs(4, "", "slow", produceReq(-1, "t", 0, rec))
+	h.sendAs(4, "", "slow", produceReq(-1, "t", 0, rec))
+	last, ok := h.sendAs(4, "", "slow", produceReq(-1, "t", 0, rec))
+	require.False(t, ok)
+	h.step(Drain{})
+	h.settle()
+	_, ok = h.reply(last)
+	require.True(t, ok, "served at the drain")
 }
 
 func TestFetchOverQuotaIsThrottledCappedAndMuted(t *testing.T) {
@@ -335,7 +360,7 @@ func TestFetchOverQuotaIsThrottledCappedAndMuted(t *testing.T) {
 	h.mustSetQuota([]string{"user", "<default>"}, "consumer_byte_rate", 500)
 	// The response is capped at what the quota lets through in 10 windows (5000 bytes);
 	// the first batch always comes whole.
-	id := h.sendAs(1, "User:carol", "reader", fetchReq("t", 0, 0, 0, 1))
+	id, _ := h.sendAs(1, "User:carol", "reader", fetchReq("t", 0, 0, 0, 1))
 	r := h.env.replies[id]
 	p := fetchPart(t, r.Msg)
 	require.LessOrEqual(t, len(p.RecordBatches), 5000+1100)
@@ -348,10 +373,10 @@ func TestFetchOverQuotaIsThrottledCappedAndMuted(t *testing.T) {
 	}
 	require.InDelta(t, want, float64(tm), 1)
 	require.Equal(t, int64(tm), r.MuteMs)
-	// A second fetch right away is over the quota.
-	id = h.sendAs(1, "User:carol", "reader", fetchReq("t", 0, 5, 0, 1))
+	// A second fetch right away, on another connection, is over the quota.
+	id, _ = h.sendAs(3, "User:carol", "reader", fetchReq("t", 0, 5, 0, 1))
 	require.Positive(t, h.env.replies[id].MuteMs)
 	// Another user has a quota of its own (user=<default> meters each user alone).
-	id = h.sendAs(2, "User:dave", "reader", fetchReq("t", 0, 0, 0, 1))
+	id, _ = h.sendAs(2, "User:dave", "reader", fetchReq("t", 0, 0, 0, 1))
 	require.Equal(t, int64(tm), h.env.replies[id].MuteMs)
 }
