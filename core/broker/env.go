@@ -37,8 +37,9 @@ import (
 //     Request inputs on connections the peers opened.
 //   - E8: a Reply with MuteMs > 0 mutes its connection: once the reply is delivered,
 //     the driver reads (or delivers) no further request from that connection until
-//     MuteMs milliseconds have passed; requests already read are still delivered. A
-//     later mute extends an earlier one, never shortens it. Replies are not delayed.
+//     MuteMs milliseconds have passed; requests already read are still delivered (the
+//     broker holds the Produce and Fetch among them, quota_hold.go). A later mute
+//     extends an earlier one, never shortens it. Replies are not delayed.
 //     This is how client quotas hold back a client that ignores ThrottleMillis
 //     (KIP-219; quotas.go).
 //

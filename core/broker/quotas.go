@@ -32,7 +32,8 @@ package broker
 //
 // and the reply mutes the connection for that long (Reply.MuteMs, rule E8): the
 // driver reads no further request from it until then, so a client that ignores the
-// throttle cannot exceed its quota either. A Fetch's response is capped at what the
+// throttle cannot exceed its quota either; what it sent ahead waits in the broker
+// (quota_hold.go). A Fetch's response is capped at what the
 // quota lets through in num-1 windows, as Kafka caps it. Unlike Kafka, a throttled
 // Fetch still carries the records it read (they were counted): the mute that follows
 // makes up for them. request_percentage is validated and stored but not enforced: the
