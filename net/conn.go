@@ -56,7 +56,9 @@ type conn struct {
 	rc        syscall.RawConn // the socket, for direct non-blocking writes; nil if none
 	flushMark bool            // in a Replier's touched list; only that Replier uses it
 
-	activity atomic.Uint64 // frames read and responses written, for the idle timeout
+	activity   atomic.Uint64 // frames read and responses written, for the idle timeout
+	mutedUntil atomic.Int64  // unix ns until which the reader reads nothing (mute.go)
+	throttled  atomic.Bool   // muted once: read one request at a time (mute.go)
 
 	draining  atomic.Bool
 	drained   chan struct{} // closed by drain

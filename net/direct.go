@@ -146,6 +146,9 @@ func (c *conn) fill(r broker.Reply) bool {
 		return false
 	}
 	s.done, s.resp, s.close = true, r.Msg, r.Close
+	if r.MuteMs > 0 {
+		c.mute(r.MuteMs) // rule E8 (mute.go)
+	}
 	key, version, began := s.key, s.version, s.began
 	if s.out > 0 { // a Fetch: count what it really holds rather than what it asked
 		real := fetchResponseBytes(r.Msg)

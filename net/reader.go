@@ -27,7 +27,7 @@ func (c *conn) readLoop() {
 		defer c.stopSASLTimer()
 	}
 	br := bufio.NewReaderSize(c.nc, readBufferBytes)
-	for c.waitRoom() {
+	for c.waitRoom() && c.waitMuted() {
 		if !c.awaitFrame(br) {
 			return
 		}
@@ -238,12 +238,14 @@ func (c *conn) readFailed(what string, err error) {
 }
 
 // waitRoom blocks while the connection has too much in flight
-// (sluice.connection.max.inflight.requests and .bytes); false when it closed.
+// (sluice.connection.max.inflight.requests and .bytes; one request once the connection
+// was throttled, mute.go); false when it closed.
 func (c *conn) waitRoom() bool {
 	counted := false
 	for {
 		c.mu.Lock()
-		ok := !c.q.full() && (c.q.len() == 0 || c.inBytes < c.srv.opts.MaxInFlightBytes)
+		ok := !c.q.full() && (c.q.len() == 0 || c.inBytes < c.srv.opts.MaxInFlightBytes &&
+			!c.throttled.Load())
 		c.mu.Unlock()
 		if ok {
 			return true

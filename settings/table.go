@@ -176,6 +176,10 @@ var table = []Setting{
 		"incremental fetch sessions (KIP-227) kept at once (0: none)"),
 	intS(Broker, "sluice.fetch.session.cache.max.partitions", "100000", 0, i32,
 		"partitions all fetch sessions hold together"),
+	intS(Broker, "quota.window.num", "11", 1, i32,
+		"samples a client quota's rate is measured over (docs/limits.md, Client quotas)"),
+	intS(Broker, "quota.window.size.seconds", "1", 1, i32,
+		"length of each sample of a client quota's rate"),
 
 	// The follower fetcher (broker.FetcherConfig).
 	intS(Broker, "replica.fetch.wait.max.ms", "500", 0, i32,

@@ -18,6 +18,7 @@ type admin struct {
 	spec     AdminSpec
 	topics   []TopicSpec
 	created  bool
+	quotaSet bool // AdminSpec.QuotaBytes is in force
 	busyReq  bool
 	draining bool
 	parts    map[string]int32
@@ -45,6 +46,10 @@ func (a *admin) pump() {
 	}
 	if !a.created {
 		a.createTopics()
+		return
+	}
+	if a.spec.QuotaBytes > 0 && !a.quotaSet {
+		a.setQuota()
 		return
 	}
 	if a.draining || !a.spec.On || len(a.topics) == 0 {
@@ -109,6 +114,31 @@ func (a *admin) createTopics() {
 				}
 			}
 			a.created = ok
+		}
+		a.next(err)
+	})
+}
+
+// setQuota sets the client-id=<default> byte-rate quotas (AdminSpec.QuotaBytes).
+func (a *admin) setQuota() {
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	e := kmsg.NewAlterClientQuotasRequestEntry()
+	ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
+	ent.Type = "client-id" // Name nil: the <default> client id
+	e.Entity = append(e.Entity, ent)
+	for _, k := range []string{"producer_byte_rate", "consumer_byte_rate"} {
+		op := kmsg.NewAlterClientQuotasRequestEntryOp()
+		op.Key, op.Value = k, float64(a.spec.QuotaBytes)
+		e.Ops = append(e.Ops, op)
+	}
+	req.Entries = append(req.Entries, e)
+	a.busyReq = true
+	a.send(req, a.timeout(), func(r kmsg.Response, err error) {
+		if err == nil {
+			for _, e := range r.(*kmsg.AlterClientQuotasResponse).Entries {
+				a.code("alter-client-quotas", e.ErrorCode)
+				a.quotaSet = e.ErrorCode == 0
+			}
 		}
 		a.next(err)
 	})

@@ -32,6 +32,10 @@ type conn struct {
 	order []uint64
 	ready map[uint64]broker.Reply
 	corr  map[uint64]uint64 // request id → client correlation id
+	// mutedUntil: requests arriving before it wait until then (rule E8).
+	mutedUntil int64
+	held       []heldRequest // requests held by a mute, in arrival order
+	releasing  bool          // a release of held is scheduled
 }
 
 // dial opens a new connection from cl to n.
@@ -86,6 +90,48 @@ func (w *World) arriveRequest(c *conn, corr uint64, msg kmsg.Request) {
 		c.gen = n.gen
 		n.conns[c.id] = c
 	}
+	if w.now < c.mutedUntil || len(c.held) > 0 {
+		// Muted (E8): the node reads this request once the mute ends, after the ones
+		// held before it.
+		c.held = append(c.held, heldRequest{corr: corr, msg: msg})
+		w.scheduleRelease(c)
+		return
+	}
+	w.readRequest(c, corr, msg)
+}
+
+// heldRequest is a request that arrived on a muted connection (E8).
+type heldRequest struct {
+	corr uint64
+	msg  kmsg.Request
+}
+
+// scheduleRelease arranges for c's held requests to be read when its mute ends.
+func (w *World) scheduleRelease(c *conn) {
+	if c.releasing {
+		return
+	}
+	c.releasing = true
+	w.at(c.mutedUntil, KindToNode, c.n.id, c.id, 0, func() {
+		c.releasing = false
+		for len(c.held) > 0 && w.now >= c.mutedUntil {
+			h := c.held[0]
+			c.held = c.held[1:]
+			if c.reset || !c.nodeOpen || !c.n.up || c.gen != c.n.gen {
+				c.held = nil
+				return
+			}
+			w.readRequest(c, h.corr, h.msg)
+		}
+		if len(c.held) > 0 {
+			w.scheduleRelease(c) // muted again by a reply meanwhile
+		}
+	})
+}
+
+// readRequest hands one request of c to its node.
+func (w *World) readRequest(c *conn, corr uint64, msg kmsg.Request) {
+	n := c.n
 	n.nextID++
 	id := n.nextID
 	c.order = append(c.order, id)
@@ -113,6 +159,10 @@ func (w *World) reply(n *node, r broker.Reply) {
 		return
 	}
 	c.ready[r.ID] = r
+	if r.MuteMs > 0 {
+		c.mutedUntil = max(c.mutedUntil, w.now+r.MuteMs*ms)
+		w.stats.Muted++
+	}
 	for len(c.order) > 0 {
 		next, ok := c.ready[c.order[0]]
 		if !ok {

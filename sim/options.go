@@ -169,6 +169,11 @@ type AdminSpec struct {
 	// TrimChance: each change is a DeleteRecords of one partition with this chance
 	// (drawn after every older choice; 0 keeps a seed's older trace).
 	TrimChance float64
+	// QuotaBytes > 0: once the topics exist, the admin sets producer_byte_rate and
+	// consumer_byte_rate of client-id=<default> to it (AlterClientQuotas), so every
+	// client is throttled and its connections muted (rule E8) when over it; 0 (the
+	// default) sets none and keeps every seed's trace.
+	QuotaBytes int64
 }
 
 // DeleteSpec: a deleter client deletes a topic no committer or group uses now and
@@ -583,6 +588,8 @@ func (c *Config) setSim(name, value string) (bool, error) {
 		}
 		c.Vandals = c.Vandals[:n]
 		return true, nil
+	case name == "quota.bytes":
+		return true, setInt64(&c.Admin.QuotaBytes, value)
 	case name == "codec":
 		on, err := onOff(value)
 		c.Codec = on

@@ -21,6 +21,8 @@ type Stats struct {
 	Codes     map[string]int // error codes clients saw, "api:ERROR_NAME"
 	// SessionFetches counts incremental fetch-session answers readers got (reader_session.go).
 	SessionFetches int
+	// Muted counts replies that muted their connection (client quotas, rule E8).
+	Muted int
 }
 
 // Result is the outcome of one run.

@@ -154,6 +154,8 @@ func adminName(op adminOp) string {
 		return "purge-orphan-offsets"
 	case *opAlterScram:
 		return "AlterUserScramCredentials"
+	case *opAlterQuotas:
+		return "AlterClientQuotas"
 	default:
 		return fmt.Sprintf("%T", op)
 	}
@@ -213,6 +215,8 @@ func (ctl *adminController) runAdmin(op adminOp) {
 		ctl.createOffsetsTopic(op)
 	case *opAlterScram:
 		ctl.alterScram(op)
+	case *opAlterQuotas:
+		ctl.alterQuotas(op)
 	case *opPurgeOrphans: // offsets of topics that are gone (groups_topics.go)
 		ctl.tombstoneTopicOffsets(op, "topic no longer exists", nil)
 	default:
@@ -271,6 +275,8 @@ func (ctl *adminController) adminCommitted(op adminOp) {
 		ctl.alterConfigsCommitted(op)
 	case *opAlterScram:
 		ctl.alterScramCommitted(op)
+	case *opAlterQuotas:
+		ctl.alterQuotasCommitted(op)
 	default: // opPurgeOrphans proposes nothing
 		core.Invariant(false, "B11", "%s: no commit to continue", adminName(op))
 	}

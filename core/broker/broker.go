@@ -191,9 +191,13 @@ func (b *Broker) request(r Request) {
 	}
 	switch m := r.Msg.(type) {
 	case *kmsg.ProduceRequest:
-		b.handleProduce(r, m)
+		if !b.heldByQuota(r) { // a throttled connection's requests wait (quota_hold.go)
+			b.handleProduce(r, m)
+		}
 	case *kmsg.FetchRequest:
-		b.handleFetch(r, m)
+		if !b.heldByQuota(r) {
+			b.handleFetch(r, m)
+		}
 	case *kmsg.ListOffsetsRequest:
 		b.reply(r, b.handleListOffsets(m))
 	case *kmsg.MetadataRequest:
@@ -222,6 +226,10 @@ func (b *Broker) request(r Request) {
 		b.reply(r, b.handleDescribeUserScramCredentials(m))
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		b.handleAlterUserScramCredentials(r, m)
+	case *kmsg.DescribeClientQuotasRequest:
+		b.reply(r, b.handleDescribeClientQuotas(m))
+	case *kmsg.AlterClientQuotasRequest:
+		b.handleAlterClientQuotas(r, m)
 	default:
 		if b.routeGroupRequest(r) {
 			return

@@ -65,6 +65,8 @@ type Config struct {
 	Fetcher FetcherConfig
 	// Cleaner holds the log cleaner's settings (cleaner.go).
 	Cleaner CleanerConfig
+	// Quotas holds the client quota windows (quotas.go).
+	Quotas QuotaConfig
 }
 
 // TopicConfigDef describes one topic-level setting Sluice understands.
@@ -136,6 +138,7 @@ func DefaultConfig() Config {
 		Limits:                   DefaultLimitsConfig(),
 		Fetcher:                  DefaultFetcherConfig(),
 		Cleaner:                  DefaultCleanerConfig(),
+		Quotas:                   DefaultQuotaConfig(),
 
 		ProducerSnapshotEveryBatches: replica.DefaultSnapshotEveryBatches,
 	}
@@ -218,6 +221,9 @@ func (c *Config) Set(name, value string) error {
 		if ok, err := c.Cleaner.set(name, value); ok {
 			return err
 		}
+		if ok, err := c.Quotas.set(name, value); ok {
+			return err
+		}
 		return fmt.Errorf("unknown setting %q", name)
 	}
 	if err != nil {
@@ -236,6 +242,7 @@ func SettingNames() []string {
 	names = append(names, limitSettingNames()...)
 	names = append(names, fetcherSettingNames()...)
 	names = append(names, cleanerSettingNames...)
+	names = append(names, quotaSettingNames()...)
 	for _, d := range TopicConfigDefs {
 		names = append(names, d.Name)
 		if d.BrokerName != d.Name {

@@ -35,6 +35,13 @@ import (
 //     With Err set the request may still have reached the peer and taken effect.
 //     Replies may arrive in any order. Requests from peers reach the broker as ordinary
 //     Request inputs on connections the peers opened.
+//   - E8: a Reply with MuteMs > 0 mutes its connection: once the reply is delivered,
+//     the driver reads (or delivers) no further request from that connection until
+//     MuteMs milliseconds have passed; requests already read are still delivered (the
+//     broker holds the Produce and Fetch among them, quota_hold.go). A later mute
+//     extends an earlier one, never shortens it. Replies are not delayed.
+//     This is how client quotas hold back a client that ignores ThrottleMillis
+//     (KIP-219; quotas.go).
 //
 // The metadata port (ProposeMeta; Start, MetaApplied, MetaAnswer, MetaLeaderChanged).
 // An incarnation is one life of the node, from its Start to its crash or stop.
@@ -231,4 +238,6 @@ type Reply struct {
 	ID    uint64
 	Msg   kmsg.Response // nil: no response is sent (acks=0)
 	Close bool
+	// MuteMs > 0 stops the driver reading requests from Conn for that long (E8).
+	MuteMs int64
 }

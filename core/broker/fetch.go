@@ -70,10 +70,11 @@ func (rm *replicaManager) handleFetch(r Request, req *kmsg.FetchRequest) {
 		return
 	}
 	incremental := req.SessionEpoch > 0
-	resp, n, anyErr := rm.readFetch(m, true)
+	follower := rm.isFollowerFetch(m)
+	resp, n, anyErr := rm.readFetch(m, true, rm.fetchQuotaCap(r, follower))
 	if m.MaxWaitMillis <= 0 || n >= int(max(m.MinBytes, 1)) || anyErr ||
 		rm.fetches.count >= rm.cfg.MaxWaitingFetches || rm.fetches.draining {
-		rm.replyFetch(r, resp, sess, incremental)
+		rm.replyFetch(r, resp, sess, incremental, follower)
 		return
 	}
 	rm.hit(pFetchParked)
@@ -81,22 +82,47 @@ func (rm *replicaManager) handleFetch(r Request, req *kmsg.FetchRequest) {
 	w.session, w.incremental = sess, incremental
 }
 
-// replyFetch answers a fetch, through its session if it has one.
+// replyFetch answers a fetch, through its session if it has one. A consumer's fetch
+// is metered against its consumer_byte_rate quota, if one applies (quotas.go).
 func (rm *replicaManager) replyFetch(r Request, resp *kmsg.FetchResponse,
-	sess *fetchSession, incremental bool) {
+	sess *fetchSession, incremental, follower bool) {
 	if sess != nil {
 		rm.sessionResponse(sess, incremental, resp)
 	}
-	rm.reply(r, resp)
+	if follower {
+		rm.reply(r, resp)
+		return
+	}
+	bytes := 0
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			bytes += len(p.RecordBatches)
+		}
+	}
+	throttle := rm.meterQuota(r, quotaFetch, bytes)
+	resp.ThrottleMillis = max(resp.ThrottleMillis, throttle)
+	rm.replyMuted(r, resp, throttle)
+}
+
+// fetchQuotaCap is the consumer_byte_rate cap on a consumer fetch's response (-1: none).
+func (rm *replicaManager) fetchQuotaCap(r Request, follower bool) int {
+	if follower {
+		return -1
+	}
+	return rm.quotaFetchCap(r)
 }
 
 // readFetch builds the response from what is readable now and returns it with the
 // number of record bytes in it and whether any partition had an error. first is false
-// for the re-read of a parked fetch (a follower's fetch is recorded once).
-func (rm *replicaManager) readFetch(m *kmsg.FetchRequest, first bool) (*kmsg.FetchResponse,
-	int, bool) {
+// for the re-read of a parked fetch (a follower's fetch is recorded once). qcap >= 0
+// caps the response's record bytes further (a consumer_byte_rate quota).
+func (rm *replicaManager) readFetch(m *kmsg.FetchRequest, first bool,
+	qcap int) (*kmsg.FetchResponse, int, bool) {
 	resp := m.ResponseKind().(*kmsg.FetchResponse)
 	budget := rm.fetchBudget(m)
+	if qcap >= 0 {
+		budget = min(budget, qcap)
+	}
 	follower := rm.isFollowerFetch(m)
 	total, anyErr := 0, false
 	for _, t := range m.Topics {
@@ -246,8 +272,8 @@ func (rm *replicaManager) answerFetch(w *fetchWait) {
 		return
 	}
 	rm.dropFetch(w)
-	resp, _, _ := rm.readFetch(w.m, false)
-	rm.replyFetch(w.req, resp, w.session, w.incremental)
+	resp, _, _ := rm.readFetch(w.m, false, rm.fetchQuotaCap(w.req, w.follower))
+	rm.replyFetch(w.req, resp, w.session, w.incremental, w.follower)
 }
 
 // dropFetch removes a parked fetch from every index without answering it.
@@ -280,6 +306,7 @@ func removeWait(ws []*fetchWait, w *fetchWait) []*fetchWait {
 // connClosed drops the parked fetches and produces of a connection that went away:
 // nobody is left to read their answers.
 func (rm *replicaManager) connClosed(conn uint64) {
+	rm.dropHeld(conn)
 	for _, w := range append([]*fetchWait(nil), rm.fetches.byConn[conn]...) {
 		rm.hit(pFetchConnClosed)
 		rm.dropFetch(w)
@@ -294,6 +321,7 @@ func (rm *replicaManager) partitionGone(tp core.TopicPartition) {
 // drain answers every parked fetch now and stops new ones from waiting (shutdown).
 func (rm *replicaManager) drain() {
 	rm.fetches.draining = true
+	rm.drainHeld()
 	var all []*fetchWait
 	for _, conn := range sortedConns(rm.fetches.byConn) {
 		all = append(all, rm.fetches.byConn[conn]...)

@@ -99,7 +99,7 @@ func (rm *replicaManager) pending(out []PendingOp) []PendingOp {
 			out = append(out, PendingOp{Kind: PendingTimer, What: "open next chunk",
 				Waits: timer, Since: t.set})
 		case timerGroup, timerOffsetExpiry, timerRetention, timerFetcherBackoff, timerISRCheck,
-			timerAlterISR, timerCleaner:
+			timerAlterISR, timerCleaner, timerQuotaHold:
 			// not ours, periodic, or listed below (follower links, ISR changes)
 		default:
 			core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)

@@ -52,6 +52,7 @@ type pendingProduce struct {
 	waiting int // partitions still waiting
 	timer   uint64
 	done    bool
+	mute    int32 // the producer_byte_rate throttle its reply mutes the connection for
 }
 
 // produceWait is one partition of a pending produce.
@@ -83,7 +84,8 @@ func (rm *replicaManager) handleProduce(r Request, m *kmsg.ProduceRequest) {
 		code = kerr.RequestTimedOut.Code // shed load before writing anything
 		rm.hit(pProduceShed)
 	}
-	p := &pendingProduce{req: r, resp: resp}
+	p := &pendingProduce{req: r, resp: resp, mute: rm.meterProduce(r, m)}
+	resp.ThrottleMillis = p.mute
 	var waits []produceWait
 	for _, t := range m.Topics {
 		rt := kmsg.NewProduceResponseTopic()
@@ -113,9 +115,9 @@ func (rm *replicaManager) handleProduce(r Request, m *kmsg.ProduceRequest) {
 	switch {
 	case m.Acks == 0:
 		rm.hit(pProduceAcks0)
-		rm.env.Reply(Reply{Conn: r.Conn, ID: r.ID})
+		rm.env.Reply(Reply{Conn: r.Conn, ID: r.ID, MuteMs: int64(p.mute)})
 	case len(waits) == 0:
-		rm.reply(r, resp)
+		rm.replyMuted(r, resp, p.mute)
 	default:
 		rm.hit(pProduceParked)
 		rm.parkProduce(p, waits, m.TimeoutMillis)
@@ -316,7 +318,23 @@ func (rm *replicaManager) finishProduce(p *pendingProduce) {
 	p.done = true
 	rm.produces.count--
 	rm.cancelTimer(p.timer)
-	rm.reply(p.req, p.resp)
+	rm.replyMuted(p.req, p.resp, p.mute)
+}
+
+// meterProduce meters a produce's batch bytes against its producer_byte_rate quota, if
+// one applies, and returns the throttle (quotas.go). Kafka meters the request's size;
+// the batches are nearly all of it.
+func (rm *replicaManager) meterProduce(r Request, m *kmsg.ProduceRequest) int32 {
+	if !rm.image.HasQuotas() {
+		return 0
+	}
+	bytes := 0
+	for _, t := range m.Topics {
+		for _, p := range t.Partitions {
+			bytes += len(p.Records)
+		}
+	}
+	return rm.meterQuota(r, quotaProduce, bytes)
 }
 
 // produceTimedOut answers a produce whose acks=all wait ran out: partitions still

@@ -45,6 +45,7 @@ type replicaManager struct {
 	isr     isrState
 	held    map[core.TopicPartition]map[int32]int64 // followers' reported ends (B13)
 	cleaner cleanerState                            // compaction scheduling (cleaner.go)
+	quotas  quotaState                              // client quota meters (quotas.go)
 }
 
 func newReplicaManager(n *node) *replicaManager {

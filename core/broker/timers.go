@@ -27,6 +27,7 @@ const (
 	timerISRCheck                            // replica.lag.time.max.ms/2: shrink ISRs
 	timerAlterISR                            // an ISR change's retry or expiry
 	timerCleaner                             // log.cleaner.backoff.ms
+	timerQuotaHold                           // a throttled connection's hold ends
 )
 
 func (k timerKind) String() string {
@@ -51,6 +52,8 @@ func (k timerKind) String() string {
 		return "isr-change"
 	case timerCleaner:
 		return "cleaner"
+	case timerQuotaHold:
+		return "quota-hold"
 	default:
 		return fmt.Sprintf("timer(%d)", uint8(k))
 	}
@@ -66,6 +69,7 @@ type brokerTimer struct {
 	group   string              // timerGroup
 	leader  int32               // timerFetcherBackoff: the link's leader node
 	tp      core.TopicPartition // timerAlterISR
+	conn    uint64              // timerQuotaHold
 }
 
 // timerTable is one part's live timers by id. Ids come from the node's one token
@@ -140,6 +144,8 @@ func (b *Broker) timerFired(id uint64) {
 		rm.alterTimerFired(t.tp, id)
 	case timerCleaner:
 		rm.cleanerPass()
+	case timerQuotaHold:
+		rm.holdEnded(t.conn)
 	default:
 		core.Invariant(false, "B11", "timer %d of unknown kind %d", id, t.kind)
 	}

@@ -62,15 +62,18 @@ var InterBrokerVersions = []VersionRange{
 	{int16(kmsg.AlterPartition), 0, 3},
 }
 
-// SecurityVersions lists the security APIs, kept apart from SupportedVersions for the
-// same reason as InterBrokerVersions. SaslHandshake and SaslAuthenticate are served by
-// the wire layer (net/sasl*.go), before and during authentication; the SCRAM
-// credential APIs by the broker.
+// SecurityVersions lists the security and quota APIs, kept apart from
+// SupportedVersions for the same reason as InterBrokerVersions. SaslHandshake and
+// SaslAuthenticate are served by the wire layer (net/sasl*.go), before and during
+// authentication; the SCRAM credential APIs and the client quota APIs (KIP-546) by the
+// broker.
 var SecurityVersions = []VersionRange{
 	{int16(kmsg.SASLHandshake), 0, 1},
 	{int16(kmsg.SASLAuthenticate), 0, 2},
 	{int16(kmsg.DescribeUserSCRAMCredentials), 0, 0},
 	{int16(kmsg.AlterUserSCRAMCredentials), 0, 0},
+	{int16(kmsg.DescribeClientQuotas), 0, 1},
+	{int16(kmsg.AlterClientQuotas), 0, 1},
 }
 
 // AdvertisedVersions is what ApiVersions lists: SupportedVersions,

@@ -66,13 +66,15 @@ type Image struct {
 	clusterID      string
 	brokers        map[int32]*Broker
 	maxBrokerEpoch int64
-	scram          map[scramKey]ScramCredential // SCRAM credentials (scram.go)
+	scram          map[scramKey]ScramCredential       // SCRAM credentials (scram.go)
+	quotas         map[QuotaEntity]map[string]float64 // client quotas (quota.go)
+	quotaVersion   uint64                             // changes with every quota change
 }
 
 // NewImage returns an empty image.
 func NewImage() *Image {
 	return &Image{topics: map[string]*Topic{}, brokers: map[int32]*Broker{},
-		scram: map[scramKey]ScramCredential{}}
+		scram: map[scramKey]ScramCredential{}, quotas: map[QuotaEntity]map[string]float64{}}
 }
 
 // Apply folds one committed record into the image. A record that cannot apply (e.g. a
@@ -119,6 +121,8 @@ func (im *Image) Apply(r Record) error {
 		return im.partitionChange(r)
 	case KindScramCredentialSet, KindScramCredentialDeleted:
 		return im.applyScram(r)
+	case KindClientQuotaAltered:
+		return im.applyQuota(r)
 	default:
 		return fmt.Errorf("unknown metadata record kind %d", r.Kind)
 	}

@@ -25,6 +25,9 @@ const (
 	// it (scram.go).
 	KindScramCredentialSet
 	KindScramCredentialDeleted
+	// KindClientQuotaAltered sets or removes client quota values of one entity
+	// (AlterClientQuotas, KIP-546; quota.go).
+	KindClientQuotaAltered
 )
 
 func (k Kind) String() string {
@@ -51,6 +54,8 @@ func (k Kind) String() string {
 		return "ScramCredentialSet"
 	case KindScramCredentialDeleted:
 		return "ScramCredentialDeleted"
+	case KindClientQuotaAltered:
+		return "ClientQuotaAltered"
 	default:
 		return "Unknown"
 	}
@@ -176,6 +181,10 @@ type Record struct {
 	StoredKey      []byte         `json:"stored_key,omitempty"`
 	ServerKey      []byte         `json:"server_key,omitempty"`
 	Iterations     int32          `json:"iterations,omitempty"`
+	// QuotaEntity is the client quota entity a ClientQuotaAltered record changes;
+	// QuotaOps the values it sets or removes, in order.
+	QuotaEntity QuotaEntity `json:"quota_entity,omitzero"`
+	QuotaOps    []QuotaOp   `json:"quota_ops,omitempty"`
 }
 
 // Endpoint is one named advertised listener of a broker.

@@ -9,9 +9,10 @@ import (
 // fixed, one BrokerRegistered per broker (with its epoch and state), one
 // TopicCreated per topic (with its current partitions, their states when assigned, and
 // config overrides), in name order, then the producer-id block if one was ever
-// committed, then one ScramCredentialSet per SCRAM credential. A metadata log may store them in place of the records they summarise
-// (core/broker Start.Snapshot); applying them gives an image equal to this one (Equal),
-// though not the same count of applied records.
+// committed, then one ScramCredentialSet per SCRAM credential, then one
+// ClientQuotaAltered per client quota entity. A metadata log may store them in place of
+// the records they summarise (core/broker Start.Snapshot); applying them gives an image
+// equal to this one (Equal), though not the same count of applied records.
 //
 // Brokers are written in epoch order (the order they registered in): a registration
 // applies only with an epoch greater than every earlier one.
@@ -39,7 +40,8 @@ func (im *Image) Snapshot() []Record {
 	if im.nextProducerID != 0 {
 		out = append(out, Record{Kind: KindProducerIDBlock, NextProducerID: im.nextProducerID})
 	}
-	return append(out, im.scramSnapshot()...)
+	out = append(out, im.scramSnapshot()...)
+	return append(out, im.quotaSnapshot()...)
 }
 
 func (im *Image) brokersByEpoch() []Broker {
