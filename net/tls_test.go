@@ -394,12 +394,14 @@ func TestInlinePEMSettings(t *testing.T) {
 
 // A TLS client reading a large response slowly but steadily (more than 64 KiB per
 // write timeout) is not cut off: crypto/tls cannot continue a write after a deadline,
-// so the writer gives each 64 KiB piece its own deadline.
+// so the writer gives each 64 KiB piece its own deadline. The whole response takes
+// longer than the timeout. The timeout leaves the reader about 950 ms of scheduling
+// stall per piece: with 300 ms the test failed 1 run in 4 at load 15-20.
 func TestSlowTLSReaderOfALargeResponseIsNotCutOff(t *testing.T) {
 	p := newPKI(t)
 	sink := newFakeSink(false)
-	srv := startListeners(t, sink, Options{WriteTimeout: 300 * time.Millisecond},
-		p.serverTLS(t))
+	const timeout = time.Second
+	srv := startListeners(t, sink, Options{WriteTimeout: timeout}, p.serverTLS(t))
 	// Small socket buffers on both sides, so that the kernel cannot take the whole
 	// response at once and the writer must wait for the reader.
 	raw, err := net.DialTimeout("tcp", srv.ListenerAddr("SSL"), 5*time.Second)
@@ -420,12 +422,13 @@ func TestSlowTLSReaderOfALargeResponseIsNotCutOff(t *testing.T) {
 	rt := kmsg.NewFetchResponseTopic()
 	rt.Topic = "big"
 	rp := kmsg.NewFetchResponseTopicPartition()
-	rp.RecordBatches = make([]byte, 2<<20)
+	rp.RecordBatches = make([]byte, 3<<20)
 	for i := range rp.RecordBatches {
 		rp.RecordBatches[i] = byte(i)
 	}
 	rt.Partitions = append(rt.Partitions, rp)
 	resp.Topics = append(resp.Topics, rt)
+	began := time.Now()
 	srv.Reply(broker.Reply{Conn: r.Conn, ID: r.ID, Msg: resp})
 
 	var got []byte
@@ -452,4 +455,6 @@ func TestSlowTLSReaderOfALargeResponseIsNotCutOff(t *testing.T) {
 	require.NoError(t, back.ReadFrom(got[4:]))
 	require.Equal(t, rp.RecordBatches, back.Topics[0].Partitions[0].RecordBatches)
 	require.Zero(t, srv.Stats().WriteTimeouts)
+	require.Greater(t, time.Since(began), timeout, "the whole response took longer than "+
+		"the write timeout, so one deadline for all of it would have cut it off")
 }
