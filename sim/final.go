@@ -102,9 +102,46 @@ func (f *finalReader) advance() {
 }
 
 func (f *finalReader) list(ts int64) {
+	if f.rt != nil {
+		f.listEach(ts)
+		return
+	}
+	f.listParts(ts, f.parts, f.advance)
+}
+
+// listEach lists each partition in a request of its own (clustered: each goes to its
+// leader), advancing once every one answered, retrying the whole step otherwise.
+func (f *finalReader) listEach(ts int64) {
+	left, failed := len(f.parts), false
+	for _, p := range f.parts {
+		f.listParts(ts, []*fPart{p}, func() {
+			left--
+			if left == 0 && !failed {
+				f.advance()
+			}
+		}, func() {
+			left--
+			failed = true
+			if left == 0 {
+				f.retry()
+			}
+		})
+	}
+	if len(f.parts) == 0 {
+		f.advance()
+	}
+}
+
+// listParts lists parts in one request; ok runs when every one answered, else fail
+// (by default retry).
+func (f *finalReader) listParts(ts int64, parts []*fPart, ok func(), fail ...func()) {
+	retry := f.retry
+	if len(fail) > 0 {
+		retry = fail[0]
+	}
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
-	for _, p := range f.parts {
+	for _, p := range parts {
 		rt := kmsg.NewListOffsetsRequestTopic()
 		rt.Topic = p.tp.Topic
 		rp := kmsg.NewListOffsetsRequestTopicPartition()
@@ -115,7 +152,7 @@ func (f *finalReader) list(ts int64) {
 	call := f.w.now
 	f.send(req, 5000, func(r kmsg.Response, err error) {
 		if err != nil {
-			f.retry()
+			retry()
 			return
 		}
 		for _, t := range r.(*kmsg.ListOffsetsResponse).Topics {
@@ -123,7 +160,7 @@ func (f *finalReader) list(ts int64) {
 				p := f.find(t.Topic, rp.Partition)
 				if p == nil || rp.ErrorCode != 0 {
 					f.code("final-list-offsets", rp.ErrorCode)
-					f.retry()
+					retry()
 					return
 				}
 				if ts == -2 {
@@ -137,7 +174,7 @@ func (f *finalReader) list(ts int64) {
 				}
 			}
 		}
-		f.advance()
+		ok()
 	})
 }
 

@@ -63,6 +63,9 @@ type pBatch struct {
 func newProducer(w *World, actor int32, num int, spec ProducerSpec) *producer {
 	p := &producer{spec: spec, num: num, pid: -1}
 	p.clientBase = newClientBase(w, actor, fmt.Sprintf("producer%d", num), p.pump)
+	if p.rt != nil {
+		p.rt.stale = &p.meta
+	}
 	return p
 }
 
@@ -228,10 +231,11 @@ func (p *producer) sendOne() bool {
 	var sent []*pBatch
 	var parts []*pPart
 	start := p.rnd.Intn(len(p.parts))
+	lead := int32(-2) // clustered: the leader of the request's first partition
 	for i := 0; i < len(p.parts) && len(sent) < p.spec.PartsPerReq; i++ {
 		pp := p.parts[(start+i)%len(p.parts)]
 		b := p.sendable(pp)
-		if b == nil {
+		if b == nil || !p.sameAs(&lead, pp.tp) {
 			continue
 		}
 		rp := kmsg.NewProduceRequestTopicPartition()

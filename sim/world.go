@@ -145,6 +145,7 @@ func New(cfg Config, opts Options) (*World, error) {
 	}
 	if cfg.Nodes > 1 {
 		w.meta.scheduleMoves() // leadership of the metadata quorum moves under load
+		w.cfg = clusterClients(w.cfg)
 	}
 	w.buildClients()
 	return w, nil
@@ -153,13 +154,22 @@ func New(cfg Config, opts Options) (*World, error) {
 // brokerConfig applies the run's broker settings, in name order, to the defaults.
 func brokerConfig(cfg Config) (broker.Config, error) {
 	bc := broker.DefaultConfig()
-	names := make([]string, 0, len(cfg.Broker))
-	for n := range cfg.Broker {
-		names = append(names, n)
+	settings := map[string]string{}
+	if cfg.Nodes > 1 {
+		settings = clusterDefaults(cfg)
+	}
+	for n, v := range cfg.Broker {
+		settings[n] = v
+	}
+	names := make([]string, 0, len(settings))
+	for n := range settings {
+		if !isControllerSetting(n) {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if err := bc.Set(n, cfg.Broker[n]); err != nil {
+		if err := bc.Set(n, settings[n]); err != nil {
 			return bc, fmt.Errorf("broker setting: %w", err)
 		}
 	}
