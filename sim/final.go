@@ -223,6 +223,11 @@ func (f *finalReader) fetchNext() {
 	if p == nil {
 		f.step = 4
 		f.inFlight = false
+		if f.w.clustered() {
+			f.w.finalRead = true
+			f.w.awaitReplication()
+			return
+		}
 		f.w.finish()
 		return
 	}
