@@ -91,9 +91,10 @@ func (cb *clientBase) send(req kmsg.Request, timeoutMs int64, done func(kmsg.Res
 	req.SetVersion(cb.vers[req.Key()])
 	switch {
 	case cb.rt != nil:
-		cb.c = cb.connTo(cb.target(req))
+		to := cb.target(req)
+		cb.c = cb.connTo(to)
 		if done != nil {
-			done = cb.routed(req, done)
+			done = cb.routed(req, to, done)
 		}
 	case cb.c == nil || !cb.c.clientOpen:
 		cb.c = cb.w.dial(cb, cb.n)

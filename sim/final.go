@@ -19,6 +19,7 @@ type finalReader struct {
 	step     int // 0: metadata, 1: earliest, 2: latest, 3: fetching, 4: done
 	inFlight bool
 	advanced int64 // virtual time its read position last moved
+	relearn  bool  // clustered: a request failed; ask where the leaders are first
 }
 
 type fPart struct {
@@ -50,7 +51,24 @@ func (f *finalReader) stillReading(now, window int64) bool {
 
 func (f *finalReader) retry() {
 	f.inFlight = false
+	f.relearn = f.rt != nil && f.step > 0
 	f.wakeIn(100 * ms)
+}
+
+// refresh asks for metadata again (clustered: a leader moved or is unknown), keeping
+// the partitions and the step; the answer updates the router.
+func (f *finalReader) refresh() {
+	var names []string
+	for _, t := range f.w.cfg.Topics {
+		names = append(names, t.Name)
+	}
+	f.requestMetadata(names, 5000, func(_ map[string]int32, err error) {
+		f.inFlight = false
+		if err == nil {
+			f.relearn = false
+		}
+		f.wakeIn(0)
+	})
 }
 
 func (f *finalReader) pump() {
@@ -58,6 +76,10 @@ func (f *finalReader) pump() {
 		return
 	}
 	f.inFlight = true
+	if f.relearn {
+		f.refresh()
+		return
+	}
 	switch f.step {
 	case 0:
 		f.metadata()
@@ -116,7 +138,11 @@ func (f *finalReader) listEach(ts int64) {
 	for _, p := range f.parts {
 		f.listParts(ts, []*fPart{p}, func() {
 			left--
-			if left == 0 && !failed {
+			switch {
+			case left > 0:
+			case failed:
+				f.retry()
+			default:
 				f.advance()
 			}
 		}, func() {

@@ -129,7 +129,7 @@ func (cb *clientBase) sameLeader(tps []core.TopicPartition, from int) []int {
 }
 
 // learn updates the view from an answer, and forgets what an error says is stale.
-func (cb *clientBase) learn(resp kmsg.Response, _ int32) {
+func (cb *clientBase) learn(resp kmsg.Response, from int32) {
 	r := cb.rt
 	switch m := resp.(type) {
 	case *kmsg.MetadataResponse:
@@ -145,6 +145,10 @@ func (cb *clientBase) learn(resp kmsg.Response, _ int32) {
 				} else {
 					delete(r.leaders, tp)
 				}
+				if cb.w.logging() {
+					cb.w.logf(cb.name, "metadata: %s leader %d epoch %d (code %d)", tp,
+						p.Leader, p.LeaderEpoch, p.ErrorCode)
+				}
 			}
 		}
 	case *kmsg.FindCoordinatorResponse:
@@ -152,19 +156,19 @@ func (cb *clientBase) learn(resp kmsg.Response, _ int32) {
 	case *kmsg.ProduceResponse:
 		for _, t := range m.Topics {
 			for _, p := range t.Partitions {
-				cb.partitionCode(t.Topic, p.Partition, p.ErrorCode)
+				cb.partitionCode(t.Topic, p.Partition, p.ErrorCode, from)
 			}
 		}
 	case *kmsg.FetchResponse:
 		for _, t := range m.Topics {
 			for _, p := range t.Partitions {
-				cb.partitionCode(t.Topic, p.Partition, p.ErrorCode)
+				cb.partitionCode(t.Topic, p.Partition, p.ErrorCode, from)
 			}
 		}
 	case *kmsg.ListOffsetsResponse:
 		for _, t := range m.Topics {
 			for _, p := range t.Partitions {
-				cb.partitionCode(t.Topic, p.Partition, p.ErrorCode)
+				cb.partitionCode(t.Topic, p.Partition, p.ErrorCode, from)
 			}
 		}
 	case *kmsg.CreateTopicsResponse:
@@ -200,13 +204,17 @@ func (r *router) coordsLast(i int32) {
 	}
 }
 
-// partitionCode forgets a partition's leader when an answer says it moved.
-func (cb *clientBase) partitionCode(topic string, p int32, code int16) {
+// partitionCode forgets a partition's leader when its answer from node from says it
+// moved (an answer from a node no longer believed to lead it is old news).
+func (cb *clientBase) partitionCode(topic string, p int32, code int16, from int32) {
 	switch code {
 	case kerr.NotLeaderForPartition.Code, kerr.FencedLeaderEpoch.Code,
 		kerr.UnknownLeaderEpoch.Code, kerr.LeaderNotAvailable.Code,
 		kerr.UnknownTopicOrPartition.Code, kerr.KafkaStorageError.Code:
-		delete(cb.rt.leaders, core.TopicPartition{Topic: topic, Partition: p})
+		tp := core.TopicPartition{Topic: topic, Partition: p}
+		if l, ok := cb.rt.leaders[tp]; ok && l == from {
+			delete(cb.rt.leaders, tp)
+		}
 		cb.refreshSoon()
 	}
 }
@@ -249,7 +257,7 @@ func (r *router) lostConn(c *conn, nodes int) {
 }
 
 // routed wraps a request's completion so that its answer updates the view first.
-func (cb *clientBase) routed(req kmsg.Request, done func(kmsg.Response, error)) func(
+func (cb *clientBase) routed(req kmsg.Request, to int32, done func(kmsg.Response, error)) func(
 	kmsg.Response, error) {
 	if fc, ok := req.(*kmsg.FindCoordinatorRequest); ok {
 		cb.rt.lastGroup = fc.CoordinatorKey
@@ -258,7 +266,7 @@ func (cb *clientBase) routed(req kmsg.Request, done func(kmsg.Response, error)) 
 		if err != nil {
 			cb.refreshSoon()
 		} else {
-			cb.learn(resp, 0)
+			cb.learn(resp, to)
 			if g, ok := groupOf(req); ok {
 				cb.groupCode(g, groupErr(resp))
 			}
