@@ -370,7 +370,7 @@ func (p *producer) outcome(pp *pPart, b *pBatch, op int, code int16, offset int6
 		p.remove(pp, b)
 		return false
 	case code == -1 || retriable(code) || p.gapBehind(pp, b, code):
-		b.unknown = b.unknown || code == -1 || !definiteFailure(code)
+		b.unknown = b.unknown || code == -1 || !p.definite(code)
 		if !p.spec.Idempotent {
 			p.settleAttempt(op, code)
 		}
@@ -397,7 +397,7 @@ func (p *producer) seqRefused(op int, code int16) {
 
 // settleAttempt records how a failed attempt of a non-idempotent batch ended.
 func (p *producer) settleAttempt(op int, code int16) {
-	if code != -1 && definiteFailure(code) {
+	if code != -1 && p.definite(code) {
 		p.w.resolve(op, linearizability.Failed, -1, code)
 		return
 	}
@@ -474,6 +474,18 @@ func retriable(code int16) bool {
 		return true
 	}
 	return false
+}
+
+// definite is definiteFailure for this producer's world: in a cluster a leader that
+// appended a batch and lost its leadership while the batch waited for its followers
+// answers NOT_LEADER_OR_FOLLOWER, as Kafka's does, and the batch may still commit
+// under the next leader (a non-idempotent retry may then duplicate it, which Kafka
+// allows).
+func (p *producer) definite(code int16) bool {
+	if code == kerr.NotLeaderForPartition.Code && p.rt != nil {
+		return false
+	}
+	return definiteFailure(code)
 }
 
 // definiteFailure: the error guarantees nothing was written.
