@@ -1,8 +1,8 @@
 // Package nodehost is one cluster node's actors stepped as one: the broker
 // (core/broker), the controller (core/controller), active while the node leads the
 // metadata quorum, and the broker lifecycle (core/lifecycle), which registers the node
-// with the active controller and heartbeats. It is pure: a driver (sim/ today; runtime/
-// hosts the same wiring in runtime/cluster.go) gives it an Env for its effects and steps
+// with the active controller and heartbeats. It is pure: a driver (runtime/cluster.go in a
+// process, sim/cluster.go in the simulator) gives it an Env for its effects and steps
 // it with the broker's inputs; Host.Step sends each input to the actors it concerns and
 // then delivers what the actors sent each other during the step.
 //
