@@ -17,7 +17,7 @@ import (
 // A World with more than one node runs each node as a cluster member: beside its broker,
 // the node hosts the controller (active while it leads the metadata quorum) and the
 // broker lifecycle (registration and heartbeats), stepped together by core/nodehost, the
-// same routing runtime/cluster.go does in a real process. The controller's proposals go
+// same host runtime/cluster.go uses in a real process. The controller's proposals go
 // to the quorum model (metaquorum.go); the lifecycle's and the broker's RPCs to another
 // node's controller, and the brokers' follower fetches, cross the simulated network on
 // the nodes' peer links (peers.go), so latency, clogs, resets, pauses and crashes act on

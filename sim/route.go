@@ -108,26 +108,6 @@ func groupOf(req kmsg.Request) (string, bool) {
 	return "", false
 }
 
-// sameLeader returns the indexes of tps that share the leader of tps[from] (a request
-// carries one leader's partitions); every index when the world is not clustered.
-func (cb *clientBase) sameLeader(tps []core.TopicPartition, from int) []int {
-	out := make([]int, 0, len(tps))
-	if cb.rt == nil {
-		for i := range tps {
-			out = append(out, i)
-		}
-		return out
-	}
-	l, ok := cb.rt.leaders[tps[from]]
-	for k := range tps {
-		i := (from + k) % len(tps)
-		if m, mok := cb.rt.leaders[tps[i]]; m == l && mok == ok {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
 // learn updates the view from an answer, and forgets what an error says is stale.
 func (cb *clientBase) learn(resp kmsg.Response, from int32) {
 	r := cb.rt
