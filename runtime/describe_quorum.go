@@ -65,14 +65,14 @@ func (n *Node) describeQuorum(rp *kmsg.DescribeQuorumResponseTopicPartition) {
 	}
 	leader, term := n.quorum.Leader()
 	rp.LeaderID, rp.LeaderEpoch = leader, int32(min(term, 1<<31-1))
-	if !n.cl.ctl.Active() {
+	if !n.cl.h.Controller().Active() {
 		rp.ErrorCode = kerr.NotLeaderForPartition.Code
 		rp.HighWatermark = -1
 		return
 	}
-	hwm := int64(n.cl.ctl.Applied())
+	hwm := int64(n.cl.h.Controller().Applied())
 	rp.HighWatermark = hwm
-	progress := n.cl.ctl.Progress()
+	progress := n.cl.h.Controller().Progress()
 	voter := map[int32]bool{}
 	for _, v := range n.opts.Voters {
 		voter[v.ID] = true

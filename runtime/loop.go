@@ -73,10 +73,7 @@ func (n *Node) stepReceived(in broker.Input, received time.Time) {
 	now := n.now()
 	switch {
 	case n.cl != nil:
-		if !n.cl.route(now, in) {
-			n.b.Step(now, in)
-		}
-		n.cl.drain(now)
+		n.cl.step(now, in)
 	case !n.answerNoController(in):
 		n.b.Step(now, in)
 	}
@@ -239,10 +236,10 @@ func (e env) ProposeMeta(rec meta.Record, token uint64) {
 
 // SendPeer starts an inter-broker request; its PeerReply arrives as a completion (E7).
 // A request to this node itself (an AlterPartition while it leads the metadata quorum)
-// goes to its own controller without leaving the process (cluster.sendLocal).
+// goes to its own controller without leaving the process (nodehost.Host.SendLocal).
 func (e env) SendPeer(p broker.PeerRequest) {
 	if e.n.cl != nil && p.Node == e.n.opts.Config.NodeID {
-		e.n.cl.sendLocal(p)
+		e.n.cl.h.SendLocal(p)
 		return
 	}
 	e.n.peers.Send(p)

@@ -129,7 +129,7 @@ func (c *flowCollector) snapshot() flowSnapshot {
 	s := flowSnapshot{parts: n.b.PartitionStats(), groups: n.b.GroupOffsetStats(),
 		traffic: map[string]topicTraffic{}, brokers: n.b.BrokerStates(),
 		applied: n.b.MetaIndex(), repl: n.b.ReplicationStats()}
-	s.active = n.cl == nil || n.cl.ctl.Active() // a node without a quorum is its own controller
+	s.active = n.cl == nil || n.cl.h.Controller().Active() // a node without a quorum is its own controller
 	hosted := make(map[string]bool, len(s.parts))
 	s.sizes = make([]int64, len(s.parts))
 	for i, p := range s.parts {

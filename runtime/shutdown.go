@@ -6,7 +6,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core/controller"
-	"github.com/sluicemq/sluice/core/lifecycle"
 )
 
 // controlledShutdown moves the node's leaderships away before Close stops serving
@@ -29,8 +28,7 @@ func (n *Node) controlledShutdown() {
 		return
 	}
 	now := n.now()
-	n.cl.lc.Step(now, lifecycle.Shutdown{})
-	n.cl.drain(now)
+	n.cl.h.Shutdown(now)
 	n.replier.Flush(false)
 	n.syncer.kick()
 	n.stepMu.Unlock()
@@ -66,8 +64,8 @@ func (n *Node) controlledShutdown() {
 // otherBrokerLive says whether the metadata image has a registered, unfenced broker
 // other than this node. The caller holds stepMu.
 func (n *Node) otherBrokerLive() bool {
-	eligible := controller.Eligible(n.cl.ctl.Image())
-	for _, b := range n.cl.ctl.Image().Brokers() {
+	eligible := controller.Eligible(n.cl.h.Controller().Image())
+	for _, b := range n.cl.h.Controller().Image().Brokers() {
 		if b.ID != n.opts.Config.NodeID && eligible(b.ID) {
 			return true
 		}

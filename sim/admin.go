@@ -87,7 +87,8 @@ func (a *admin) createTopics() {
 	req.TimeoutMillis = int32(a.timeout())
 	for _, t := range a.topics {
 		rt := kmsg.NewCreateTopicsRequestTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Name, t.Partitions, 1
+		rt.Topic, rt.NumPartitions = t.Name, t.Partitions
+		rt.ReplicationFactor = a.w.cfg.replicationFactor()
 		names := make([]string, 0, len(t.Configs))
 		for k := range t.Configs {
 			names = append(names, k)

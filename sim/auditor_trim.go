@@ -79,7 +79,7 @@ func (a *auditor) createTrimTopic() {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = int32(a.timeout())
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = trimTopic, 1, 1
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = trimTopic, 1, a.w.cfg.replicationFactor()
 	req.Topics = append(req.Topics, rt)
 	a.send(req, a.timeout(), func(r kmsg.Response, err error) {
 		if err == nil {

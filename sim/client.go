@@ -45,6 +45,7 @@ type clientBase struct {
 	lastOK       int64 // time of the last response
 	wakeAt       int64
 	pump         func()
+	rt           *router // clustered worlds: where each request goes (route.go)
 }
 
 // call is one request waiting for its response.
@@ -61,6 +62,9 @@ func newClientBase(w *World, actor int32, name string, pump func()) clientBase {
 	cb := clientBase{w: w, actor: actor, name: name, rnd: newStream(w.cfg.Seed, name),
 		n: w.nodes[0], pump: pump}
 	cb.vers = map[int16]int16{}
+	if w.cfg.Nodes > 1 {
+		cb.rt = newRouter()
+	}
 	for _, v := range broker.SupportedVersions {
 		req := kmsg.RequestForKey(v.Key)
 		if req == nil {
@@ -84,10 +88,17 @@ func (cb *clientBase) base() *clientBase { return cb }
 // send sends req with a client-side timeout. done (nil for acks=0 produces, which get
 // no response) receives the response, or errTimeout/errConnLost: outcome unknown.
 func (cb *clientBase) send(req kmsg.Request, timeoutMs int64, done func(kmsg.Response, error)) {
-	if cb.c == nil || !cb.c.clientOpen {
+	req.SetVersion(cb.vers[req.Key()])
+	switch {
+	case cb.rt != nil:
+		to := cb.target(req)
+		cb.c = cb.connTo(to)
+		if done != nil {
+			done = cb.routed(req, to, done)
+		}
+	case cb.c == nil || !cb.c.clientOpen:
 		cb.c = cb.w.dial(cb, cb.n)
 	}
-	req.SetVersion(cb.vers[req.Key()])
 	cb.nextCorr++
 	cl := &call{corr: cb.nextCorr, c: cb.c, sent: cb.w.now, key: req.Key(), done: done}
 	if cb.w.logging() {
@@ -142,6 +153,9 @@ func (cb *clientBase) response(c *conn, corr uint64, resp kmsg.Response) {
 func (cb *clientBase) connLost(c *conn) {
 	if cb.w.logging() {
 		cb.w.logf(cb.name, "connection %d lost", c.id)
+	}
+	if cb.rt != nil {
+		cb.rt.lostConn(c, len(cb.w.nodes))
 	}
 	if cb.c == c {
 		cb.c = nil

@@ -43,7 +43,7 @@ func (n *node) armCrash() {
 // dropped and the machine crashes, otherwise they run in order.
 func (n *node) stepArmed(in broker.Input) {
 	n.held = []func(){}
-	n.b.Step(n.brokerNow(), in)
+	n.stepActors(in)
 	n.noteDeletions(in)
 	held := n.held
 	n.held = nil

@@ -180,7 +180,8 @@ func (d *deleter) createTopic() {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = int32(d.timeout())
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = d.topic.Name, d.wantParts(), 1
+	rt.Topic, rt.NumPartitions = d.topic.Name, d.wantParts()
+	rt.ReplicationFactor = d.w.cfg.replicationFactor()
 	names := make([]string, 0, len(d.topic.Configs))
 	for k := range d.topic.Configs {
 		names = append(names, k)

@@ -19,6 +19,7 @@ type finalReader struct {
 	step     int // 0: metadata, 1: earliest, 2: latest, 3: fetching, 4: done
 	inFlight bool
 	advanced int64 // virtual time its read position last moved
+	relearn  bool  // clustered: a request failed; ask where the leaders are first
 }
 
 type fPart struct {
@@ -50,7 +51,24 @@ func (f *finalReader) stillReading(now, window int64) bool {
 
 func (f *finalReader) retry() {
 	f.inFlight = false
+	f.relearn = f.rt != nil && f.step > 0
 	f.wakeIn(100 * ms)
+}
+
+// refresh asks for metadata again (clustered: a leader moved or is unknown), keeping
+// the partitions and the step; the answer updates the router.
+func (f *finalReader) refresh() {
+	var names []string
+	for _, t := range f.w.cfg.Topics {
+		names = append(names, t.Name)
+	}
+	f.requestMetadata(names, 5000, func(_ map[string]int32, err error) {
+		f.inFlight = false
+		if err == nil {
+			f.relearn = false
+		}
+		f.wakeIn(0)
+	})
 }
 
 func (f *finalReader) pump() {
@@ -58,6 +76,10 @@ func (f *finalReader) pump() {
 		return
 	}
 	f.inFlight = true
+	if f.relearn {
+		f.refresh()
+		return
+	}
 	switch f.step {
 	case 0:
 		f.metadata()
@@ -102,9 +124,50 @@ func (f *finalReader) advance() {
 }
 
 func (f *finalReader) list(ts int64) {
+	if f.rt != nil {
+		f.listEach(ts)
+		return
+	}
+	f.listParts(ts, f.parts, f.advance)
+}
+
+// listEach lists each partition in a request of its own (clustered: each goes to its
+// leader), advancing once every one answered, retrying the whole step otherwise.
+func (f *finalReader) listEach(ts int64) {
+	left, failed := len(f.parts), false
+	for _, p := range f.parts {
+		f.listParts(ts, []*fPart{p}, func() {
+			left--
+			switch {
+			case left > 0:
+			case failed:
+				f.retry()
+			default:
+				f.advance()
+			}
+		}, func() {
+			left--
+			failed = true
+			if left == 0 {
+				f.retry()
+			}
+		})
+	}
+	if len(f.parts) == 0 {
+		f.advance()
+	}
+}
+
+// listParts lists parts in one request; ok runs when every one answered, else fail
+// (by default retry).
+func (f *finalReader) listParts(ts int64, parts []*fPart, ok func(), fail ...func()) {
+	retry := f.retry
+	if len(fail) > 0 {
+		retry = fail[0]
+	}
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
-	for _, p := range f.parts {
+	for _, p := range parts {
 		rt := kmsg.NewListOffsetsRequestTopic()
 		rt.Topic = p.tp.Topic
 		rp := kmsg.NewListOffsetsRequestTopicPartition()
@@ -115,7 +178,7 @@ func (f *finalReader) list(ts int64) {
 	call := f.w.now
 	f.send(req, 5000, func(r kmsg.Response, err error) {
 		if err != nil {
-			f.retry()
+			retry()
 			return
 		}
 		for _, t := range r.(*kmsg.ListOffsetsResponse).Topics {
@@ -123,7 +186,7 @@ func (f *finalReader) list(ts int64) {
 				p := f.find(t.Topic, rp.Partition)
 				if p == nil || rp.ErrorCode != 0 {
 					f.code("final-list-offsets", rp.ErrorCode)
-					f.retry()
+					retry()
 					return
 				}
 				if ts == -2 {
@@ -137,7 +200,7 @@ func (f *finalReader) list(ts int64) {
 				}
 			}
 		}
-		f.advance()
+		ok()
 	})
 }
 
@@ -186,6 +249,11 @@ func (f *finalReader) fetchNext() {
 	if p == nil {
 		f.step = 4
 		f.inFlight = false
+		if f.w.clustered() {
+			f.w.finalRead = true
+			f.w.awaitReplication()
+			return
+		}
 		f.w.finish()
 		return
 	}

@@ -186,6 +186,11 @@ func (m *metaLog) commitRecord(rec meta.Record) (uint64, bool) {
 	}
 	m.recs = append(m.recs, rec)
 	if m.multi() {
+		if rec.Kind == meta.KindPartitionChange {
+			// acks=1 promises nothing across a leader change (the new leader may lack
+			// what the old one acknowledged alone), as across a power loss.
+			m.w.hist.Crashes = append(m.w.hist.Crashes, linearizabilityCrash(-1, m.w.now))
+		}
 		m.spread()
 		return idx, true
 	}

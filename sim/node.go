@@ -12,6 +12,7 @@ import (
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/core/meta"
+	"github.com/sluicemq/sluice/core/nodehost"
 	"github.com/sluicemq/sluice/core/replica"
 	"github.com/sluicemq/sluice/disk"
 	"github.com/sluicemq/sluice/linearizability"
@@ -36,7 +37,8 @@ type node struct {
 	lg    *zap.Logger
 
 	b      *broker.Broker
-	gen    uint64 // incarnation: effects of an older one are dropped
+	host   *nodehost.Host // the controller and lifecycle beside b (clustered worlds)
+	gen    uint64         // incarnation: effects of an older one are dropped
 	up     bool
 	skewNs int64
 	nextID uint64 // request ids, unique per node
@@ -123,7 +125,16 @@ func (n *node) boot() {
 	if n.w.cov != nil {
 		opts = append(opts, broker.WithProbes(n.w.cov.Probes))
 	}
-	n.b = broker.New(cfg, nodeEnv{n: n, gen: n.gen}, n.rnd, opts...)
+	env := nodeEnv{n: n, gen: n.gen}
+	n.host = nil
+	if n.w.clustered() {
+		n.host = n.newHost(env)
+		opts = append(opts, broker.WithController(n.host.Port()))
+	}
+	n.b = broker.New(cfg, env, n.rnd, opts...)
+	if n.host != nil {
+		n.host.SetBroker(n.b)
+	}
 	st, err := n.w.meta.start(n)
 	if err != nil {
 		n.w.fail("world", "node %d: metadata log unreadable: %v", n.id, err)
@@ -156,7 +167,7 @@ func (n *node) step(in broker.Input) {
 	if n.armed {
 		n.stepArmed(in) // crashstep.go: the step's effects wait for its disk operations
 	} else {
-		n.b.Step(n.brokerNow(), in)
+		n.stepActors(in)
 		n.noteDeletions(in)
 	}
 	n.stepping = false
@@ -222,7 +233,7 @@ func (n *node) restartProcess() {
 func (n *node) stop(why string) {
 	n.lg.Info("node stopping", zap.String("why", why))
 	n.w.tlNodeDown(n, why)
-	n.up, n.paused, n.pending, n.b = false, false, nil, nil
+	n.up, n.paused, n.pending, n.b, n.host = false, false, nil, nil, nil
 	n.hadDiskErr = false
 	n.disarm()
 	n.w.meta.nodeStopped(n)
@@ -476,6 +487,21 @@ func (e nodeEnv) ProposeMeta(rec meta.Record, token uint64) {
 // SendPeer carries an inter-broker request over the simulated network (peers.go, E7).
 func (e nodeEnv) SendPeer(p broker.PeerRequest) {
 	if e.hold(func() { e.SendPeer(p) }) {
+		return
+	}
+	if !e.live() {
+		return
+	}
+	if e.n.host != nil && p.Node == e.n.id+1 {
+		e.n.host.SendLocal(p) // an AlterPartition to this node's own controller
+		return
+	}
+	e.n.w.sendPeer(e.n, e.gen, p)
+}
+
+// sendRemote is SendPeer for the controller's and lifecycle's RPCs to another node.
+func (e nodeEnv) sendRemote(p broker.PeerRequest) {
+	if e.hold(func() { e.sendRemote(p) }) {
 		return
 	}
 	if e.live() {

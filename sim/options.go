@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/core/controller"
 )
 
 // Spell describes one intermittent fault: it starts on average every EveryMs of virtual
@@ -462,6 +463,8 @@ var SettingHelp = []string{
 	"audit=on|off                   the auditor: every other API, stale and hostile forms",
 	"codec=on|off                   pass messages through the wire codec",
 	"heal.ms=N                      liveness budget after faults stop",
+	"nodes=N                        cluster nodes (1..9; more than one: replicated,",
+	"                                     controller and lifecycle on each node)",
 	"io.mean.us=N io.floor.us=N     event-loop I/O latency per step / per operation",
 	"                                     (io.mean.us=0: none)",
 }
@@ -471,6 +474,14 @@ var SettingHelp = []string{
 func (c *Config) Set(name, value string) error {
 	if ok, err := c.setSim(name, value); ok {
 		return err
+	}
+	if isControllerSetting(name) {
+		probe := controller.DefaultConfig()
+		if _, err := probe.Set(name, value); err != nil {
+			return fmt.Errorf("--set %s: %w", name, err)
+		}
+		c.Broker[name] = value
+		return nil
 	}
 	probe := broker.DefaultConfig()
 	if err := probe.Set(name, value); err != nil {
@@ -596,6 +607,13 @@ func (c *Config) setSim(name, value string) (bool, error) {
 		return true, err
 	case name == "heal.ms":
 		return true, setInt64(&c.HealMs, value)
+	case name == "nodes":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 1 || n > maxPeerNodes {
+			return true, fmt.Errorf("nodes: want 1..%d, got %q", maxPeerNodes, value)
+		}
+		c.Nodes = n
+		return true, nil
 	case name == "io.mean.us":
 		return true, setInt64(&c.Timing.IOMeanUs, value)
 	case name == "io.floor.us":

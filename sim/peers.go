@@ -36,6 +36,7 @@ func (w *World) link(n *node, to int32) *peerLink {
 	l.clientBase = newClientBase(w, peerActor(n.id, to),
 		fmt.Sprintf("node%d->node%d", n.id, to), func() {})
 	l.clientBase.n = w.nodes[to]
+	l.clientBase.rt = nil // a link goes to its one peer
 	for _, v := range broker.SupportedVersions {
 		if req := kmsg.RequestForKey(v.Key); req != nil {
 			l.vers[v.Key] = min(v.Max, req.MaxVersion())

@@ -63,6 +63,9 @@ type pBatch struct {
 func newProducer(w *World, actor int32, num int, spec ProducerSpec) *producer {
 	p := &producer{spec: spec, num: num, pid: -1}
 	p.clientBase = newClientBase(w, actor, fmt.Sprintf("producer%d", num), p.pump)
+	if p.rt != nil {
+		p.rt.stale = &p.meta
+	}
 	return p
 }
 
@@ -228,10 +231,11 @@ func (p *producer) sendOne() bool {
 	var sent []*pBatch
 	var parts []*pPart
 	start := p.rnd.Intn(len(p.parts))
+	lead := int32(-2) // clustered: the leader of the request's first partition
 	for i := 0; i < len(p.parts) && len(sent) < p.spec.PartsPerReq; i++ {
 		pp := p.parts[(start+i)%len(p.parts)]
 		b := p.sendable(pp)
-		if b == nil {
+		if b == nil || !p.sameAs(&lead, pp.tp) {
 			continue
 		}
 		rp := kmsg.NewProduceRequestTopicPartition()
@@ -366,7 +370,7 @@ func (p *producer) outcome(pp *pPart, b *pBatch, op int, code int16, offset int6
 		p.remove(pp, b)
 		return false
 	case code == -1 || retriable(code) || p.gapBehind(pp, b, code):
-		b.unknown = b.unknown || code == -1 || !definiteFailure(code)
+		b.unknown = b.unknown || code == -1 || !p.definite(code)
 		if !p.spec.Idempotent {
 			p.settleAttempt(op, code)
 		}
@@ -393,7 +397,7 @@ func (p *producer) seqRefused(op int, code int16) {
 
 // settleAttempt records how a failed attempt of a non-idempotent batch ended.
 func (p *producer) settleAttempt(op int, code int16) {
-	if code != -1 && definiteFailure(code) {
+	if code != -1 && p.definite(code) {
 		p.w.resolve(op, linearizability.Failed, -1, code)
 		return
 	}
@@ -470,6 +474,18 @@ func retriable(code int16) bool {
 		return true
 	}
 	return false
+}
+
+// definite is definiteFailure for this producer's world: in a cluster a leader that
+// appended a batch and lost its leadership while the batch waited for its followers
+// answers NOT_LEADER_OR_FOLLOWER, as Kafka's does, and the batch may still commit
+// under the next leader (a non-idempotent retry may then duplicate it, which Kafka
+// allows).
+func (p *producer) definite(code int16) bool {
+	if code == kerr.NotLeaderForPartition.Code && p.rt != nil {
+		return false
+	}
+	return definiteFailure(code)
 }
 
 // definiteFailure: the error guarantees nothing was written.

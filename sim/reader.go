@@ -26,6 +26,7 @@ type reader struct {
 	draining bool
 	healedOK bool // a fetch succeeded after the heal
 	sess     readerSession
+	rot      int // clustered: the partition the next fetch starts from
 }
 
 type rPart struct {
@@ -39,6 +40,9 @@ type rPart struct {
 func newReader(w *World, actor int32, num int, spec ReaderSpec) *reader {
 	r := &reader{spec: spec, num: num}
 	r.clientBase = newClientBase(w, actor, fmt.Sprintf("reader%d", num), r.pump)
+	if r.rt != nil {
+		r.rt.stale = &r.meta
+	}
 	return r
 }
 
@@ -102,7 +106,15 @@ func (r *reader) fetch() {
 	req.SessionID, req.SessionEpoch = 0, -1
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = r.spec.Topic
-	for _, p := range r.parts {
+	lead := int32(-2)
+	if r.rt != nil {
+		r.rot++ // one leader's partitions per fetch: start from each in turn
+	}
+	for k := range r.parts {
+		p := r.parts[(k+r.rot)%len(r.parts)]
+		if !r.sameAs(&lead, p.tp) {
+			continue
+		}
 		if r.rnd.Chance(r.spec.SeekChance) && p.hwm > p.start {
 			p.pos = r.rnd.Between(p.start, p.hwm)
 		}
@@ -298,7 +310,11 @@ func (r *reader) listOffsets(parts []*rPart, ts int64) {
 	req.ReplicaID = -1
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = r.spec.Topic
+	lead := int32(-2)
 	for _, p := range parts {
+		if !r.sameAs(&lead, p.tp) {
+			continue
+		}
 		rp := kmsg.NewListOffsetsRequestTopicPartition()
 		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p.tp.Partition, ts, -1
 		rt.Partitions = append(rt.Partitions, rp)

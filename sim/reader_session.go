@@ -28,7 +28,7 @@ type readerSession struct {
 // sessions says whether the reader fetches through a session: sessions came with
 // Fetch v7, and a client of an older version fetches in full.
 func (r *reader) sessions() bool {
-	return r.spec.Sessions && r.vers[int16(kmsg.Fetch)] >= 7
+	return r.spec.Sessions && r.vers[int16(kmsg.Fetch)] >= 7 && r.rt == nil
 }
 
 // sessionFields fills req's session fields and the partitions it must carry.

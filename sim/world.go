@@ -81,6 +81,7 @@ type World struct {
 	healAt int64
 	// finalExtensions counts the extra time given to a final read still advancing.
 	finalExtensions int
+	finalRead       bool // clustered: the final read is done; the run awaits replication
 	stopped         bool
 	failures        []Failure
 	pendingAtFail   []string // the brokers' pending work at the first failure (pending.go)
@@ -145,6 +146,7 @@ func New(cfg Config, opts Options) (*World, error) {
 	}
 	if cfg.Nodes > 1 {
 		w.meta.scheduleMoves() // leadership of the metadata quorum moves under load
+		w.cfg = clusterClients(w.cfg)
 	}
 	w.buildClients()
 	return w, nil
@@ -153,13 +155,22 @@ func New(cfg Config, opts Options) (*World, error) {
 // brokerConfig applies the run's broker settings, in name order, to the defaults.
 func brokerConfig(cfg Config) (broker.Config, error) {
 	bc := broker.DefaultConfig()
-	names := make([]string, 0, len(cfg.Broker))
-	for n := range cfg.Broker {
-		names = append(names, n)
+	settings := map[string]string{}
+	if cfg.Nodes > 1 {
+		settings = clusterDefaults(cfg)
+	}
+	for n, v := range cfg.Broker {
+		settings[n] = v
+	}
+	names := make([]string, 0, len(settings))
+	for n := range settings {
+		if !isControllerSetting(n) {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if err := bc.Set(n, cfg.Broker[n]); err != nil {
+		if err := bc.Set(n, settings[n]); err != nil {
 			return bc, fmt.Errorf("broker setting: %w", err)
 		}
 	}
@@ -263,6 +274,15 @@ func (w *World) timeUp() {
 		w.after(half, KindPhase, -1, uint64(phaseDone), 0, w.timeUp)
 		return
 	}
+	if w.phase != phaseDone && w.finalRead {
+		if gaps := w.replicationGaps(); len(gaps) > 0 {
+			w.fail("liveness", "replication-not-healed %dms after the faults stopped: %d "+
+				"partitions not fully replicated, e.g. %s", (w.now-w.healAt)/ms, len(gaps),
+				gaps[0])
+		}
+		w.finish()
+		return
+	}
 	if w.phase != phaseDone {
 		w.fail("liveness", "the final read did not finish within %dms after the faults "+
 			"stopped (%s; %d extensions)", (w.now-w.healAt)/ms, w.final.progress(),
@@ -282,6 +302,9 @@ func (w *World) check() *linearizability.Report {
 		w.hist.Finals = w.final.finals()
 	}
 	w.recordRetention()
+	if w.clustered() && w.finalRead {
+		w.checkReplicas()
+	}
 	rep := linearizability.Check(&w.hist, linearizability.Options{Timeout: w.opts.CheckTimeout,
 		RetryTimeout: w.opts.CheckRetryTimeout})
 	for _, a := range rep.Anomalies {

@@ -389,7 +389,7 @@ func (rm *replicaManager) startRequest(link *leaderLink, kind requestKind,
 		TimeoutMs: rm.cfg.Fetcher.timeoutMs()})
 }
 
-// fetcherIDLimit: the node's tokens stay below the bits runtime/cluster.go adds to the
+// fetcherIDLimit: the node's tokens stay below the bits core/nodehost adds to the
 // ids of the controller and lifecycle actors sharing the driver (1<<61, 1<<62), so a
 // PeerReply for the fetcher is never taken for theirs.
 const fetcherIDLimit = 1 << 60
