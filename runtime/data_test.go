@@ -204,7 +204,9 @@ func TestNodeIdempotentProducerSurvivesRestart(t *testing.T) {
 	addr := n.Addr()
 	cl := newClient(t, n, kgo.ProducerLinger(time.Millisecond))
 	createTopic(t, cl, "idem2", 2)
-	const total, keys = 50_000, 20
+	// Enough that the producer cannot finish while Close runs: with 50,000 it once
+	// did, under load (all acknowledged before the node stopped).
+	const total, keys = 200_000, 20
 	produced := make(chan error, 1)
 	var acked atomic.Int64
 	go func() {
