@@ -73,8 +73,9 @@ func TestQuorumOfOneServesAndRemembersTopics(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, td["q"].Partitions, 2, "the topic came back from the raft log")
 	// The restarted broker leads again once unfenced, in a new leader epoch
-	// (docs/replication.md, "Restarts"): until then LEADER_NOT_AVAILABLE, which a
-	// client retries.
+	// (docs/replication.md, "Restarts"): its controller accepts the new incarnation once
+	// the old one's session (broker.session.timeout.ms) expired, and until then clients
+	// get NOT_LEADER_OR_FOLLOWER or LEADER_NOT_AVAILABLE, which they retry.
 	waitUnfenced(t, n)
 	var total int64
 	require.Eventually(t, func() bool {

@@ -31,10 +31,6 @@ type Controller struct {
 	active   bool
 	epoch    uint64 // the quorum leader epoch last announced
 	contacts Contacts
-	// heard holds the brokers this activation heard from (a registration, a valid
-	// heartbeat, a controlled shutdown): contacts' clock at activation is a grace for
-	// fencing, not proof that a process lives (DecideRegister gets only these).
-	heard map[int32]bool
 	// progress is what each broker's last valid heartbeat said it applied, and when
 	// (DescribeQuorum's log end offsets); volatile, like contacts.
 	progress map[int32]Progress
@@ -81,7 +77,6 @@ func New(cfg Config, env Env, rnd core.Rand) *Controller {
 	return &Controller{cfg: cfg, env: env, rnd: rnd, lg: env.Logger().Named("controller"),
 		image: meta.NewImage(), registeredAt: map[int32]uint64{},
 		notApplied: map[uint64]error{}, contacts: Contacts{}, progress: map[int32]Progress{},
-		heard:   map[int32]bool{},
 		pending: map[uint64]*Pending{},
 		busy:    map[Key]int{}, timers: map[uint64]timerKind{},
 		shutdowns: map[int32][]shutdownWait{}, elections: map[uint64]*election{},
@@ -178,7 +173,7 @@ func (c *Controller) leaderChanged(in LeaderChanged) {
 // registered broker gets a full session from now to reach this controller.
 func (c *Controller) activate() {
 	c.active, c.dirty = true, true
-	c.contacts, c.progress, c.heard = Contacts{}, map[int32]Progress{}, map[int32]bool{}
+	c.contacts, c.progress = Contacts{}, map[int32]Progress{}
 	for _, b := range c.image.Brokers() {
 		c.contacts[b.ID] = c.now
 	}

@@ -31,10 +31,7 @@ type Registration struct {
 //   - a new incarnation of a node id whose registered incarnation was heard from within
 //     the session timeout is refused with DUPLICATE_BROKER_REGISTRATION: two live
 //     processes claim the id (a stopped process stops heartbeating, so its restart is
-//     accepted at most a session timeout later; Kafka does the same). contacts holds
-//     only what the active controller heard itself: after a failover, the grace every
-//     broker gets against fencing proves no process alive, so a restart that reaches a
-//     new controller first (a quorum of one restarting) is accepted at once. A broker in
+//     accepted at most a session timeout later; Kafka does the same). A broker in
 //     controlled shutdown announced its exit: its restart is accepted at once;
 //   - otherwise a BrokerRegistered record with broker epoch epoch (greater than every
 //     registration's, committed or in flight) is proposed; the broker starts fenced.

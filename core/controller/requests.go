@@ -77,19 +77,10 @@ func notController(m Message) Response {
 	}
 }
 
-// heardFrom returns the contacts of the brokers this activation heard from.
-func (c *Controller) heardFrom() Contacts {
-	out := Contacts{}
-	for id := range c.heard {
-		out[id] = c.contacts[id]
-	}
-	return out
-}
-
 func (c *Controller) register(id uint64, m RegisterBroker) {
 	epoch := max(c.epochNext, c.image.MaxBrokerEpoch()) + 1
-	d := DecideRegister(c.image, c.cfg.ClusterID, c.heardFrom(), c.now,
-		c.cfg.SessionTimeoutMs, epoch, m)
+	d := DecideRegister(c.image, c.cfg.ClusterID, c.contacts, c.now, c.cfg.SessionTimeoutMs,
+		epoch, m)
 	if !d.Propose {
 		if d.Answer.Err != 0 {
 			c.lg.Warn("broker registration refused", zap.Int32("broker", m.NodeID),
@@ -98,7 +89,7 @@ func (c *Controller) register(id uint64, m RegisterBroker) {
 		c.env.Answer(id, d.Answer)
 		return
 	}
-	c.contacts[m.NodeID], c.heard[m.NodeID] = c.now, true
+	c.contacts[m.NodeID] = c.now
 	c.epochNext = epoch
 	c.propose(Pending{Op: OpRegister, Key: brokerKey(m.NodeID), Record: d.Record, Request: id})
 }
@@ -106,7 +97,7 @@ func (c *Controller) register(id uint64, m RegisterBroker) {
 func (c *Controller) heartbeat(id uint64, m Heartbeat) {
 	d := DecideHeartbeat(c.image, c.registeredAt[m.NodeID], m)
 	if d.Valid {
-		c.contacts[m.NodeID], c.heard[m.NodeID] = c.now, true
+		c.contacts[m.NodeID] = c.now
 		c.progress[m.NodeID] = Progress{Index: m.MetadataIndex, At: c.now}
 	}
 	if d.Propose && !c.isBusy(brokerKey(m.NodeID)) {
@@ -138,7 +129,7 @@ func (c *Controller) controlledShutdown(id uint64, m ControlledShutdown) {
 		c.env.Answer(id, ControlledShutdownResponse{Err: code})
 		return
 	}
-	c.contacts[m.NodeID], c.heard[m.NodeID] = c.now, true
+	c.contacts[m.NodeID] = c.now
 	c.park(id)
 	c.shutdowns[m.NodeID] = append(c.shutdowns[m.NodeID], shutdownWait{req: id,
 		epoch: m.BrokerEpoch})

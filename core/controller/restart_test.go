@@ -47,29 +47,3 @@ func TestARestartedBrokerIsUnfencedOnlyOnceLeadershipMoved(t *testing.T) {
 	b, _ = h.image.Broker(1)
 	require.Equal(t, meta.BrokerUnfenced, b.State, "moved off: unfenced by its heartbeat")
 }
-
-// A controller that just took over heard from no broker yet: the session it grants each
-// against fencing is no proof that the old process lives, so a restart reaching it
-// first (a quorum of one restarting) registers at once, fenced, and is unfenced once
-// leadership moved; a broker it heard from still holds its id.
-func TestANewControllerAcceptsARestartItDidNotHearTheOldProcessOf(t *testing.T) {
-	h := newHarness(t, testConfig(), 1)
-	h.settle()
-	h.cluster(3, 0)
-	require.Zero(t, h.createTopic("t", 3, 3).Err)
-	h.epoch++
-	h.c.Step(h.now, LeaderChanged{Leader: 9, Epoch: h.epoch})
-	h.lead()
-	h.settle()
-	epoch := h.register(1, 2, "") // refused (DUPLICATE_BROKER_REGISTRATION) before
-	for p := range int32(3) {
-		require.NotEqual(t, int32(1), h.state("t", p).Leader)
-	}
-	h.beat(1, epoch)
-	b, _ := h.image.Broker(1)
-	require.Equal(t, meta.BrokerUnfenced, b.State)
-	b2, _ := h.image.Broker(2)
-	h.beat(2, b2.Epoch)
-	id := h.ask(RegisterBroker{NodeID: 2, Incarnation: [16]byte{2}, ClusterID: "c"})
-	require.Equal(t, codeDuplicateRegistration, h.answer(id).ErrCode())
-}
