@@ -218,6 +218,7 @@ func (rm *replicaManager) checkRole(tp core.TopicPartition, rep *replica.Replica
 	core.Invariant(s.Leader == rm.cfg.NodeID && rep.LeaderEpoch() == s.LeaderEpoch, "B12",
 		"%s leads in epoch %d; the image says leader %d epoch %d", tp, rep.LeaderEpoch(),
 		s.Leader, s.LeaderEpoch)
+	core.Invariant(rm.mayLead(), "B12", "%s leads before this incarnation is unfenced", tp)
 }
 
 // resetHeld starts tp's record of what its followers reported (B13) afresh, as a new
