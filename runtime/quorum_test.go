@@ -72,10 +72,21 @@ func TestQuorumOfOneServesAndRemembersTopics(t *testing.T) {
 	td, err := adm.ListTopics(testCtx(t, 10*time.Second), "q")
 	require.NoError(t, err)
 	require.Len(t, td["q"].Partitions, 2, "the topic came back from the raft log")
-	ends, err := adm.ListEndOffsets(testCtx(t, 10*time.Second), "q")
-	require.NoError(t, err)
-	total := int64(0)
-	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	// The restarted broker leads again once unfenced, in a new leader epoch
+	// (docs/replication.md, "Restarts"): its controller accepts the new incarnation once
+	// the old one's session (broker.session.timeout.ms) expired, and until then clients
+	// get NOT_LEADER_OR_FOLLOWER or LEADER_NOT_AVAILABLE, which they retry.
+	waitUnfenced(t, n)
+	var total int64
+	require.Eventually(t, func() bool {
+		ends, err := adm.ListEndOffsets(testCtx(t, 10*time.Second), "q")
+		if err != nil {
+			return false
+		}
+		total = 0
+		ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+		return true
+	}, 20*time.Second, 20*time.Millisecond, "the partitions are led again")
 	require.EqualValues(t, 3, total, "and its records")
 }
 

@@ -83,7 +83,11 @@ func (b *Broker) apply(rec meta.Record) error {
 	case meta.KindClientQuotaAltered:
 		// Image only: produce and fetch read the quotas from it (quotas.go).
 	case meta.KindClusterCreated, meta.KindBrokerRegistered, meta.KindBrokerChange:
-		// Image only: the controller (core/controller) and the lifecycle act on these.
+		// The controller (core/controller) and the lifecycle act on these; this node
+		// starts leading once its own incarnation is unfenced (membership.go).
+		if b.opens.live {
+			b.checkUnfenced()
+		}
 	default:
 		core.Invariant(false, "B4", "apply: unhandled record kind %v", rec.Kind)
 	}

@@ -99,6 +99,7 @@ func (b *Broker) start(in Start) {
 	b.metaPort.leader, b.leader = -1, -1
 	b.replayLog(append(append([]meta.Record(nil), in.Snapshot...), in.Records...))
 	b.opens.live = true
+	b.checkUnfenced()
 	b.applyRoles()
 	b.armRetention()
 	b.replicaManager.armCleaner()

@@ -213,6 +213,9 @@ type harness struct {
 	onApplied func(idx uint64, rec meta.Record)
 	extra     func() int
 	leader    int32
+	// incarnation, when set, makes the broker a cluster member registering it
+	// (SetMember, membership.go) at its next boot.
+	incarnation *[16]byte
 }
 
 // newHarness starts a broker with DefaultConfig changed by opts.
@@ -230,6 +233,9 @@ func newHarness(t *testing.T, opts ...func(*Config)) *harness {
 func (h *harness) boot() {
 	h.b = New(h.cfg, h.env, rand.New(rand.NewSource(h.seed)), h.brokerOpts...)
 	h.seed++
+	if h.incarnation != nil {
+		h.b.SetMember(*h.incarnation)
+	}
 	h.step(Start{Records: slices.Clone(h.env.committed)})
 	leader := h.cfg.NodeID
 	if h.leader != 0 {

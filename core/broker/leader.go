@@ -51,7 +51,7 @@ func (rm *replicaManager) checkLeader(tp core.TopicPartition, current int32) int
 	if code := checkLeaderEpoch(current, s.LeaderEpoch); code != 0 {
 		return code
 	}
-	if s.Leader != rm.cfg.NodeID && !mutantOn("follower-serves-clients") {
+	if (s.Leader != rm.cfg.NodeID || !rm.mayLead()) && !mutantOn("follower-serves-clients") {
 		rm.hit(pNotLeader)
 		return kerr.NotLeaderForPartition.Code
 	}

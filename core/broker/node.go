@@ -45,6 +45,8 @@ type node struct {
 	// (controller_port.go); nil on a node that is its own quorum, which proposes its
 	// own records as before.
 	ctlPort ControllerPort
+	// membership gates leadership on this incarnation being unfenced (membership.go).
+	membership membership
 
 	nextToken uint64           // every timer, sync and proposal id (token)
 	replStats ReplicationStats // counted by the front as records apply (stats.go)

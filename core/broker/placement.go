@@ -102,6 +102,10 @@ func (rm *replicaManager) applyRole(tp core.TopicPartition) {
 	rm.roles[tp] = partitionRole{leader: s.Leader, leaderEpoch: s.LeaderEpoch}
 	defer rm.checkRole(tp, rep, s)
 	defer rm.offsetsRole(tp, rep, s)
+	if s.Leader == rm.cfg.NodeID && !rm.mayLead() {
+		rm.awaitUnfenced(tp, rep, s)
+		return
+	}
 	if s.Leader == rm.cfg.NodeID {
 		rm.lead(tp, rep, s, changed)
 		return
@@ -117,6 +121,18 @@ func (rm *replicaManager) applyRole(tp core.TopicPartition) {
 		return
 	}
 	rm.follow(tp, s.Leader, s.LeaderEpoch)
+}
+
+// awaitUnfenced keeps rep a follower of no one while the image names this node its
+// leader but this incarnation is not unfenced yet (membership.go). Its role is left
+// unrecorded, so that the gate's opening applies it as a new one.
+func (rm *replicaManager) awaitUnfenced(tp core.TopicPartition, rep *replica.Replica,
+	s meta.PartitionState) {
+	delete(rm.roles, tp)
+	if !rep.Follower() {
+		rm.follower(tp, rep, s.LeaderEpoch)
+	}
+	rm.unfollow(tp)
 }
 
 // lead makes rep the leader of tp in s's epoch (newEpoch: the leader or its epoch just
@@ -202,6 +218,7 @@ func (rm *replicaManager) checkRole(tp core.TopicPartition, rep *replica.Replica
 	core.Invariant(s.Leader == rm.cfg.NodeID && rep.LeaderEpoch() == s.LeaderEpoch, "B12",
 		"%s leads in epoch %d; the image says leader %d epoch %d", tp, rep.LeaderEpoch(),
 		s.Leader, s.LeaderEpoch)
+	core.Invariant(rm.mayLead(), "B12", "%s leads before this incarnation is unfenced", tp)
 }
 
 // resetHeld starts tp's record of what its followers reported (B13) afresh, as a new

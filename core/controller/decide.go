@@ -94,6 +94,12 @@ func ShutdownDone(im *meta.Image, id int32) bool {
 	return true
 }
 
+// Moved says whether a fenced broker is off every partition it can leave: it leads none,
+// and it stays in an ISR only where no eligible member could replace it (there it is
+// the partition's way back to a clean leader, elected in a new epoch when it is
+// unfenced). Repair makes it so; ShutdownDone asks the same of a broker shutting down.
+func Moved(im *meta.Image, id int32) bool { return ShutdownDone(im, id) }
+
 // bump sets next's epochs from s: the partition epoch one more, the leader epoch one
 // more when the leader changed.
 func bump(s, next meta.PartitionState) meta.PartitionState {

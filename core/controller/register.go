@@ -76,7 +76,11 @@ type Beat struct {
 // DecideHeartbeat decides a heartbeat: from an unregistered node it is refused
 // (BROKER_ID_NOT_REGISTERED), from an older registration STALE_BROKER_EPOCH; otherwise
 // it counts as contact, and a fenced broker that has applied the metadata log up to its
-// own registration (registeredAt) and does not want to stay fenced is unfenced.
+// own registration (registeredAt) and does not want to stay fenced is unfenced, once
+// leadership and ISR places have moved off it (Moved). A restart registers a new
+// incarnation fenced: the partitions it led get another leader, or none when it was
+// their last ISR member, in a new leader epoch before it may lead again, since its
+// log may have lost a tail its followers hold (docs/replication.md, "Restarts").
 func DecideHeartbeat(im *meta.Image, registeredAt uint64, req Heartbeat) Beat {
 	b, ok := im.Broker(req.NodeID)
 	if !ok {
@@ -87,7 +91,8 @@ func DecideHeartbeat(im *meta.Image, registeredAt uint64, req Heartbeat) Beat {
 	}
 	out := Beat{Valid: true, Answer: HeartbeatResponse{Fenced: b.State != meta.BrokerUnfenced,
 		ShuttingDown: b.State == meta.BrokerShuttingDown}}
-	if b.State == meta.BrokerFenced && !req.WantFence && req.MetadataIndex >= registeredAt {
+	if b.State == meta.BrokerFenced && !req.WantFence && req.MetadataIndex >= registeredAt &&
+		(Moved(im, b.ID) || mutantOn("reregister-keeps-leadership")) {
 		out.Propose = true
 		out.Record = meta.Record{Kind: meta.KindBrokerChange, NodeID: b.ID,
 			BrokerEpoch: b.Epoch, BrokerState: meta.BrokerUnfenced}

@@ -74,6 +74,12 @@ var Catalogue = []Mutant{
 	{"broker/hwm-ignores-pending-isr", "core/broker", "replication",
 		"while an ISR expansion is pending the high-water mark ignores the follower being " +
 			"added (Kafka's maximal ISR)", "./core/broker/"},
+	{"broker/leads-while-fenced", "core/broker", "replication",
+		"a restarted cluster member leads the partitions its image names before the " +
+			"controller unfenced this incarnation", "./core/broker/"},
+	{"controller/reregister-keeps-leadership", "core/controller", "replication",
+		"a restarted broker is unfenced before leadership and ISR places moved off it",
+		"./core/controller/"},
 	{"broker/offset-commit-before-isr", "core/broker", "replication",
 		"an offset commit (and a group record) is answered once the coordinator's own log " +
 			"has it durably, before the ISR holds it", "./core/broker/"},

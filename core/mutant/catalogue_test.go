@@ -16,8 +16,8 @@ import (
 // `make mutants`.
 func TestCatalogueMatchesHooks(t *testing.T) {
 	hooks := map[string]bool{}
-	for _, dir := range []string{"core/batch", "core/broker", "core/group", "core/replica",
-		"disk"} {
+	for _, dir := range []string{"core/batch", "core/broker", "core/controller", "core/group",
+		"core/replica", "disk"} {
 		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*.go"))
 		require.NoError(t, err)
 		pkg := filepath.Base(dir)

@@ -82,6 +82,7 @@ type localMsg struct {
 type Host struct {
 	env   Env
 	id    int32
+	inc   [16]byte // the lifecycle's incarnation
 	b     *broker.Broker
 	ctl   *controller.Controller
 	lc    *lifecycle.Lifecycle
@@ -99,11 +100,17 @@ func New(cfg Config, env Env, rnd core.Rand) *Host {
 	lcfg := cfg.Lifecycle
 	lcfg.NodeID, lcfg.ClusterID = cfg.Controller.NodeID, cfg.Controller.ClusterID
 	h.lc = lifecycle.New(lcfg, lcEnv{h})
+	h.inc = lcfg.Incarnation
 	return h
 }
 
-// SetBroker gives the host the node's broker.
-func (h *Host) SetBroker(b *broker.Broker) { h.b = b }
+// SetBroker gives the host the node's broker, before its Start. The broker becomes a
+// member registering the lifecycle's incarnation: it leads nothing until the controller
+// unfenced that registration (core/broker membership.go).
+func (h *Host) SetBroker(b *broker.Broker) {
+	h.b = b
+	b.SetMember(h.inc)
+}
 
 // Port is the broker's way to the controller.
 func (h *Host) Port() broker.ControllerPort { return port{h} }
