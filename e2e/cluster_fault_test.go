@@ -38,7 +38,6 @@ func TestClusterSurvivesKillsAndPauses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-process fault test")
 	}
-	requireRestartFix(t)
 	c := startCluster(t, 3)
 	createFaultTopic(t, c)
 	p := startRecordingProducer(t, c.seeds())
@@ -90,7 +89,6 @@ func TestClusterNodeRestartsWithAWipedDataDirectory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-process fault test")
 	}
-	requireRestartFix(t)
 	c := startCluster(t, 3)
 	createFaultTopic(t, c)
 	p := startRecordingProducer(t, c.seeds())
@@ -349,23 +347,5 @@ func directCheck(t *testing.T, h *linearizability.History) {
 		require.True(t, !seen || op.Offset > prev, "%s at %d after %d", op.Values[0],
 			op.Offset, prev)
 		last[op.TP.Partition] = op.Offset
-	}
-}
-
-// requireRestartFix skips the fault tests unless SLUICE_CLUSTER_FAULTS=1. They found a
-// real bug, and it fails them in about one make test run in three: a node restarted
-// after kill -9 leads again, at once, in the leader epoch it had, from the committed
-// metadata that still names it. Its log may lack a tail its followers hold, so an
-// acknowledged record can be lost (seen: offset 2546 missing after the wiped-directory
-// case). The simulator's clustered worlds find the same bug (docs/simulation.md,
-// "Clusters", finding 1). Kafka's fix has two halves: a restarted broker leads nothing
-// until the controller unfences its new incarnation, and the controller moves a
-// restarted broker's leaderships away first. It is being built on branch
-// h9-reincarnation; this gate goes with it.
-func requireRestartFix(t *testing.T) {
-	t.Helper()
-	if os.Getenv("SLUICE_CLUSTER_FAULTS") != "1" {
-		t.Skip("known bug: a restarted node leads in its old epoch (see requireRestartFix); " +
-			"SLUICE_CLUSTER_FAULTS=1 runs it")
 	}
 }
