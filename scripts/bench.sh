@@ -7,6 +7,9 @@
 #   BOOTSTRAP=host:port  bench a node that is already running instead of starting one
 #   BENCH_PORT [19093]   port of the node this script starts on 127.0.0.1
 #   PEERS [1]            0 skips the peer benchmarks
+#   CLUSTER [1]          0 skips `sluice bench cluster` (3 node processes: RF=3 acks=all
+#                        throughput and failover times, about 5 minutes)
+#   CLUSTER_ARGS         extra arguments for it, e.g. "--kills 3 --shutdowns 3"
 #   BENCH_CHART [docs/images/bench.svg]  the run's picture (`sluice bench chart`); "" skips it
 #
 # Every FIGURE and CONTEXT line of the run (Sluice's and the peers') is also kept in
@@ -16,6 +19,7 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 BENCH_PORT=${BENCH_PORT:-19093}
 PEERS=${PEERS:-1}
+CLUSTER=${CLUSTER:-1}
 BENCH_CHART=${BENCH_CHART-docs/images/bench.svg}
 
 load3() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown; }
@@ -46,6 +50,19 @@ else
     sleep 0.1
   done
   bin/sluice bench --bootstrap "127.0.0.1:$BENCH_PORT" --server-pid "$node" "$@" | figures
+fi
+
+# The cluster figures (docs/benchmarks.md, "Cluster"): three node processes with the
+# default settings, their data on the repository's disk like the single node's.
+if [ "$CLUSTER" = 0 ]; then
+  echo "cluster benchmark: skipped (CLUSTER=0)"
+elif bin/sluice bench cluster -h 2>&1 | grep -q -- '--kills'; then
+  loadavg
+  cdata=$(mktemp -d "$PWD/bin/bench-cluster.XXXXXX")
+  # shellcheck disable=SC2086 # CLUSTER_ARGS is a list of arguments
+  bin/sluice bench cluster --data "$cdata" --log "$cdata.log" ${CLUSTER_ARGS:-} | figures ||
+    echo "cluster benchmark failed; node logs in $cdata.log"
+  rm -rf "$cdata"
 fi
 
 # What produce's record validation costs per batch (100 records of 1 KiB, per codec),

@@ -37,7 +37,14 @@ type benchOpts struct {
 	maxTime    time.Duration
 	steps      string
 	serverPID  int // when set, each figure reports the CPU seconds that process used
+	// replication is the bench topics' replication factor (0: 1); label prefixes the
+	// figures' test names (bench cluster: "cluster3_").
+	replication int16
+	label       string
 }
+
+// seeds splits a comma-separated bootstrap list.
+func seeds(bootstrap string) kgo.Opt { return kgo.SeedBrokers(strings.Split(bootstrap, ",")...) }
 
 type benchStep struct {
 	name      string
@@ -54,8 +61,12 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "chart" {
 		return runBenchChart(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "cluster" {
+		return runBenchCluster(args[1:], stdout, stderr)
+	}
 	fs := newFlagSet("bench", "sluice bench [--bootstrap HOST:PORT] [--records N] [--size B] "+
-		"[--steps S,...]\n       sluice bench chart --in RESULTS --out FILE.svg", stderr)
+		"[--steps S,...]\n       sluice bench chart --in RESULTS --out FILE.svg\n"+
+		"       sluice bench cluster [--nodes N] [--kills K] (sluice bench cluster -h)", stderr)
 	var o benchOpts
 	fs.StringVar(&o.bootstrap, "bootstrap", "127.0.0.1:9092", "broker address")
 	fs.IntVar(&o.records, "records", 200_000, "records per produce step")
@@ -166,14 +177,15 @@ func stepErr(s string, err error, n int) error {
 }
 
 func benchCreateTopic(ctx context.Context, o benchOpts, topic string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap))
+	cl, err := kgo.NewClient(seeds(o.bootstrap))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(o.partitions), 1, nil, topic)
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(o.partitions), max(o.replication, 1), nil,
+		topic)
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w (is a node running at %s?)", topic, err, o.bootstrap)
 	}
@@ -186,7 +198,7 @@ func benchDeleteTopics(o benchOpts, topics []string) error {
 	if len(topics) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap))
+	cl, err := kgo.NewClient(seeds(o.bootstrap))
 	if err != nil {
 		return err
 	}
@@ -220,7 +232,7 @@ func benchProduce(ctx context.Context, o benchOpts, st benchStep, topic string,
 	defer cancel()
 	start := time.Now()
 	for p := 0; p < st.producers; p++ {
-		opts := []kgo.Opt{kgo.SeedBrokers(o.bootstrap), kgo.DefaultProduceTopic(topic),
+		opts := []kgo.Opt{seeds(o.bootstrap), kgo.DefaultProduceTopic(topic),
 			kgo.RequiredAcks(st.acks), kgo.ProducerBatchCompression(kgo.NoCompression()),
 			kgo.MaxBufferedRecords(10_000), kgo.ProducerLinger(0)}
 		if !st.idem {
@@ -259,7 +271,7 @@ func benchProduce(ctx context.Context, o benchOpts, st benchStep, topic string,
 		return 0, fmt.Errorf("step %s: no record was acknowledged (%d failed)", st.name,
 			failed.Load())
 	}
-	printProduce(out, st.name, o.size, all, elapsed, failed.Load())
+	printProduce(out, o.label+st.name, o.size, all, elapsed, failed.Load())
 	return len(all), nil
 }
 
@@ -277,7 +289,7 @@ func printProduce(out io.Writer, name string, size int, lat []time.Duration,
 // latency of a single round trip including, for acks=all, the fsync.
 func benchProduceSync(ctx context.Context, o benchOpts, st benchStep, topic string,
 	value []byte, out io.Writer) (int, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(o.bootstrap), kgo.DefaultProduceTopic(topic),
+	opts := []kgo.Opt{seeds(o.bootstrap), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(st.acks), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerLinger(0)}
 	if !st.idem {
@@ -300,14 +312,14 @@ func benchProduceSync(ctx context.Context, o benchOpts, st benchStep, topic stri
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	printProduce(out, st.name, o.size, lat, time.Since(start), 0)
+	printProduce(out, o.label+st.name, o.size, lat, time.Since(start), 0)
 	return len(lat), nil
 }
 
 // benchConsume reads the given topic from the beginning to its end.
 func benchConsume(ctx context.Context, o benchOpts, topic string, want int,
 	out io.Writer) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(seeds(o.bootstrap), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(32<<20))
 	if err != nil {
 		return err
@@ -325,8 +337,8 @@ func benchConsume(ctx context.Context, o benchOpts, topic string, want int,
 		})
 	}
 	el := time.Since(start).Seconds()
-	fmt.Fprintf(out, "FIGURE system=sluice test=consume msgs_per_s=%.0f MiB_per_s=%.1f records=%d\n",
-		float64(got)/el, float64(bytes)/el/(1<<20), got)
+	fmt.Fprintf(out, "FIGURE system=sluice test=%sconsume msgs_per_s=%.0f MiB_per_s=%.1f "+
+		"records=%d\n", o.label, float64(got)/el, float64(bytes)/el/(1<<20), got)
 	if got < want {
 		return fmt.Errorf("consume read %d of %d records before the time bound", got, want)
 	}
