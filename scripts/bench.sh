@@ -39,9 +39,16 @@ elif [ -n "${BOOTSTRAP:-}" ]; then
 else
   # The node's data goes on the repository's disk, like ./data, so fsync costs are real.
   data=$(mktemp -d "$PWD/bin/bench-data.XXXXXX")
-  bin/sluice node --id 1 --listen "127.0.0.1:$BENCH_PORT" --http-listen "" --data "$data" >"$data.log" 2>&1 &
+  # A PLAINTEXT listener, and an SSL one on the next port for the TLS figures.
+  tls_port=$((BENCH_PORT + 1))
+  bin/sluice certs "$data.tls" >/dev/null
+  printf '%s\n' "listeners=PLAINTEXT://127.0.0.1:$BENCH_PORT,SSL://127.0.0.1:$tls_port" \
+    "ssl.keystore.type=PEM" "ssl.keystore.location=$data.tls/server.pem" \
+    "ssl.truststore.location=$data.tls/ca.pem" >"$data.properties"
+  bin/sluice node --id 1 --config "$data.properties" --http-listen "" --data "$data" >"$data.log" 2>&1 &
   node=$!
-  trap 'kill "$node" 2>/dev/null; wait "$node" 2>/dev/null; rm -rf "$data" "$data.log"' EXIT
+  trap 'kill "$node" 2>/dev/null; wait "$node" 2>/dev/null
+    rm -rf "$data" "$data.log" "$data.tls" "$data.properties"' EXIT
   for _ in $(seq 1 150); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$BENCH_PORT") 2>/dev/null; then break; fi
     if ! kill -0 "$node" 2>/dev/null; then
@@ -50,6 +57,11 @@ else
     sleep 0.1
   done
   bin/sluice bench --bootstrap "127.0.0.1:$BENCH_PORT" --server-pid "$node" "$@" | figures
+  # The same node over TLS (docs/benchmarks.md, "TLS"): figures named produce_tls_*.
+  loadavg
+  bin/sluice bench --bootstrap "127.0.0.1:$tls_port" --tls-ca "$data.tls/ca.pem" \
+    --label tls_ --steps acks1_p1,acksall_p1,consume --server-pid "$node" "$@" | figures ||
+    echo "TLS bench failed"
 fi
 
 # The cluster figures (docs/benchmarks.md, "Cluster"): three node processes with the

@@ -41,6 +41,13 @@ type benchOpts struct {
 	// figures' test names (bench cluster: "cluster3_").
 	replication int16
 	label       string
+	tls         clientTLS
+	tlsOpts     []kgo.Opt // from tls, once parsed
+}
+
+// with is the clients' options: the seeds, TLS when asked, then extra.
+func (o benchOpts) with(extra ...kgo.Opt) []kgo.Opt {
+	return append(append([]kgo.Opt{seeds(o.bootstrap)}, o.tlsOpts...), extra...)
 }
 
 // seeds splits a comma-separated bootstrap list.
@@ -79,6 +86,8 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		"acks1_p1,acksall_p1,acksall_p4,acksall_idem_p1,consume,sync_acks1,sync_acksall",
 		"comma-separated steps: acks1_pN, acksall_pN, acksall_idem_pN, consume, "+
 			"sync_acks1, sync_acksall")
+	fs.StringVar(&o.label, "label", "", "prefix of the figures' test names, e.g. tls_")
+	o.tls.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0 // -h: the usage is printed
@@ -87,6 +96,11 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	if o.records <= 0 || o.size <= 0 || o.partitions <= 0 {
 		fmt.Fprintln(stderr, "bench: --records, --size and --partitions must be positive")
+		return 2
+	}
+	var err error
+	if o.tlsOpts, err = o.tls.opts(); err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -177,7 +191,7 @@ func stepErr(s string, err error, n int) error {
 }
 
 func benchCreateTopic(ctx context.Context, o benchOpts, topic string) error {
-	cl, err := kgo.NewClient(seeds(o.bootstrap))
+	cl, err := kgo.NewClient(o.with()...)
 	if err != nil {
 		return err
 	}
@@ -198,7 +212,7 @@ func benchDeleteTopics(o benchOpts, topics []string) error {
 	if len(topics) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(seeds(o.bootstrap))
+	cl, err := kgo.NewClient(o.with()...)
 	if err != nil {
 		return err
 	}
@@ -232,9 +246,9 @@ func benchProduce(ctx context.Context, o benchOpts, st benchStep, topic string,
 	defer cancel()
 	start := time.Now()
 	for p := 0; p < st.producers; p++ {
-		opts := []kgo.Opt{seeds(o.bootstrap), kgo.DefaultProduceTopic(topic),
+		opts := o.with(kgo.DefaultProduceTopic(topic),
 			kgo.RequiredAcks(st.acks), kgo.ProducerBatchCompression(kgo.NoCompression()),
-			kgo.MaxBufferedRecords(10_000), kgo.ProducerLinger(0)}
+			kgo.MaxBufferedRecords(10_000), kgo.ProducerLinger(0))
 		if !st.idem {
 			opts = append(opts, kgo.DisableIdempotentWrite())
 		}
@@ -289,9 +303,9 @@ func printProduce(out io.Writer, name string, size int, lat []time.Duration,
 // latency of a single round trip including, for acks=all, the fsync.
 func benchProduceSync(ctx context.Context, o benchOpts, st benchStep, topic string,
 	value []byte, out io.Writer) (int, error) {
-	opts := []kgo.Opt{seeds(o.bootstrap), kgo.DefaultProduceTopic(topic),
+	opts := o.with(kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(st.acks), kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.ProducerLinger(0)}
+		kgo.ProducerLinger(0))
 	if !st.idem {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
@@ -319,8 +333,8 @@ func benchProduceSync(ctx context.Context, o benchOpts, st benchStep, topic stri
 // benchConsume reads the given topic from the beginning to its end.
 func benchConsume(ctx context.Context, o benchOpts, topic string, want int,
 	out io.Writer) error {
-	cl, err := kgo.NewClient(seeds(o.bootstrap), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(32<<20))
+	cl, err := kgo.NewClient(o.with(kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(32<<20))...)
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -80,4 +83,42 @@ func TestCLIOverTLS(t *testing.T) {
 			require.NotContains(t, errOut, "panic")
 		})
 	}
+}
+
+// sluice bench over TLS, as scripts/bench.sh runs it beside PLAINTEXT: the figures
+// carry the label, and the topics go afterwards.
+func TestBenchOverTLS(t *testing.T) {
+	_, ssl, f := startTLSTestNode(t)
+	o := benchOpts{bootstrap: ssl, records: 300, size: 16, partitions: 1,
+		maxTime: 20 * time.Second, steps: "acks1_p1,consume", label: "tls_",
+		tls: clientTLS{ca: f.CA, cert: f.ClientCert, key: f.ClientKey}}
+	var err error
+	o.tlsOpts, err = o.tls.opts()
+	require.NoError(t, err)
+	var out strings.Builder
+	require.NoError(t, benchRun(context.Background(), o, &out))
+	require.Regexp(t, `FIGURE system=sluice test=produce_tls_acks1_p1 .* acked=300 failed=0`,
+		out.String())
+	require.Regexp(t, `FIGURE system=sluice test=tls_consume .* records=300`, out.String())
+	code, _, errOut := runCLI(t, "", "bench", "--bootstrap", ssl, "--tls-cert", f.ClientCert)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "--tls-cert and --tls-key go together")
+}
+
+// sluice certs writes what an SSL listener and its clients need (the files
+// startTLSTestNode serves with), keys private.
+func TestCertsCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tls")
+	code, out, errOut := runCLI(t, "", "certs", dir)
+	require.Equal(t, 0, code, errOut)
+	for _, name := range []string{"ca.pem", "server.pem", "client.crt", "client.key"} {
+		require.FileExists(t, filepath.Join(dir, name))
+		require.Contains(t, out, filepath.Join(dir, name))
+	}
+	info, err := os.Stat(filepath.Join(dir, "client.key"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "keys are private")
+	code, _, errOut = runCLI(t, "", "certs")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "want one folder")
 }
