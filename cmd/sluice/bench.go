@@ -87,6 +87,7 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		"comma-separated steps: acks1_pN, acksall_pN, acksall_idem_pN, consume, "+
 			"sync_acks1, sync_acksall")
 	fs.StringVar(&o.label, "label", "", "prefix of the figures' test names, e.g. tls_")
+	rf := fs.Int("replication-factor", 1, "replication factor of the bench topics")
 	o.tls.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -98,6 +99,11 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench: --records, --size and --partitions must be positive")
 		return 2
 	}
+	if *rf < 1 || *rf > 32767 {
+		fmt.Fprintln(stderr, "bench: --replication-factor must be between 1 and 32767")
+		return 2
+	}
+	o.replication = int16(*rf)
 	var err error
 	if o.tlsOpts, err = o.tls.opts(); err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
