@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,14 @@ func TestDevTLSWithKcat(t *testing.T) {
 	require.NoError(t, err, "the plaintext listener still serves")
 	require.Contains(t, meta, "broker 1 at "+plain)
 	require.Contains(t, meta, `topic "tls"`)
+
+	// The banner's sluice line, run as printed, lists the topic kcat made.
+	line := regexp.MustCompile(`(?m)^  sluice (topic list --bootstrap \S+ --tls-ca \S+ ` +
+		`--tls-cert \S+ --tls-key \S+)$`).FindStringSubmatch(n.logText())
+	require.NotNil(t, line, "the banner prints a sluice command line:\n%s", n.logText())
+	code, list, _ := runSluice(t, 30*time.Second, nil, strings.Fields(line[1])...)
+	require.Equal(t, 0, code, list)
+	require.Regexp(t, `(?m)^tls\s+\d+\s+1$`, list)
 
 	require.NoError(t, n.stop())
 	require.FileExists(t, f.CA, "--tls-dir is kept")

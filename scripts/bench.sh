@@ -7,6 +7,9 @@
 #   BOOTSTRAP=host:port  bench a node that is already running instead of starting one
 #   BENCH_PORT [19093]   port of the node this script starts on 127.0.0.1
 #   PEERS [1]            0 skips the peer benchmarks
+#   CLUSTER [1]          0 skips `sluice bench cluster` (3 node processes: RF=3 acks=all
+#                        throughput and failover times, about 5 minutes)
+#   CLUSTER_ARGS         extra arguments for it, e.g. "--kills 3 --shutdowns 3"
 #   BENCH_CHART [docs/images/bench.svg]  the run's picture (`sluice bench chart`); "" skips it
 #
 # Every FIGURE and CONTEXT line of the run (Sluice's and the peers') is also kept in
@@ -16,6 +19,7 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 BENCH_PORT=${BENCH_PORT:-19093}
 PEERS=${PEERS:-1}
+CLUSTER=${CLUSTER:-1}
 BENCH_CHART=${BENCH_CHART-docs/images/bench.svg}
 
 load3() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown; }
@@ -35,9 +39,16 @@ elif [ -n "${BOOTSTRAP:-}" ]; then
 else
   # The node's data goes on the repository's disk, like ./data, so fsync costs are real.
   data=$(mktemp -d "$PWD/bin/bench-data.XXXXXX")
-  bin/sluice node --id 1 --listen "127.0.0.1:$BENCH_PORT" --http-listen "" --data "$data" >"$data.log" 2>&1 &
+  # A PLAINTEXT listener, and an SSL one on the next port for the TLS figures.
+  tls_port=$((BENCH_PORT + 1))
+  bin/sluice certs "$data.tls" >/dev/null
+  printf '%s\n' "listeners=PLAINTEXT://127.0.0.1:$BENCH_PORT,SSL://127.0.0.1:$tls_port" \
+    "ssl.keystore.type=PEM" "ssl.keystore.location=$data.tls/server.pem" \
+    "ssl.truststore.location=$data.tls/ca.pem" >"$data.properties"
+  bin/sluice node --id 1 --config "$data.properties" --http-listen "" --data "$data" >"$data.log" 2>&1 &
   node=$!
-  trap 'kill "$node" 2>/dev/null; wait "$node" 2>/dev/null; rm -rf "$data" "$data.log"' EXIT
+  trap 'kill "$node" 2>/dev/null; wait "$node" 2>/dev/null
+    rm -rf "$data" "$data.log" "$data.tls" "$data.properties"' EXIT
   for _ in $(seq 1 150); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$BENCH_PORT") 2>/dev/null; then break; fi
     if ! kill -0 "$node" 2>/dev/null; then
@@ -46,6 +57,24 @@ else
     sleep 0.1
   done
   bin/sluice bench --bootstrap "127.0.0.1:$BENCH_PORT" --server-pid "$node" "$@" | figures
+  # The same node over TLS (docs/benchmarks.md, "TLS"): figures named produce_tls_*.
+  loadavg
+  bin/sluice bench --bootstrap "127.0.0.1:$tls_port" --tls-ca "$data.tls/ca.pem" \
+    --label tls_ --steps acks1_p1,acksall_p1,consume --server-pid "$node" "$@" | figures ||
+    echo "TLS bench failed"
+fi
+
+# The cluster figures (docs/benchmarks.md, "Cluster"): three node processes with the
+# default settings, their data on the repository's disk like the single node's.
+if [ "$CLUSTER" = 0 ]; then
+  echo "cluster benchmark: skipped (CLUSTER=0)"
+elif bin/sluice bench cluster -h 2>&1 | grep -q -- '--kills'; then
+  loadavg
+  cdata=$(mktemp -d "$PWD/bin/bench-cluster.XXXXXX")
+  # shellcheck disable=SC2086 # CLUSTER_ARGS is a list of arguments
+  bin/sluice bench cluster --data "$cdata" --log "$cdata.log" ${CLUSTER_ARGS:-} | figures ||
+    echo "cluster benchmark failed; node logs in $cdata.log"
+  rm -rf "$cdata"
 fi
 
 # What produce's record validation costs per batch (100 records of 1 KiB, per codec),

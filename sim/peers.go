@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -84,4 +85,20 @@ func (w *World) dropLinks(n *node) {
 			w.resetConn(l.c)
 		}
 	}
+}
+
+// sortedLinks lists the links made during the run by (from, to).
+func (w *World) sortedLinks() []*peerLink {
+	keys := make([][2]int32, 0, len(w.links))
+	for k := range w.links {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i][0] < keys[j][0] || (keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1])
+	})
+	out := make([]*peerLink, len(keys))
+	for i, k := range keys {
+		out[i] = w.links[k]
+	}
+	return out
 }

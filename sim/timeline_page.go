@@ -149,7 +149,8 @@ func (w *World) timelinePage(res *Result, porcupine []string) tlPage {
 	return p
 }
 
-// timelineLanes lists the lanes, nodes first, and maps actors to lane indexes.
+// timelineLanes lists the lanes, nodes first, then the nodes' peer links (clustered
+// worlds), then the clients, and maps actors to lane indexes.
 func (w *World) timelineLanes() ([]tlLane, map[int32]int) {
 	index := map[int32]int{}
 	var lanes []tlLane
@@ -157,6 +158,12 @@ func (w *World) timelineLanes() ([]tlLane, map[int32]int) {
 		index[n.id] = len(lanes)
 		lanes = append(lanes, tlLane{Name: fmt.Sprintf("node%d", n.id), Kind: "node",
 			Note: fmt.Sprintf("broker node %d (id %d)", n.id, n.id+1)})
+	}
+	for _, l := range w.sortedLinks() {
+		index[l.actor] = len(lanes)
+		lanes = append(lanes, tlLane{Name: l.name, Kind: "peer", Note: fmt.Sprintf(
+			"node%d's inter-broker connection to node%d: follower fetches, AlterPartition, "+
+				"forwarded requests", l.from.id, l.n.id)})
 	}
 	for _, c := range w.clients {
 		cb := c.base()

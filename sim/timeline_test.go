@@ -84,9 +84,44 @@ func requireLanes(t *testing.T, p tlPage, w *World) {
 	if w.final != nil {
 		clients = append(clients, w.final.name)
 	}
+	var peers []string
+	for _, l := range w.sortedLinks() {
+		peers = append(peers, l.name)
+	}
 	lanes := lanesOf(p)
 	require.Equal(t, nodes, lanes["node"])
+	require.Equal(t, peers, lanes["peer"])
 	require.Equal(t, clients, lanes["client"])
+}
+
+// TestTimelineDrawsPeerLinks: in a clustered world each node's connection to another
+// node is a lane of its own, under the nodes, showing the inter-broker requests it
+// carried (follower fetches at least) by API name.
+func TestTimelineDrawsPeerLinks(t *testing.T) {
+	run := RunOne(1, [][2]string{{"nodes", "3"}}, 0, Options{Timeline: true})
+	require.NoError(t, run.Err)
+	require.True(t, run.Result.Pass, "%s", strings.Join(run.Result.Summary(), "\n"))
+	path, err := run.WriteTimeline(t.TempDir(), nil)
+	require.NoError(t, err)
+	p := readTimeline(t, path)
+	requireLanes(t, p, run.world)
+	peers := lanesOf(p)["peer"]
+	require.GreaterOrEqual(t, len(peers), 2, "followers fetch from their leaders")
+	first := len(lanesOf(p)["node"])
+	require.Equal(t, "peer", p.Lanes[first].Kind, "peer lanes follow the node lanes")
+	fetches := map[string]int{}
+	for _, it := range p.Items {
+		if l := p.Lanes[it.Lane]; l.Kind == "peer" {
+			require.Equal(t, -1, it.Op, "a peer request is no history operation")
+			if strings.HasPrefix(it.Label, "Fetch") {
+				fetches[l.Name]++
+			}
+		}
+	}
+	require.NotEmpty(t, fetches, "follower fetches are drawn on the peer lanes")
+	for name := range fetches {
+		require.Regexp(t, `^node\d->node\d$`, name)
+	}
 }
 
 func spanKinds(t *testing.T, p tlPage) map[string]int {

@@ -37,7 +37,21 @@ type benchOpts struct {
 	maxTime    time.Duration
 	steps      string
 	serverPID  int // when set, each figure reports the CPU seconds that process used
+	// replication is the bench topics' replication factor (0: 1); label prefixes the
+	// figures' test names (bench cluster: "cluster3_").
+	replication int16
+	label       string
+	tls         clientTLS
+	tlsOpts     []kgo.Opt // from tls, once parsed
 }
+
+// with is the clients' options: the seeds, TLS when asked, then extra.
+func (o benchOpts) with(extra ...kgo.Opt) []kgo.Opt {
+	return append(append([]kgo.Opt{seeds(o.bootstrap)}, o.tlsOpts...), extra...)
+}
+
+// seeds splits a comma-separated bootstrap list.
+func seeds(bootstrap string) kgo.Opt { return kgo.SeedBrokers(strings.Split(bootstrap, ",")...) }
 
 type benchStep struct {
 	name      string
@@ -54,8 +68,12 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "chart" {
 		return runBenchChart(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "cluster" {
+		return runBenchCluster(args[1:], stdout, stderr)
+	}
 	fs := newFlagSet("bench", "sluice bench [--bootstrap HOST:PORT] [--records N] [--size B] "+
-		"[--steps S,...]\n       sluice bench chart --in RESULTS --out FILE.svg", stderr)
+		"[--steps S,...]\n       sluice bench chart --in RESULTS --out FILE.svg\n"+
+		"       sluice bench cluster [--nodes N] [--kills K] (sluice bench cluster -h)", stderr)
 	var o benchOpts
 	fs.StringVar(&o.bootstrap, "bootstrap", "127.0.0.1:9092", "broker address")
 	fs.IntVar(&o.records, "records", 200_000, "records per produce step")
@@ -68,6 +86,9 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		"acks1_p1,acksall_p1,acksall_p4,acksall_idem_p1,consume,sync_acks1,sync_acksall",
 		"comma-separated steps: acks1_pN, acksall_pN, acksall_idem_pN, consume, "+
 			"sync_acks1, sync_acksall")
+	fs.StringVar(&o.label, "label", "", "prefix of the figures' test names, e.g. tls_")
+	rf := fs.Int("replication-factor", 1, "replication factor of the bench topics")
+	o.tls.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0 // -h: the usage is printed
@@ -76,6 +97,16 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	if o.records <= 0 || o.size <= 0 || o.partitions <= 0 {
 		fmt.Fprintln(stderr, "bench: --records, --size and --partitions must be positive")
+		return 2
+	}
+	if *rf < 1 || *rf > 32767 {
+		fmt.Fprintln(stderr, "bench: --replication-factor must be between 1 and 32767")
+		return 2
+	}
+	o.replication = int16(*rf)
+	var err error
+	if o.tlsOpts, err = o.tls.opts(); err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -166,14 +197,15 @@ func stepErr(s string, err error, n int) error {
 }
 
 func benchCreateTopic(ctx context.Context, o benchOpts, topic string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap))
+	cl, err := kgo.NewClient(o.with()...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(o.partitions), 1, nil, topic)
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(o.partitions), max(o.replication, 1), nil,
+		topic)
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w (is a node running at %s?)", topic, err, o.bootstrap)
 	}
@@ -186,7 +218,7 @@ func benchDeleteTopics(o benchOpts, topics []string) error {
 	if len(topics) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap))
+	cl, err := kgo.NewClient(o.with()...)
 	if err != nil {
 		return err
 	}
@@ -220,9 +252,9 @@ func benchProduce(ctx context.Context, o benchOpts, st benchStep, topic string,
 	defer cancel()
 	start := time.Now()
 	for p := 0; p < st.producers; p++ {
-		opts := []kgo.Opt{kgo.SeedBrokers(o.bootstrap), kgo.DefaultProduceTopic(topic),
+		opts := o.with(kgo.DefaultProduceTopic(topic),
 			kgo.RequiredAcks(st.acks), kgo.ProducerBatchCompression(kgo.NoCompression()),
-			kgo.MaxBufferedRecords(10_000), kgo.ProducerLinger(0)}
+			kgo.MaxBufferedRecords(10_000), kgo.ProducerLinger(0))
 		if !st.idem {
 			opts = append(opts, kgo.DisableIdempotentWrite())
 		}
@@ -259,7 +291,7 @@ func benchProduce(ctx context.Context, o benchOpts, st benchStep, topic string,
 		return 0, fmt.Errorf("step %s: no record was acknowledged (%d failed)", st.name,
 			failed.Load())
 	}
-	printProduce(out, st.name, o.size, all, elapsed, failed.Load())
+	printProduce(out, o.label+st.name, o.size, all, elapsed, failed.Load())
 	return len(all), nil
 }
 
@@ -277,9 +309,9 @@ func printProduce(out io.Writer, name string, size int, lat []time.Duration,
 // latency of a single round trip including, for acks=all, the fsync.
 func benchProduceSync(ctx context.Context, o benchOpts, st benchStep, topic string,
 	value []byte, out io.Writer) (int, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(o.bootstrap), kgo.DefaultProduceTopic(topic),
+	opts := o.with(kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(st.acks), kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.ProducerLinger(0)}
+		kgo.ProducerLinger(0))
 	if !st.idem {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
@@ -300,15 +332,15 @@ func benchProduceSync(ctx context.Context, o benchOpts, st benchStep, topic stri
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	printProduce(out, st.name, o.size, lat, time.Since(start), 0)
+	printProduce(out, o.label+st.name, o.size, lat, time.Since(start), 0)
 	return len(lat), nil
 }
 
 // benchConsume reads the given topic from the beginning to its end.
 func benchConsume(ctx context.Context, o benchOpts, topic string, want int,
 	out io.Writer) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(32<<20))
+	cl, err := kgo.NewClient(o.with(kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(32<<20))...)
 	if err != nil {
 		return err
 	}
@@ -325,8 +357,8 @@ func benchConsume(ctx context.Context, o benchOpts, topic string, want int,
 		})
 	}
 	el := time.Since(start).Seconds()
-	fmt.Fprintf(out, "FIGURE system=sluice test=consume msgs_per_s=%.0f MiB_per_s=%.1f records=%d\n",
-		float64(got)/el, float64(bytes)/el/(1<<20), got)
+	fmt.Fprintf(out, "FIGURE system=sluice test=%sconsume msgs_per_s=%.0f MiB_per_s=%.1f "+
+		"records=%d\n", o.label, float64(got)/el, float64(bytes)/el/(1<<20), got)
 	if got < want {
 		return fmt.Errorf("consume read %d of %d records before the time bound", got, want)
 	}

@@ -39,6 +39,7 @@ type clientFlags struct {
 	// SASL on a SASL_PLAINTEXT listener: the mechanism and credentials, from the flags
 	// or the SLUICE_SASL_* environment variables.
 	saslMechanism, saslUser, saslPassword string
+	tls                                   clientTLS
 }
 
 // The environment variables the SASL flags default to (a password on the command line
@@ -61,6 +62,7 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 		"SASL user name (env "+envSASLUser+")")
 	fs.StringVar(&c.saslPassword, "sasl-password", "",
 		"SASL password; prefer env "+envSASLPassword+", which the process list does not show")
+	c.tls.register(fs)
 }
 
 // saslOpts are the client options of the SASL flags: none without a mechanism.
@@ -104,7 +106,10 @@ func (c *clientFlags) check() error {
 	if c.timeout <= 0 {
 		return fmt.Errorf("--timeout must be positive, got %s", c.timeout)
 	}
-	_, err := c.saslOpts()
+	if _, err := c.saslOpts(); err != nil {
+		return err
+	}
+	_, err := c.tls.opts()
 	return err
 }
 
@@ -269,6 +274,11 @@ func connect(ctx context.Context, cf clientFlags, opts ...kgo.Opt) (*kgo.Client,
 		return nil, err
 	}
 	base = append(base, sasl...)
+	tlsOpts, err := cf.tls.opts()
+	if err != nil {
+		return nil, err
+	}
+	base = append(base, tlsOpts...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("bad client settings: %w", err)
@@ -282,6 +292,9 @@ func connect(ctx context.Context, cf clientFlags, opts ...kgo.Opt) (*kgo.Client,
 		}
 		if refused := authRefused(err); refused != nil {
 			return nil, refused
+		}
+		if hint := tlsHint(err, len(tlsOpts) > 0); hint != nil {
+			return nil, hint
 		}
 		return nil, unreachable(cf, err)
 	}

@@ -90,6 +90,8 @@ func (o *consumeOptions) clientOpts() []kgo.Opt {
 	}
 	sasl, _ := o.client.saslOpts() // checked when parsing
 	opts = append(opts, sasl...)
+	tlsOpts, _ := o.client.tls.opts() // checked when parsing
+	opts = append(opts, tlsOpts...)
 	if o.group != "" {
 		// Commit only what was printed, so --max never skips records for the group.
 		opts = append(opts, kgo.ConsumerGroup(o.group), kgo.AutoCommitMarks())

@@ -183,6 +183,8 @@ func printDevBanner(w io.Writer, n *runtime.Node, tmp string, useTLS, keepTLS bo
 		fmt.Fprintf(&b, "kcat:\n  kcat -b %s -X security.protocol=SSL -X ssl.ca.location=%s "+
 			"-X ssl.certificate.location=%s -X ssl.key.location=%s -L\n\n", ssl, f.CA,
 			f.ClientCert, f.ClientKey)
+		fmt.Fprintf(&b, "sluice:\n  sluice topic list --bootstrap %s --tls-ca %s --tls-cert %s "+
+			"--tls-key %s\n\n", ssl, f.CA, f.ClientCert, f.ClientKey)
 		fmt.Fprintf(&b, "franz-go:\n  cert, _ := tls.LoadX509KeyPair(%q, %q)\n"+
 			"  pool := x509.NewCertPool(); ca, _ := os.ReadFile(%q); pool.AppendCertsFromPEM(ca)\n"+
 			"  kgo.NewClient(kgo.SeedBrokers(%q), kgo.DialTLSConfig(&tls.Config{RootCAs: pool, "+

@@ -147,7 +147,7 @@ func TestParseRejectsAFigureWithoutSystem(t *testing.T) {
 func TestRenderOneBarPerSystemWithItsValue(t *testing.T) {
 	svg := render(t, readFixture(t))
 	panels, texts := parseSVG(t, svg)
-	require.Len(t, panels, len(Panels))
+	require.Len(t, panels, len(Panels)+1, "the comparisons, then the cluster panel")
 	all := []string{"sluice", "nats-jetstream", "redis-streams"}
 	for _, p := range Panels {
 		if p.Latency {
@@ -164,7 +164,8 @@ func TestRenderOneBarPerSystemWithItsValue(t *testing.T) {
 		"2026-11-30T08:44:09Z", "a note & <more>"} {
 		require.Contains(t, texts, want)
 	}
-	require.NotContains(t, texts, "did not run")
+	// Only the cluster panel's two bars: the fixture is a run without `bench cluster`.
+	require.Equal(t, 2, strings.Count(texts, "did not run"))
 	// The longest bar of a panel is the largest value: Sluice's durable throughput.
 	durable := panels[Panels[0].Title]
 	require.Greater(t, durable[0].Width, 50*durable[1].Width)
@@ -200,6 +201,38 @@ func TestRenderWithSluiceAloneAndNoContext(t *testing.T) {
 	require.Equal(t, []string{"sluice"}, systemsOf(panels[Panels[2].Title], "msgs_per_s"))
 	require.Contains(t, texts, "date unknown")
 	require.Contains(t, texts, "Sluice: did not run")
+}
+
+// The cluster figures of `sluice bench cluster`: a panel of their own, and the failover
+// times in the caption; without them the panel says they did not run.
+func TestRenderShowsTheClusterFigures(t *testing.T) {
+	_, texts := parseSVG(t, render(t, readFixture(t)))
+	require.Contains(t, texts, "3 nodes, acks=all, 1 prod.: did not run")
+	require.NotContains(t, texts, "Failover")
+	results := readFixture(t) + "\n" +
+		"FIGURE system=sluice test=produce_cluster3_acksall_p1 msgs_per_s=40000 MiB_per_s=39\n" +
+		"FIGURE system=sluice test=produce_cluster3_acksall_p4 msgs_per_s=60000 MiB_per_s=58\n" +
+		"FIGURE system=sluice test=failover_kill9 nodes=3 rounds=10 p50_ms=1234 max_ms=1900 " +
+		"min_ms=900\n" +
+		"FIGURE system=sluice test=failover_shutdown nodes=3 rounds=10 p50_ms=80 max_ms=150 " +
+		"min_ms=40\n"
+	run, err := Parse(strings.NewReader(results))
+	require.NoError(t, err)
+	f, ok := run.Find("sluice", "", "failover_kill9")
+	require.True(t, ok)
+	require.Equal(t, 1234*time.Millisecond, f.P50)
+	require.Equal(t, 1900*time.Millisecond, f.Max)
+	require.Equal(t, 10, f.Rounds)
+	panels, texts := parseSVG(t, render(t, results))
+	bars := panels[ClusterPanel.Title]
+	require.Equal(t, []string{"sluice", "sluice", "sluice"}, systemsOf(bars, "msgs_per_s"))
+	require.Greater(t, bars[1].Width, bars[0].Width, "60,000 drawn longer than 40,000")
+	require.Contains(t, texts, "60,000 msgs/s")
+	require.Contains(t, texts, "kill -9 of a partition leader p50 1234 ms, max 1900 ms "+
+		"(10 rounds); controlled shutdown p50 80 ms, max 150 ms (10 rounds)")
+	_, err = Parse(strings.NewReader("FIGURE system=sluice test=failover_kill9 rounds=1 " +
+		"p50_ms=soon max_ms=1\n"))
+	require.ErrorContains(t, err, "p50_ms")
 }
 
 func TestRenderIsDeterministic(t *testing.T) {

@@ -18,6 +18,10 @@ type Figure struct {
 	MsgsPerS float64
 	P50, P99 time.Duration // zero when the line reports no latency
 	Err      string        // the step's error, when the line says ERROR
+	// A failover figure (test=failover_*, sluice bench cluster) has no rate: P50 and Max
+	// are its p50_ms and max_ms over Rounds.
+	Max    time.Duration
+	Rounds int
 }
 
 // Run is one results file: its figures and what the CONTEXT lines say about the machine.
@@ -40,7 +44,7 @@ func (r Run) Find(system, config, test string) (Figure, bool) {
 }
 
 var (
-	fieldRE = regexp.MustCompile(`([A-Za-z_]+)=("[^"]*"|\S+)`)
+	fieldRE = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|\S+)`)
 	p50RE   = regexp.MustCompile(`(?i)\bp50[:=]\s*([0-9.,]+\s*(?:ns|us|µs|μs|ms|msec|s))`)
 	p99RE   = regexp.MustCompile(`(?i)\bp99[:=]\s*([0-9.,]+\s*(?:ns|us|µs|μs|ms|msec|s))`)
 )
@@ -106,6 +110,9 @@ func parseFigure(line string) (Figure, error) {
 		}
 		return f, nil
 	}
+	if strings.HasPrefix(f.Test, "failover_") {
+		return parseFailover(f, kv)
+	}
 	rate, err := strconv.ParseFloat(kv["msgs_per_s"], 64)
 	if err != nil {
 		return Figure{}, fmt.Errorf("FIGURE %s %s: msgs_per_s: %w", f.System, f.Test, err)
@@ -129,4 +136,25 @@ func latency(re *regexp.Regexp, line string) time.Duration {
 		return 0
 	}
 	return d
+}
+
+func parseFailover(f Figure, kv map[string]string) (Figure, error) {
+	ms := func(key string) (time.Duration, error) {
+		v, err := strconv.ParseInt(kv[key], 10, 64)
+		if err != nil || v < 0 {
+			return 0, fmt.Errorf("FIGURE %s %s: %s=%q", f.System, f.Test, key, kv[key])
+		}
+		return time.Duration(v) * time.Millisecond, nil
+	}
+	var err error
+	if f.P50, err = ms("p50_ms"); err != nil {
+		return Figure{}, err
+	}
+	if f.Max, err = ms("max_ms"); err != nil {
+		return Figure{}, err
+	}
+	if f.Rounds, err = strconv.Atoi(kv["rounds"]); err != nil || f.Rounds < 1 {
+		return Figure{}, fmt.Errorf("FIGURE %s %s: rounds=%q", f.System, f.Test, kv["rounds"])
+	}
+	return f, nil
 }

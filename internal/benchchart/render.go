@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,6 +68,18 @@ var Panels = []Panel{
 			redis("aof_everysec", "xadd_sync_window1_go")}},
 }
 
+// ClusterPanel shows the replicated figures of `sluice bench cluster` beside the single
+// node's: Sluice alone, since the peers' benchmarks run one node.
+var ClusterPanel = Panel{
+	Title: "Sluice replicated: 3 nodes, replication factor 3, acks=all, beside 1 node: msgs/s",
+	Systems: []System{
+		{Name: "3 nodes, acks=all, 1 prod.", ID: "sluice",
+			Test: "produce_cluster3_acksall_p1", Color: colSluice},
+		{Name: "3 nodes, acks=all, 4 prod.", ID: "sluice",
+			Test: "produce_cluster3_acksall_p4", Color: colSluice},
+		{Name: "1 node, acks=1, 1 prod.", ID: "sluice", Test: "produce_acks1_p1",
+			Color: colSluice}}}
+
 // Options are what the picture says besides the figures.
 type Options struct {
 	Note string // a line under the caption, e.g. where the numbers come from
@@ -89,7 +102,7 @@ const (
 func Render(w io.Writer, run Run, o Options) error {
 	var body bytes.Buffer
 	y := 72
-	for _, p := range Panels {
+	for _, p := range append(slices.Clone(Panels), ClusterPanel) {
 		y = renderPanel(&body, run, p, y)
 	}
 	y += 8
@@ -131,10 +144,31 @@ func captionLines(run Run, o Options) []string {
 		"Figures from scripts/bench.sh (sluice bench, then ../shared/bench/peer_bench.sh); " +
 			"latency is per request, one request at a time.",
 	}
+	if f := failoverLine(run); f != "" {
+		lines = append(lines, f)
+	}
 	if o.Note != "" {
 		lines = append(lines, o.Note)
 	}
 	return lines
+}
+
+// failoverLine sums up the run's failover figures (sluice bench cluster), "" if none.
+func failoverLine(run Run) string {
+	var parts []string
+	for _, k := range []struct{ test, what string }{
+		{"failover_kill9", "kill -9 of a partition leader"},
+		{"failover_shutdown", "controlled shutdown"},
+		{"failover_kill9_controller", "kill -9 of the controller"}} {
+		if f, ok := run.Find("sluice", "", k.test); ok && f.Err == "" {
+			parts = append(parts, fmt.Sprintf("%s p50 %d ms, max %d ms (%d rounds)", k.what,
+				f.P50.Milliseconds(), f.Max.Milliseconds(), f.Rounds))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Failover to the next acknowledged write: " + strings.Join(parts, "; ") + "."
 }
 
 func or(s, def string) string {

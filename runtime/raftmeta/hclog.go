@@ -11,14 +11,16 @@ import (
 
 // newHCLog returns an hclog.Logger (what hashicorp/raft and its transport log through)
 // whose lines go to lg at their own level. hclog formats each line as
-// "[LEVEL] name: message: key=value ..."; zapWriter takes the level off the front.
+// "[LEVEL] name: message: key=value ..."; zapWriter takes the level off the front. Its
+// lines carry no stack trace: it would be this adapter's, not raft's (a failed heartbeat
+// to a dead voter logged 8 lines of it each time).
 func newHCLog(lg *zap.Logger) hclog.Logger {
 	level := hclog.Info
 	if lg.Core().Enabled(zapcore.DebugLevel) {
 		level = hclog.Debug
 	}
 	return hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, DisableTime: true,
-		Output: &zapWriter{lg: lg}})
+		Output: &zapWriter{lg: lg.WithOptions(zap.AddStacktrace(zapcore.FatalLevel + 1))}})
 }
 
 // zapWriter is an io.Writer taking hclog's lines (one per Write) into zap.

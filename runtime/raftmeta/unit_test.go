@@ -62,7 +62,9 @@ func TestOutcomeOfRaftErrors(t *testing.T) {
 
 func TestHCLogLinesReachZapAtTheirLevel(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	hl := newHCLog(zap.New(core))
+	// The node's logger adds stack traces to errors (cmd/sluice); a raft line's would be
+	// the adapter's own stack, 8 lines of noise per failed heartbeat to a dead peer.
+	hl := newHCLog(zap.New(core, zap.AddStacktrace(zap.ErrorLevel)))
 	hl.Info("entering follower state", "follower", "x")
 	hl.Warn("heartbeat timeout reached")
 	hl.Named("transport").Error("failed to accept", "error", "boom")
@@ -74,6 +76,7 @@ func TestHCLogLinesReachZapAtTheirLevel(t *testing.T) {
 	require.Contains(t, got[0].Message, "follower=x")
 	require.Equal(t, zapcore.WarnLevel, got[1].Level)
 	require.Equal(t, zapcore.ErrorLevel, got[2].Level)
+	require.Empty(t, got[2].Stack, "no stack trace on raft's lines")
 	require.Contains(t, got[2].Message, "raft.transport")
 	require.Equal(t, zapcore.DebugLevel, got[3].Level)
 	require.NotContains(t, got[0].Message, "[INFO]")
