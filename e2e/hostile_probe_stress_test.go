@@ -19,6 +19,9 @@ import (
 // Fetch without the produced partition, hostile_helpers_test.go); it stays as the way
 // to look for a stall under connection churn. Opt-in and as long as asked:
 // SLUICE_E2E_PROBE_STRESS=3m. Each probe must end within 5 s, as requireServes' do.
+// A probe now and then takes about 1 s: a topic every few tens of milliseconds outruns
+// sluice.auto.create.partitions.per.sec, the topic is answered LEADER_NOT_AVAILABLE,
+// and franz-go retries its ListOffsets after a fixed second.
 func TestHostileProbeUnderConnectionChurn(t *testing.T) {
 	dur, err := time.ParseDuration(os.Getenv("SLUICE_E2E_PROBE_STRESS"))
 	if err != nil {
