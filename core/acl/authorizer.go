@@ -1,18 +1,21 @@
 package acl
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Anonymous is the principal of a connection that did not authenticate.
 const Anonymous = "User:ANONYMOUS"
 
 // Authorizer decides requests on a Set. SuperUsers pass every check; AllowIfNoACL is
 // allow.everyone.if.no.acl.found: a resource no binding covers is then allowed.
-// Implicit lists principals allowed one operation on the cluster whatever the bindings
-// say (a node's own inter-broker principal, CLUSTER_ACTION).
+// Implicit lists principals allowed some operations on the cluster whatever the
+// bindings say (a node's own inter-broker principal: CLUSTER_ACTION, CREATE).
 type Authorizer struct {
 	SuperUsers   map[string]bool
 	AllowIfNoACL bool
-	Implicit     map[string]Operation
+	Implicit     map[string][]Operation
 }
 
 // Who is the identity a request is decided for: its principal ("" is anonymous) and
@@ -37,7 +40,7 @@ func (w Who) principal() string {
 func (a *Authorizer) Authorize(s *Set, w Who, op Operation, t ResourceType,
 	name string) bool {
 	p := w.principal()
-	if a.SuperUsers[p] || t == ResourceCluster && a.Implicit[p] == op && op != OpUnknown {
+	if a.SuperUsers[p] || t == ResourceCluster && slices.Contains(a.Implicit[p], op) {
 		return true
 	}
 	bs := s.Matching(t, name)

@@ -132,7 +132,7 @@ func TestSuperUsersNoACLAndHosts(t *testing.T) {
 }
 
 func TestImplicitClusterAction(t *testing.T) {
-	a := &Authorizer{Implicit: map[string]Operation{"User:broker": OpClusterAction}}
+	a := &Authorizer{Implicit: map[string][]Operation{"User:broker": {OpClusterAction}}}
 	s := NewSet()
 	b := Who{Principal: "User:broker"}
 	if !a.Authorize(s, b, OpClusterAction, ResourceCluster, ClusterName) {
