@@ -1,0 +1,127 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/sluicemq/sluice/core/broker"
+	kafkanet "github.com/sluicemq/sluice/net"
+	"github.com/sluicemq/sluice/runtime"
+)
+
+// startACLNode starts a node over dir with one SASL_PLAINTEXT listener (PLAIN users
+// admin and bob) and the authorizer on, admin its super user.
+func startACLNode(t *testing.T, dir, users string) *runtime.Node {
+	t.Helper()
+	cfg := broker.DefaultConfig()
+	require.NoError(t, cfg.Set("authorizer.class.name",
+		"org.apache.kafka.metadata.authorizer.StandardAuthorizer"))
+	require.NoError(t, cfg.Set("super.users", "User:admin"))
+	n := runtime.NewNode(runtime.Options{
+		Listeners: []runtime.Listener{{Name: "SASL_PLAINTEXT", Addr: "127.0.0.1:0",
+			Protocol: kafkanet.SASLPlaintext,
+			SASL:     kafkanet.SASLSettings{Mechanisms: "PLAIN", PlainUsersFile: users}}},
+		DataDir: dir, Config: cfg, Logger: zaptest.NewLogger(t), DrainTimeout: 2 * time.Second})
+	require.NoError(t, n.Start(context.Background()))
+	return n
+}
+
+func plainClient(t *testing.T, n *runtime.Node, user string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.ListenerAddr("SASL_PLAINTEXT")),
+		kgo.SASL(plain.Auth{User: user, Pass: user + "-secret"}.AsMechanism()),
+		kgo.RetryTimeout(2*time.Second), kgo.RecordDeliveryTimeout(5*time.Second),
+		kgo.AllowAutoTopicCreation())
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// TestACLsDecideASASLClientAndSurviveARestart: bob, authenticated with SASL, is refused a
+// topic without ACLs; allowed at his next request once kadm's CreateACLs is answered;
+// refused again at his next request once DeleteACLs is answered (never served from the
+// state before the change); and an ACL created before a restart still holds after it.
+func TestACLsDecideASASLClientAndSurviveARestart(t *testing.T) {
+	users := filepath.Join(t.TempDir(), "users")
+	require.NoError(t, os.WriteFile(users, []byte("admin:admin-secret\nbob:bob-secret\n"),
+		0o600))
+	dir := t.TempDir()
+	n := startACLNode(t, dir, users)
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = n.Close()
+		}
+	})
+	ctx := testCtx(t, 60*time.Second)
+	adm := kadm.NewClient(plainClient(t, n, "admin"))
+	_, err := adm.CreateTopic(ctx, 1, 1, nil, "orders")
+	require.NoError(t, err)
+
+	produce := func(cl *kgo.Client) error {
+		return cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("v")}).FirstErr()
+	}
+	err = produce(plainClient(t, n, "bob"))
+	require.True(t, errors.Is(err, kerr.TopicAuthorizationFailed), "got %v", err)
+	// bob may not change ACLs either.
+	refused, err := kadm.NewClient(plainClient(t, n, "bob")).CreateACLs(ctx,
+		kadm.NewACLs().Allow("User:bob").Topics("orders").Operations(kadm.OpWrite))
+	require.NoError(t, err)
+	require.ErrorIs(t, refused[0].Err, kerr.ClusterAuthorizationFailed)
+
+	grant := kadm.NewACLs().Allow("User:bob").Topics("orders").
+		Operations(kadm.OpWrite, kadm.OpRead)
+	created, err := adm.CreateACLs(ctx, grant)
+	require.NoError(t, err)
+	require.Len(t, created, 2)
+	for _, c := range created {
+		require.NoError(t, c.Err)
+	}
+	bob := plainClient(t, n, "bob")
+	require.NoError(t, produce(bob), "allowed at once after CreateACLs")
+
+	described, err := adm.DescribeACLs(ctx, kadm.NewACLs().Topics("orders").
+		ResourcePatternType(kadm.ACLPatternMatch).Allow().AllowHosts().Operations())
+	require.NoError(t, err)
+	require.Len(t, described, 1)
+	require.Len(t, described[0].Described, 2)
+
+	deleted, err := adm.DeleteACLs(ctx, kadm.NewACLs().Topics("orders").Allow("User:bob").
+		AllowHosts().Operations(kadm.OpWrite))
+	require.NoError(t, err)
+	require.Len(t, deleted[0].Deleted, 1)
+	err = produce(bob)
+	require.True(t, errors.Is(err, kerr.TopicAuthorizationFailed),
+		"the next produce after DeleteACLs is refused, got %v", err)
+
+	// What remains (READ) survives a restart, and so does a new WRITE.
+	_, err = adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:bob").Topics("ord").
+		ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpWrite))
+	require.NoError(t, err)
+	require.NoError(t, n.Close())
+	closed = true
+	n = startACLNode(t, dir, users)
+	t.Cleanup(func() { _ = n.Close() })
+	everything := kadm.NewACLs().AnyResource().ResourcePatternType(kadm.ACLPatternAny).
+		Allow().AllowHosts().Operations()
+	described, err = kadm.NewClient(plainClient(t, n, "admin")).DescribeACLs(ctx, everything)
+	require.NoError(t, err)
+	require.Len(t, described[0].Described, 2, "READ on orders, WRITE on ord*")
+	require.NoError(t, produce(plainClient(t, n, "bob")), "the prefixed ACL allows orders")
+	fetched := plainClient(t, n, "bob")
+	fetched.AddConsumeTopics("orders")
+	fs := fetched.PollFetches(ctx)
+	require.NoError(t, fs.Err())
+	require.NotZero(t, fs.NumRecords())
+}
