@@ -61,7 +61,8 @@ func (n *Node) configureAuthz() {
 		}
 		return
 	}
-	if cfg.InterBrokerPrincipal == "" {
+	// A node alone has no peers: nobody needs the inter-broker grants.
+	if cfg.InterBrokerPrincipal == "" && (len(n.opts.Voters) > 1 || len(n.opts.Peers) > 0) {
 		cfg.InterBrokerPrincipal = n.opts.interBrokerPrincipal(n.lg)
 	}
 	n.lg.Info("authorizer on", zap.String("authorizer.class.name", cfg.ClassName),
