@@ -3,8 +3,10 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,12 +14,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/core/controller"
 	kafkanet "github.com/sluicemq/sluice/net"
 	"github.com/sluicemq/sluice/runtime"
+	"github.com/sluicemq/sluice/runtime/raftmeta"
 )
 
 // startACLNode starts a node over dir with one SASL_PLAINTEXT listener (PLAIN users
@@ -124,4 +129,76 @@ func TestACLsDecideASASLClientAndSurviveARestart(t *testing.T) {
 	fs := fetched.PollFetches(ctx)
 	require.NoError(t, fs.Err())
 	require.NotZero(t, fs.NumRecords())
+}
+
+// TestACLClusterServesItsOwnTraffic: three nodes with the authorizer on and no ACL
+// granting the brokers anything. Their inter-broker listener is SASL (user "broker"),
+// so registrations, heartbeats, follower fetches and forwarded topic creations come as
+// User:broker, which the authorizer lets through as the node's own inter-broker
+// principal: every node registers, a replicated topic's acks=all writes are answered
+// (the followers fetch), and a client that is not a super user is refused.
+func TestACLClusterServesItsOwnTraffic(t *testing.T) {
+	users := filepath.Join(t.TempDir(), "users")
+	require.NoError(t, os.WriteFile(users,
+		[]byte("broker:broker-secret\nadmin:admin-secret\nbob:bob-secret\n"), 0o600))
+	sasl := kafkanet.SASLSettings{Mechanisms: "PLAIN", PlainUsersFile: users,
+		InterBrokerUser: "broker", InterBrokerPassword: "broker-secret"}
+	voters := []raftmeta.Voter{{ID: 1, Addr: freeAddr(t)}, {ID: 2, Addr: freeAddr(t)},
+		{ID: 3, Addr: freeAddr(t)}}
+	nodes := make([]*runtime.Node, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		cfg := broker.DefaultConfig()
+		cfg.NodeID = int32(i + 1)
+		require.NoError(t, cfg.Set("authorizer.class.name", "sluice"))
+		require.NoError(t, cfg.Set("super.users", "User:admin"))
+		ctl := controller.DefaultConfig()
+		ctl.SessionTimeoutMs, ctl.HeartbeatIntervalMs = 1500, 200
+		nodes[i] = runtime.NewNode(runtime.Options{
+			Listeners: []runtime.Listener{{Name: "SASL_PLAINTEXT", Addr: "127.0.0.1:0",
+				Protocol: kafkanet.SASLPlaintext, SASL: sasl}},
+			DataDir: t.TempDir(), Config: cfg, Controller: ctl,
+			Logger:       zaptest.NewLogger(t).Named(fmt.Sprintf("n%d", i+1)),
+			DrainTimeout: 2 * time.Second, Voters: voters, QuorumTiming: raftmeta.TestTiming()})
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = nodes[i].Start(context.Background()) }()
+	}
+	wg.Wait()
+	for i, n := range nodes {
+		require.NoError(t, errs[i])
+		t.Cleanup(func() { _ = n.Close() })
+	}
+	require.Eventually(t, func() bool {
+		for _, n := range nodes {
+			st, ok := n.Membership()
+			if !ok || !st.Registered || st.Fenced {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 20*time.Millisecond, "every node registered under the authorizer")
+
+	ctx := testCtx(t, 60*time.Second)
+	admin := plainClient(t, nodes[1], "admin")
+	adm := kadm.NewClient(admin)
+	require.Eventually(t, func() bool {
+		r, err := adm.CreateTopic(ctx, 3, 3, nil, "replicated")
+		return err == nil && r.Err == nil
+	}, 20*time.Second, 100*time.Millisecond)
+	for i := range 10 {
+		r := admin.ProduceSync(ctx, &kgo.Record{Topic: "replicated",
+			Value: []byte(fmt.Sprint(i))})
+		require.NoError(t, r.FirstErr(), "acks=all needs the followers' fetches")
+	}
+	err := plainClient(t, nodes[2], "bob").ProduceSync(ctx,
+		&kgo.Record{Topic: "replicated", Value: []byte("x")}).FirstErr()
+	require.True(t, errors.Is(err, kerr.TopicAuthorizationFailed), "got %v", err)
+
+	// A client claiming to be a broker is refused the controller RPCs.
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.BrokerID, req.BrokerEpoch = 2, 1
+	resp, err := req.RequestWith(ctx, plainClient(t, nodes[0], "bob"))
+	require.NoError(t, err)
+	require.Equal(t, kerr.ClusterAuthorizationFailed.Code, resp.ErrorCode)
 }

@@ -84,6 +84,13 @@ func (n *node) mayCreateTopic(r Request, topic string) bool {
 	return n.allowedCluster(r, acl.OpCreate) || n.allowedTopic(r, acl.OpCreate, topic)
 }
 
+// AuthorizedClusterAction says whether r's principal may do CLUSTER_ACTION on the
+// cluster: the controller RPCs a node host serves (core/nodehost) need it. True with
+// the authorizer off.
+func (b *Broker) AuthorizedClusterAction(r Request) bool {
+	return b.allowedCluster(r, acl.OpClusterAction)
+}
+
 // fixLater registers f to complete r's answer (after any fix registered before).
 func (n *node) fixLater(r Request, f func(kmsg.Response)) {
 	if n.authz.fixes == nil {
