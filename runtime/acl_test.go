@@ -195,6 +195,26 @@ func TestACLClusterServesItsOwnTraffic(t *testing.T) {
 		&kgo.Record{Topic: "replicated", Value: []byte("x")}).FirstErr()
 	require.True(t, errors.Is(err, kerr.TopicAuthorizationFailed), "got %v", err)
 
+	// An ACL created through one node reaches every node with the metadata: bob
+	// writes to every partition, whose leaders are spread over the nodes.
+	require.Eventually(t, func() bool {
+		res, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:bob").
+			Topics("replicated").Operations(kadm.OpWrite))
+		return err == nil && res[0].Err == nil
+	}, 20*time.Second, 100*time.Millisecond)
+	for p := range int32(3) {
+		require.Eventually(t, func() bool {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[p].ListenerAddr("SASL_PLAINTEXT")),
+				kgo.SASL(plain.Auth{User: "bob", Pass: "bob-secret"}.AsMechanism()),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()),
+				kgo.RecordDeliveryTimeout(5*time.Second))
+			require.NoError(t, err)
+			defer cl.Close()
+			return cl.ProduceSync(ctx, &kgo.Record{Topic: "replicated", Partition: p,
+				Value: []byte("y")}).FirstErr() == nil
+		}, 10*time.Second, 50*time.Millisecond, "bob may write to partition %d", p)
+	}
+
 	// A client claiming to be a broker is refused the controller RPCs.
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
 	req.BrokerID, req.BrokerEpoch = 2, 1
