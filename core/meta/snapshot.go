@@ -11,8 +11,9 @@ import (
 // config overrides), in name order, then the producer-id block if one was ever
 // committed, then one ScramCredentialSet per SCRAM credential, then one
 // ClientQuotaAltered per client quota entity, then one ACLsCreated with every ACL. A
-// metadata log may store them in place of the records they summarise (core/broker Start.Snapshot); applying them gives an image
-// equal to this one (Equal), though not the same count of applied records.
+// metadata log may store them in place of the records they summarise (core/broker
+// Start.Snapshot); applying them gives an image equal to this one (Equal), though not
+// the same count of applied records.
 //
 // Brokers are written in epoch order (the order they registered in): a registration
 // applies only with an epoch greater than every earlier one.
