@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -295,5 +296,25 @@ func TestDevSASLWithKcat(t *testing.T) {
 	_, err = kcat(t, 20*time.Second, nil, append(args[:10], "-X", "sasl.password=wrong",
 		"-L", "-m", "3")...)
 	require.Error(t, err, "a wrong password is refused")
+
+	// The dev node checks ACLs: a deny of the anonymous principal on a topic refuses
+	// the PLAINTEXT listener's clients, and not admin, its super user.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(plain), kgo.RecordDeliveryTimeout(10*time.Second))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	_, err = adm.CreateTopic(ctx, 1, 1, nil, "secret")
+	require.NoError(t, err)
+	res, err := adm.CreateACLs(ctx, kadm.NewACLs().Deny("User:ANONYMOUS").Topics("secret").
+		Operations(kadm.OpAll))
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	err = cl.ProduceSync(ctx, &kgo.Record{Topic: "secret", Value: []byte("x")}).FirstErr()
+	require.ErrorIs(t, err, kerr.TopicAuthorizationFailed)
+	_, err = kcat(t, 30*time.Second, []byte("a:1\n"), append(args, "-t", "secret", "-P",
+		"-K:")...)
+	require.NoError(t, err, "the super user is not refused")
 	require.NoError(t, n.stop())
 }

@@ -157,7 +157,7 @@ func (c *conn) handle(body []byte) bool {
 	}
 	id, alone := c.reserve(h, len(body), out)
 	c.srv.sink.Request(broker.Request{Conn: c.id, ID: id, ClientID: h.clientID, Msg: req,
-		Listener: c.listener, Principal: c.principal}, alone)
+		Listener: c.listener, Principal: c.principal, Host: c.ip}, alone)
 	return true
 }
 

@@ -234,6 +234,7 @@ func (n *Node) open(ctx context.Context) error {
 	if n.quorum != nil {
 		bopts = append(bopts, broker.WithController(brokerPort{n}))
 	}
+	n.configureAuthz() // authz.go
 	n.b = broker.New(n.opts.Config, env{n}, rand.New(rand.NewSource(seed())), bopts...)
 	if n.quorum != nil {
 		if err := n.opts.Controller.Check(); err != nil {

@@ -180,6 +180,15 @@ var table = []Setting{
 		"samples a client quota's rate is measured over (docs/limits.md, Client quotas)"),
 	intS(Broker, "quota.window.size.seconds", "1", 1, i32,
 		"length of each sample of a client quota's rate"),
+	// The authorizer (broker.AuthzConfig, docs/security.md "ACLs").
+	strS(Broker, "authorizer.class.name", "",
+		"empty: no authorizer, every request allowed; org.apache.kafka.metadata.authorizer."+
+			"StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer, or sluice): "+
+			"requests are checked against the ACLs"),
+	strS(Broker, "super.users", "",
+		"principals allowed everything, separated by ; (User:admin;User:CN=ops)"),
+	boolS(Broker, "allow.everyone.if.no.acl.found", "false",
+		"with an authorizer: a resource no ACL covers is allowed to every principal"),
 
 	// The follower fetcher (broker.FetcherConfig).
 	intS(Broker, "replica.fetch.wait.max.ms", "500", 0, i32,

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicemq/sluice/core/broker"
 	kafkanet "github.com/sluicemq/sluice/net"
 	"github.com/sluicemq/sluice/runtime"
 )
@@ -53,6 +54,10 @@ func addDevSASL(opts *runtime.Options, tmp, addr, sslAddr string,
 		opts.Listeners = append(opts.Listeners, runtime.Listener{Name: "SASL_SSL",
 			Addr: sslAddr, Protocol: kafkanet.SASLSSL, SASL: settings, TLS: tls.TLS})
 	}
+	// The authorizer, with admin its super user and what no ACL covers open to all: the
+	// dev node serves as before, and an ACL a person adds decides its resource.
+	opts.Config.Authz = broker.AuthzConfig{Enabled: true, ClassName: "sluice",
+		SuperUsers: []string{"User:" + devSASLUser}, AllowIfNoACL: true}
 	return d, nil
 }
 
@@ -95,4 +100,7 @@ func (d *devSASL) banner(b *strings.Builder, n *runtime.Node, ca string) {
 	}
 	fmt.Fprintf(b, "sluice:\n  SLUICE_SASL_PASSWORD=%s sluice topic list --bootstrap %s "+
 		"--sasl-mechanism SCRAM-SHA-512 --sasl-user %s\n", d.password, sp, devSASLUser)
+	fmt.Fprintf(b, "ACLs are checked (super.users=User:%s; a resource without ACLs is open "+
+		"to all):\n  sluice acl add --deny-principal User:ANONYMOUS --operation all "+
+		"--topic secret\n", devSASLUser)
 }

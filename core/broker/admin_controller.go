@@ -104,12 +104,12 @@ func (ctl *adminController) autoCreate(op *opAutoCreate) {
 	pending := newPendingTopics()
 	var recs []meta.Record
 	if ctl.notController() { // leadership moved while the operation was queued
-		op.failed = ctl.autoCreateElsewhere(m)
+		op.failed = ctl.autoCreateElsewhere(op.req, m)
 		ctl.proposeAll(op, nil)
 		return
 	}
 	deferred := 0
-	for _, name := range ctl.autoCreatable(m) {
+	for _, name := range ctl.autoCreatable(op.req, m) {
 		if !ctl.autoCreateAdmits(len(recs)) {
 			failed[name] = topicError{code: kerr.LeaderNotAvailable.Code}
 			ctl.hit(pAutoCreateDeferred)

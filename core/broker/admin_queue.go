@@ -156,6 +156,10 @@ func adminName(op adminOp) string {
 		return "AlterUserScramCredentials"
 	case *opAlterQuotas:
 		return "AlterClientQuotas"
+	case *opCreateACLs:
+		return "CreateAcls"
+	case *opDeleteACLs:
+		return "DeleteAcls"
 	default:
 		return fmt.Sprintf("%T", op)
 	}
@@ -217,6 +221,10 @@ func (ctl *adminController) runAdmin(op adminOp) {
 		ctl.alterScram(op)
 	case *opAlterQuotas:
 		ctl.alterQuotas(op)
+	case *opCreateACLs:
+		ctl.createACLs(op)
+	case *opDeleteACLs:
+		ctl.deleteACLs(op)
 	case *opPurgeOrphans: // offsets of topics that are gone (groups_topics.go)
 		ctl.tombstoneTopicOffsets(op, "topic no longer exists", nil)
 	default:
@@ -277,6 +285,10 @@ func (ctl *adminController) adminCommitted(op adminOp) {
 		ctl.alterScramCommitted(op)
 	case *opAlterQuotas:
 		ctl.alterQuotasCommitted(op)
+	case *opCreateACLs:
+		ctl.createACLsCommitted(op)
+	case *opDeleteACLs:
+		ctl.deleteACLsCommitted(op)
 	default: // opPurgeOrphans proposes nothing
 		core.Invariant(false, "B11", "%s: no commit to continue", adminName(op))
 	}

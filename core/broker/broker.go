@@ -190,6 +190,9 @@ func (b *Broker) request(r Request) {
 		b.env.Reply(Reply{Conn: r.Conn, ID: r.ID, Close: true})
 		return
 	}
+	if !b.authorizeRequest(r) { // refused whole, and answered (authorize.go)
+		return
+	}
 	switch m := r.Msg.(type) {
 	case *kmsg.ProduceRequest:
 		if !b.heldByQuota(r) { // a throttled connection's requests wait (quota_hold.go)
@@ -231,6 +234,12 @@ func (b *Broker) request(r Request) {
 		b.reply(r, b.handleDescribeClientQuotas(m))
 	case *kmsg.AlterClientQuotasRequest:
 		b.handleAlterClientQuotas(r, m)
+	case *kmsg.DescribeACLsRequest:
+		b.reply(r, b.handleDescribeACLs(m))
+	case *kmsg.CreateACLsRequest:
+		b.handleCreateACLs(r, m)
+	case *kmsg.DeleteACLsRequest:
+		b.handleDeleteACLs(r, m)
 	default:
 		if b.routeGroupRequest(r) {
 			return

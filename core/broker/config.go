@@ -67,6 +67,8 @@ type Config struct {
 	Cleaner CleanerConfig
 	// Quotas holds the client quota windows (quotas.go).
 	Quotas QuotaConfig
+	// Authz holds the authorizer's settings (authz_config.go).
+	Authz AuthzConfig
 }
 
 // TopicConfigDef describes one topic-level setting Sluice understands.
@@ -224,6 +226,9 @@ func (c *Config) Set(name, value string) error {
 		if ok, err := c.Quotas.set(name, value); ok {
 			return err
 		}
+		if ok, err := c.Authz.set(name, value); ok {
+			return err
+		}
 		return fmt.Errorf("unknown setting %q", name)
 	}
 	if err != nil {
@@ -243,6 +248,7 @@ func SettingNames() []string {
 	names = append(names, fetcherSettingNames()...)
 	names = append(names, cleanerSettingNames...)
 	names = append(names, quotaSettingNames()...)
+	names = append(names, authzSettingNames...)
 	for _, d := range TopicConfigDefs {
 		names = append(names, d.Name)
 		if d.BrokerName != d.Name {

@@ -240,11 +240,12 @@ func (ctl *adminController) forwardAnswered(in PeerReply) bool {
 // LEADER_NOT_AVAILABLE now, as Kafka answers a topic whose creation is under way, and
 // exist once this node applies their record: clients retry. The node's own bounds on
 // auto-creation apply (limits.go); a topic already forwarded is not sent again.
-func (ctl *adminController) autoCreateElsewhere(m *kmsg.MetadataRequest) map[string]topicError {
+func (ctl *adminController) autoCreateElsewhere(r Request,
+	m *kmsg.MetadataRequest) map[string]topicError {
 	failed := map[string]topicError{}
 	var topics []kmsg.CreateTopicsRequestTopic
 	deferred := 0
-	for _, name := range ctl.autoCreatable(m) {
+	for _, name := range ctl.autoCreatable(r, m) {
 		failed[name] = topicError{code: kerr.LeaderNotAvailable.Code}
 		if ctl.forwarding[name] || ctl.leader < 0 {
 			continue

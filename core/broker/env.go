@@ -128,8 +128,9 @@ func (s Start) LastIndex() uint64 { return s.SnapshotIndex + uint64(len(s.Record
 // address); Metadata, DescribeCluster and FindCoordinator answer with the brokers'
 // addresses on that listener, as Kafka does. Principal is who sent it, in Kafka's form:
 // "User:ANONYMOUS" on a listener without authentication, "User:CN=...,O=..." for a
-// verified TLS client certificate. Nothing consults it yet; ACLs will ("" counts as
-// anonymous).
+// verified TLS client certificate, "User:<name>" after SASL ("" counts as anonymous).
+// Host is the client's IP address ("" when unknown). The authorizer decides on both
+// (authorize.go).
 type Request struct {
 	Conn      uint64
 	ID        uint64
@@ -137,6 +138,7 @@ type Request struct {
 	Msg       kmsg.Request
 	Listener  string
 	Principal string
+	Host      string
 }
 
 // ConnClosed says a connection went away; pending work for it can be dropped.

@@ -69,6 +69,7 @@ func (rm *replicaManager) handleFetch(r Request, req *kmsg.FetchRequest) {
 		rm.reply(r, resp)
 		return
 	}
+	m = rm.authorizeFetch(r, m) // topics it may not READ are answered apart (authorize.go)
 	incremental := req.SessionEpoch > 0
 	follower := rm.isFollowerFetch(m)
 	resp, n, anyErr := rm.readFetch(m, true, rm.fetchQuotaCap(r, follower))
@@ -306,6 +307,7 @@ func removeWait(ws []*fetchWait, w *fetchWait) []*fetchWait {
 // connClosed drops the parked fetches and produces of a connection that went away:
 // nobody is left to read their answers.
 func (rm *replicaManager) connClosed(conn uint64) {
+	rm.authzConnClosed(conn)
 	rm.dropHeld(conn)
 	for _, w := range append([]*fetchWait(nil), rm.fetches.byConn[conn]...) {
 		rm.hit(pFetchConnClosed)

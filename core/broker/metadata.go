@@ -43,12 +43,12 @@ import (
 )
 
 func (b *Broker) handleMetadata(r Request, m *kmsg.MetadataRequest) {
-	if len(b.autoCreatable(m)) == 0 {
+	if len(b.autoCreatable(r, m)) == 0 {
 		b.reply(r, b.metadataResponse(r.Listener, m, nil))
 		return
 	}
 	if b.notController() { // the controller's node creates them (controller_port.go)
-		b.reply(r, b.metadataResponse(r.Listener, m, b.autoCreateElsewhere(m)))
+		b.reply(r, b.metadataResponse(r.Listener, m, b.autoCreateElsewhere(r, m)))
 		return
 	}
 	b.serialize(&opAutoCreate{adminBase: adminBase{req: r}, m: m})
@@ -61,8 +61,8 @@ type topicError struct {
 }
 
 // autoCreatable returns the distinct requested topic names that do not exist and would
-// be created by this request, in request order.
-func (n *node) autoCreatable(m *kmsg.MetadataRequest) []string {
+// be created by this request (r's principal may CREATE them), in request order.
+func (n *node) autoCreatable(r Request, m *kmsg.MetadataRequest) []string {
 	lim := n.cfg.Limits
 	if !n.cfg.AutoCreateTopics || (m.Version >= 4 && !m.AllowAutoTopicCreation) ||
 		lim.AutoCreateTopicsPerRequest == 0 || lim.AutoCreatePartitionsPerSec == 0 {
@@ -76,7 +76,8 @@ func (n *node) autoCreatable(m *kmsg.MetadataRequest) []string {
 		}
 		name := *t.Topic
 		seen[name] = true
-		if n.image.Topic(name) == nil && topicNameProblem(name) == "" {
+		if n.image.Topic(name) == nil && topicNameProblem(name) == "" &&
+			n.mayCreateTopic(r, name) { // else UNKNOWN_TOPIC_OR_PARTITION (authorize.go)
 			names = append(names, name)
 		}
 	}

@@ -57,6 +57,8 @@ type node struct {
 
 	probes *probe.Set // code probes hit (nil: not counted; WithProbes)
 
+	authz authzState // the authorizer and the answers it completes (authorize.go)
+
 	queue []message       // messages between parts, drained at once (post)
 	route func(m message) // the Broker's router (Broker.deliver)
 }
@@ -84,6 +86,7 @@ func (n *node) token() uint64 {
 
 // reply sends resp for r, with resp's version set to the request's.
 func (n *node) reply(r Request, resp kmsg.Response) {
+	n.fixAnswer(r, resp)
 	resp.SetVersion(r.Msg.GetVersion())
 	n.env.Reply(Reply{Conn: r.Conn, ID: r.ID, Msg: resp})
 }

@@ -344,6 +344,7 @@ func (rm *replicaManager) logThrottle(s *sensor, now int64, r Request, kind quot
 
 // replyMuted sends resp for r and mutes r's connection for muteMs (rule E8).
 func (n *node) replyMuted(r Request, resp kmsg.Response, muteMs int32) {
+	n.fixAnswer(r, resp)
 	if resp != nil {
 		resp.SetVersion(r.Msg.GetVersion())
 	}

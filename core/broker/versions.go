@@ -65,8 +65,8 @@ var InterBrokerVersions = []VersionRange{
 // SecurityVersions lists the security and quota APIs, kept apart from
 // SupportedVersions for the same reason as InterBrokerVersions. SaslHandshake and
 // SaslAuthenticate are served by the wire layer (net/sasl*.go), before and during
-// authentication; the SCRAM credential APIs and the client quota APIs (KIP-546) by the
-// broker.
+// authentication; the SCRAM credential APIs, the client quota APIs (KIP-546) and the
+// ACL APIs by the broker.
 var SecurityVersions = []VersionRange{
 	{int16(kmsg.SASLHandshake), 0, 1},
 	{int16(kmsg.SASLAuthenticate), 0, 2},
@@ -74,6 +74,9 @@ var SecurityVersions = []VersionRange{
 	{int16(kmsg.AlterUserSCRAMCredentials), 0, 0},
 	{int16(kmsg.DescribeClientQuotas), 0, 1},
 	{int16(kmsg.AlterClientQuotas), 0, 1},
+	{int16(kmsg.DescribeACLs), 0, 3},
+	{int16(kmsg.CreateACLs), 0, 3},
+	{int16(kmsg.DeleteACLs), 0, 3},
 }
 
 // AdvertisedVersions is what ApiVersions lists: SupportedVersions,

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/sluicemq/sluice/core/acl"
 )
 
 // Topic is one topic as the image knows it.
@@ -69,12 +71,15 @@ type Image struct {
 	scram          map[scramKey]ScramCredential       // SCRAM credentials (scram.go)
 	quotas         map[QuotaEntity]map[string]float64 // client quotas (quota.go)
 	quotaVersion   uint64                             // changes with every quota change
+	acls           *acl.Set                           // ACL bindings (acl.go)
+	aclVersion     uint64
 }
 
 // NewImage returns an empty image.
 func NewImage() *Image {
 	return &Image{topics: map[string]*Topic{}, brokers: map[int32]*Broker{},
-		scram: map[scramKey]ScramCredential{}, quotas: map[QuotaEntity]map[string]float64{}}
+		scram: map[scramKey]ScramCredential{}, quotas: map[QuotaEntity]map[string]float64{},
+		acls: acl.NewSet()}
 }
 
 // Apply folds one committed record into the image. A record that cannot apply (e.g. a
@@ -123,6 +128,8 @@ func (im *Image) Apply(r Record) error {
 		return im.applyScram(r)
 	case KindClientQuotaAltered:
 		return im.applyQuota(r)
+	case KindACLsCreated, KindACLsDeleted:
+		return im.applyACLs(r)
 	default:
 		return fmt.Errorf("unknown metadata record kind %d", r.Kind)
 	}

@@ -1,5 +1,7 @@
 package meta
 
+import "github.com/sluicemq/sluice/core/acl"
+
 // Kind says what a Record changes. Kinds are part of the on-disk format (the metadata
 // log stores them as numbers): never renumber one, only add new ones at the end.
 type Kind uint8
@@ -28,6 +30,10 @@ const (
 	// KindClientQuotaAltered sets or removes client quota values of one entity
 	// (AlterClientQuotas, KIP-546; quota.go).
 	KindClientQuotaAltered
+	// KindACLsCreated adds ACL bindings (CreateAcls); KindACLsDeleted removes them
+	// (DeleteAcls, which resolves its filters to bindings before proposing; acl.go).
+	KindACLsCreated
+	KindACLsDeleted
 )
 
 func (k Kind) String() string {
@@ -56,6 +62,10 @@ func (k Kind) String() string {
 		return "ScramCredentialDeleted"
 	case KindClientQuotaAltered:
 		return "ClientQuotaAltered"
+	case KindACLsCreated:
+		return "ACLsCreated"
+	case KindACLsDeleted:
+		return "ACLsDeleted"
 	default:
 		return "Unknown"
 	}
@@ -185,6 +195,8 @@ type Record struct {
 	// QuotaOps the values it sets or removes, in order.
 	QuotaEntity QuotaEntity `json:"quota_entity,omitzero"`
 	QuotaOps    []QuotaOp   `json:"quota_ops,omitempty"`
+	// ACLs are the bindings an ACLsCreated record adds or an ACLsDeleted one removes.
+	ACLs []acl.Binding `json:"acls,omitempty"`
 }
 
 // Endpoint is one named advertised listener of a broker.

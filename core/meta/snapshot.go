@@ -10,9 +10,10 @@ import (
 // TopicCreated per topic (with its current partitions, their states when assigned, and
 // config overrides), in name order, then the producer-id block if one was ever
 // committed, then one ScramCredentialSet per SCRAM credential, then one
-// ClientQuotaAltered per client quota entity. A metadata log may store them in place of
-// the records they summarise (core/broker Start.Snapshot); applying them gives an image
-// equal to this one (Equal), though not the same count of applied records.
+// ClientQuotaAltered per client quota entity, then one ACLsCreated with every ACL. A
+// metadata log may store them in place of the records they summarise (core/broker
+// Start.Snapshot); applying them gives an image equal to this one (Equal), though not
+// the same count of applied records.
 //
 // Brokers are written in epoch order (the order they registered in): a registration
 // applies only with an epoch greater than every earlier one.
@@ -41,7 +42,11 @@ func (im *Image) Snapshot() []Record {
 		out = append(out, Record{Kind: KindProducerIDBlock, NextProducerID: im.nextProducerID})
 	}
 	out = append(out, im.scramSnapshot()...)
-	return append(out, im.quotaSnapshot()...)
+	out = append(out, im.quotaSnapshot()...)
+	if im.acls.Len() > 0 {
+		out = append(out, Record{Kind: KindACLsCreated, ACLs: im.acls.Sorted()})
+	}
+	return out
 }
 
 func (im *Image) brokersByEpoch() []Broker {

@@ -174,6 +174,10 @@ func (h *Host) route(now core.Time, in broker.Input) bool {
 		if !ok {
 			return false
 		}
+		if !h.b.AuthorizedClusterAction(in) { // brokers only (docs/security.md, ACLs)
+			h.env.Reply(broker.Reply{Conn: in.Conn, ID: in.ID, Msg: refusal(in.Msg)})
+			return true
+		}
 		h.next++
 		h.calls[h.next] = call{conn: in.Conn, reqID: in.ID, req: in.Msg}
 		h.ctl.Step(now, controller.Request{ID: h.next, Msg: h.resolveTopic(msg, in.Msg)})

@@ -46,6 +46,24 @@ func ControllerRequest(req kmsg.Request) (controller.Message, bool) {
 	return nil, false
 }
 
+// refusal answers a controller RPC whose sender may not do CLUSTER_ACTION.
+func refusal(req kmsg.Request) kmsg.Response {
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	code := kerr.ClusterAuthorizationFailed.Code
+	switch r := resp.(type) {
+	case *kmsg.BrokerRegistrationResponse:
+		r.ErrorCode = code
+	case *kmsg.BrokerHeartbeatResponse:
+		r.ErrorCode = code
+	case *kmsg.AllocateProducerIDsResponse:
+		r.ErrorCode = code
+	case *kmsg.AlterPartitionResponse:
+		r.ErrorCode = code
+	}
+	return resp
+}
+
 func registration(m *kmsg.BrokerRegistrationRequest) controller.RegisterBroker {
 	reg := controller.RegisterBroker{NodeID: m.BrokerID, Incarnation: m.IncarnationID,
 		ClusterID: m.ClusterID}
