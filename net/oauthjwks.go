@@ -112,7 +112,11 @@ func (v *OAuthValidator) validate(raw string) (oauthToken, error) {
 	var std jwt.Claims
 	var all map[string]any
 	if err := tok.Claims(key.Key, &std, &all); err != nil {
-		return oauthToken{}, fmt.Errorf("signature or claims (kid %q): %w", h.KeyID, err)
+		if errors.Is(err, jose.ErrCryptoFailure) {
+			return oauthToken{}, fmt.Errorf("the signature does not verify with key %q",
+				h.KeyID)
+		}
+		return oauthToken{}, fmt.Errorf("the claims do not decode: %w", err)
 	}
 	return v.checkClaims(std, all)
 }

@@ -155,7 +155,7 @@ func TestOAuthValidatorAcceptsValidTokensAndRefusesTheRest(t *testing.T) {
 			"cannot unmarshal"},
 		{"bad scope", is.sign("ec1", claims("a", map[string]any{"scope": 7})), "scope"},
 		{"wrong signature", is.signWith(other, jose.ES256, "ec1", claims("a", nil)),
-			"signature"},
+			`the signature does not verify with key "ec1"`},
 		{"unknown kid", is.signWith(other, jose.ES256, "nope", claims("a", nil)),
 			`no key with kid "nope"`},
 		{"no kid, two keys", is.signWith(other, jose.ES256, "", claims("a", nil)),
