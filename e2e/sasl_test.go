@@ -295,5 +295,14 @@ func TestDevSASLWithKcat(t *testing.T) {
 	_, err = kcat(t, 20*time.Second, nil, append(args[:10], "-X", "sasl.password=wrong",
 		"-L", "-m", "3")...)
 	require.Error(t, err, "a wrong password is refused")
+
+	// The banner's OAUTHBEARER command works as printed.
+	_, rest, ok := strings.Cut(n.logText(), "--sasl-token-file ")
+	require.True(t, ok, "the banner prints an OAUTHBEARER command")
+	tokenFile, _, _ := strings.Cut(rest, "\n")
+	out, err = cli(t, nil, "topic", "list", "--bootstrap", sp, "--sasl-mechanism",
+		"OAUTHBEARER", "--sasl-token-file", strings.TrimSpace(tokenFile))
+	require.NoError(t, err, out)
+	require.Contains(t, out, "d")
 	require.NoError(t, n.stop())
 }
