@@ -316,5 +316,13 @@ func TestDevSASLWithKcat(t *testing.T) {
 	_, err = kcat(t, 30*time.Second, []byte("a:1\n"), append(args, "-t", "secret", "-P",
 		"-K:")...)
 	require.NoError(t, err, "the super user is not refused")
+	// The banner's OAUTHBEARER command works as printed.
+	_, rest, ok := strings.Cut(n.logText(), "--sasl-token-file ")
+	require.True(t, ok, "the banner prints an OAUTHBEARER command")
+	tokenFile, _, _ := strings.Cut(rest, "\n")
+	out, err = cli(t, nil, "topic", "list", "--bootstrap", sp, "--sasl-mechanism",
+		"OAUTHBEARER", "--sasl-token-file", strings.TrimSpace(tokenFile))
+	require.NoError(t, err, out)
+	require.Contains(t, out, "d")
 	require.NoError(t, n.stop())
 }

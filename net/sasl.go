@@ -17,7 +17,8 @@ package net
 //     lifetime; a request other than SaslHandshake (which starts a re-authentication,
 //     KIP-368) after the session expired closes the connection.
 //
-// The authenticated principal is User:<name>, on every request (broker.Request).
+// The authenticated principal is User:<name> (OAUTHBEARER: the token's subject), on
+// every request (broker.Request).
 
 import (
 	"strings"
@@ -36,6 +37,7 @@ const (
 	MechPlain       = "PLAIN"
 	MechScramSHA256 = "SCRAM-SHA-256"
 	MechScramSHA512 = "SCRAM-SHA-512"
+	// MechOAuthBearer, OAUTHBEARER, is in sasl_oauth.go.
 )
 
 // ScramStore finds SCRAM credentials: the node's copy of those in the replicated
@@ -54,6 +56,9 @@ type SASLConfig struct {
 	Plain *PlainUsers
 	// Scram holds the SCRAM credentials; nil: SCRAM authenticates nobody.
 	Scram ScramStore
+	// OAuth validates OAUTHBEARER tokens (sasl.oauthbearer.*); nil: OAUTHBEARER
+	// authenticates nobody.
+	OAuth *OAuthValidator
 }
 
 func (s *SASLConfig) enabled(mech string) bool {
@@ -237,13 +242,20 @@ func (c *conn) saslSucceeded(user string) (lifetime time.Duration, err error) {
 	if s.reauth && principal != c.principal {
 		return 0, errPrincipalChanged
 	}
+	var credExpiry time.Time // the credential's own end (an OAUTHBEARER token's exp)
+	if e, ok := s.mech.(interface{ credentialExpiry() time.Time }); ok {
+		credExpiry = e.credentialExpiry()
+	}
 	c.stopSASLTimer()
 	s.phase, s.reauth, s.user, s.mech = saslDone, false, user, nil
 	c.principal = principal
 	s.expiry = time.Time{}
 	if d := c.srv.opts.ReauthAfter; d > 0 {
-		s.expiry = time.Now().Add(d)
 		lifetime = d
+		if !credExpiry.IsZero() { // KIP-368: min(connections.max.reauth.ms, token exp)
+			lifetime = min(d, max(time.Until(credExpiry), time.Millisecond))
+		}
+		s.expiry = time.Now().Add(lifetime)
 	}
 	c.lg.Debug("SASL authentication done", zap.String("principal", principal),
 		zap.String("mechanism", s.mechNam))
@@ -281,12 +293,16 @@ func (c *conn) newMechanism(name string) saslMechanism {
 		return &plainExchange{users: c.sasl.cfg.Plain}
 	case MechScramSHA256, MechScramSHA512:
 		return newScramExchange(name, c.sasl.cfg.Scram)
+	case MechOAuthBearer:
+		return &oauthExchange{v: c.sasl.cfg.OAuth}
 	}
 	return nil
 }
 
 // SupportedMechanisms lists the mechanisms sasl.enabled.mechanisms may name.
-func SupportedMechanisms() []string { return []string{MechPlain, MechScramSHA256, MechScramSHA512} }
+func SupportedMechanisms() []string {
+	return []string{MechPlain, MechScramSHA256, MechScramSHA512, MechOAuthBearer}
+}
 
 // ParseMechanisms reads sasl.enabled.mechanisms: a comma-separated list of supported
 // mechanisms, at least one.
@@ -303,7 +319,7 @@ func ParseMechanisms(value string) ([]string, error) {
 		}
 		if !found {
 			return nil, saslError("sasl.enabled.mechanisms: " + m + " is not supported " +
-				"(want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)")
+				"(want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER)")
 		}
 		out = append(out, m)
 	}

@@ -73,7 +73,8 @@ func (n *Node) netListeners() ([]kafkanet.Listener, error) {
 		}
 		nl := kafkanet.Listener{Name: l.Name, Addr: l.Addr}
 		if l.Protocol.UsesSASL() {
-			cfg, err := l.SASL.ServerConfig(n.creds)
+			cfg, err := l.SASL.ServerConfig(n.creds,
+				n.lg.Named("sasl").With(zap.String("listener", l.Name)))
 			if err != nil {
 				return nil, fmt.Errorf("listener %s: %w", l.Name, err)
 			}

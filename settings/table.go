@@ -72,8 +72,8 @@ var table = []Setting{
 		"how often a handshake checks ssl.keystore.location for a new file (0: never)"),
 	// SASL (net.SASLSettings).
 	strS(Security, "sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512",
-		"mechanisms of the SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (also "+
-			"per listener, listener.name.<name>.sasl.enabled.mechanisms)"),
+		"mechanisms of the SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "+
+			"OAUTHBEARER (also per listener, listener.name.<name>.sasl.enabled.mechanisms)"),
 	{Name: "sasl.mechanism.inter.broker.protocol", Scope: Security, Kind: Enum,
 		Default: "PLAIN", Choices: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"},
 		Doc: "how a node authenticates to its peers' SASL inter-broker listener"},
@@ -82,6 +82,22 @@ var table = []Setting{
 	strS(Security, "sluice.sasl.inter.broker.user", "",
 		"the user a node authenticates as on a SASL inter-broker listener"),
 	strS(Security, "sluice.sasl.inter.broker.password", "", "that user's password"),
+	strS(Security, "sasl.oauthbearer.jwks.endpoint.url", "",
+		"OAUTHBEARER: file:// URL of the JWKS that signs the tokens (http(s) refused); "+
+			"re-read when it changes"),
+	intS(Security, "sasl.oauthbearer.jwks.endpoint.refresh.ms", "3600000", 0,
+		31_536_000_000, "how often the JWKS file is checked for a change (an unknown "+
+			"kid checks it at once, at most once a second; 0: only then)"),
+	strS(Security, "sasl.oauthbearer.expected.audience", "",
+		"comma-separated audiences; a token's aud must hold one (empty: not checked)"),
+	strS(Security, "sasl.oauthbearer.expected.issuer", "",
+		"a token's iss must be this (empty: not checked)"),
+	strS(Security, "sasl.oauthbearer.sub.claim.name", "sub",
+		"the claim whose value is the principal, User:<value>"),
+	strS(Security, "sasl.oauthbearer.scope.claim.name", "scope",
+		"the claim holding the token's scope (a string or a list of strings)"),
+	intS(Security, "sasl.oauthbearer.clock.skew.seconds", "30", 0, i32,
+		"leeway on exp, nbf and iat"),
 	{Name: "log.dirs", Alias: "log.dir", Scope: Node, Kind: String, Default: "./data",
 		Doc: "the one data directory: partition logs and node state (--data)"},
 	intS(Node, "sluice.log.max.open.files", "", 1, i32,

@@ -40,6 +40,7 @@ type clientFlags struct {
 	// or the SLUICE_SASL_* environment variables.
 	saslMechanism, saslUser, saslPassword string
 	tls                                   clientTLS
+	saslTokenFile                         string // OAUTHBEARER's token
 }
 
 // The environment variables the SASL flags default to (a password on the command line
@@ -48,6 +49,7 @@ const (
 	envSASLMechanism = "SLUICE_SASL_MECHANISM"
 	envSASLUser      = "SLUICE_SASL_USER"
 	envSASLPassword  = "SLUICE_SASL_PASSWORD"
+	envSASLToken     = "SLUICE_SASL_TOKEN"
 )
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
@@ -56,13 +58,16 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.timeout, "timeout", defaultTimeout,
 		"bound on each client operation (connecting, a request, delivering a record)")
 	fs.StringVar(&c.saslMechanism, "sasl-mechanism", os.Getenv(envSASLMechanism),
-		"authenticate with SASL `mechanism` PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 "+
+		"authenticate with SASL `mechanism` PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or "+
+			"OAUTHBEARER "+
 			"(a SASL_PLAINTEXT listener; env "+envSASLMechanism+")")
 	fs.StringVar(&c.saslUser, "sasl-user", os.Getenv(envSASLUser),
 		"SASL user name (env "+envSASLUser+")")
 	fs.StringVar(&c.saslPassword, "sasl-password", "",
 		"SASL password; prefer env "+envSASLPassword+", which the process list does not show")
 	c.tls.register(fs)
+	fs.StringVar(&c.saslTokenFile, "sasl-token-file", "",
+		"OAUTHBEARER: `file` holding the token (or env "+envSASLToken+")")
 }
 
 // saslOpts are the client options of the SASL flags: none without a mechanism.
@@ -73,6 +78,9 @@ func (c *clientFlags) saslOpts() ([]kgo.Opt, error) {
 		}
 		return nil, nil
 	}
+	if strings.EqualFold(c.saslMechanism, kafkanet.MechOAuthBearer) {
+		return c.oauthOpts()
+	}
 	pw := c.saslPassword
 	if pw == "" {
 		pw = os.Getenv(envSASLPassword)
@@ -82,6 +90,28 @@ func (c *clientFlags) saslOpts() ([]kgo.Opt, error) {
 			"(--sasl-password or " + envSASLPassword + ")")
 	}
 	m, err := kafkanet.ClientSASL(c.saslMechanism, c.saslUser, pw)
+	if err != nil {
+		return nil, err
+	}
+	return []kgo.Opt{kgo.SASL(m)}, nil
+}
+
+// oauthOpts authenticate with OAUTHBEARER: the token from --sasl-token-file or
+// SLUICE_SASL_TOKEN; --sasl-user, when given, is the authorization id.
+func (c *clientFlags) oauthOpts() ([]kgo.Opt, error) {
+	token := os.Getenv(envSASLToken)
+	if c.saslTokenFile != "" {
+		b, err := os.ReadFile(c.saslTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--sasl-token-file: %w", err)
+		}
+		token = string(b)
+	}
+	if token = strings.TrimSpace(token); token == "" {
+		return nil, errors.New("--sasl-mechanism OAUTHBEARER needs a token " +
+			"(--sasl-token-file or " + envSASLToken + ")")
+	}
+	m, err := kafkanet.ClientSASL(kafkanet.MechOAuthBearer, c.saslUser, token)
 	if err != nil {
 		return nil, err
 	}
