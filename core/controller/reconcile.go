@@ -24,6 +24,7 @@ func (c *Controller) reconcile() {
 		c.ensureCluster()
 		c.shutDown()
 		c.repairPartitions()
+		c.completeReassignments()
 	}
 	c.armExpiry()
 }
