@@ -231,6 +231,10 @@ func (b *Broker) request(r Request) {
 		b.reply(r, b.handleDescribeClientQuotas(m))
 	case *kmsg.AlterClientQuotasRequest:
 		b.handleAlterClientQuotas(r, m)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		b.handleAlterPartitionReassignments(r, m)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		b.reply(r, b.handleListPartitionReassignments(m))
 	default:
 		if b.routeGroupRequest(r) {
 			return
