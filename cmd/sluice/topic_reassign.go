@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -102,7 +103,14 @@ func topicReassign(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return fmt.Errorf("the controller did not answer for %s-%d", o.topic, o.partition)
 	}
-	if r.Err != nil {
+	switch {
+	case errors.Is(r.Err, kerr.UnknownTopicOrPartition):
+		return fmt.Errorf("partition %s-%d does not exist (or has no replica placement: "+
+			"a topic created without --voters)", o.topic, o.partition)
+	case errors.Is(r.Err, kerr.NoReassignmentInProgress):
+		return fmt.Errorf("%s-%d is not being reassigned: nothing to cancel", o.topic,
+			o.partition)
+	case r.Err != nil:
 		return friendly(r.Err, o.topic, r.ErrMessage)
 	}
 	if o.cancel {
