@@ -69,23 +69,27 @@ func (AlterReassignments) isMessage() {}
 // ErrCode is the request's error (NOT_CONTROLLER), not a partition's.
 func (r AlterReassignmentsResponse) ErrCode() int16 { return r.Err }
 
-// reassignWait is an AlterReassignments request waiting for its proposals.
+// reassignWait is an AlterReassignments request waiting for its proposals: queue holds
+// the partitions (by their place in the request) not proposed yet, decided when there
+// is room for their proposal (MaxInFlight), so one request of many partitions is
+// proposed in bounded steps, like Repair's changes.
 type reassignWait struct {
 	err         int16
+	items       []Reassignment
+	queue       []int
 	results     []ReassignResult
 	outstanding int
 }
 
-// alterReassignments decides each partition of m and proposes the changes.
+// alterReassignments checks the request as a whole and queues its partitions; they are
+// decided and proposed in request order as room allows (drainReassigns).
 func (c *Controller) alterReassignments(id uint64, m AlterReassignments) {
-	w := &reassignWait{results: make([]ReassignResult, len(m.Partitions))}
+	w := &reassignWait{items: m.Partitions,
+		results: make([]ReassignResult, len(m.Partitions))}
 	seen := map[core.TopicPartition]int{}
 	for _, r := range m.Partitions {
 		seen[r.TP]++
 	}
-	eligible := Eligible(c.image)
-	var recs []meta.Record
-	var at []int
 	for i, r := range m.Partitions {
 		w.results[i].TP = r.TP
 		if seen[r.TP] > 1 {
@@ -93,25 +97,40 @@ func (c *Controller) alterReassignments(id uint64, m AlterReassignments) {
 				"The partition is named more than once in the request."
 			continue
 		}
-		rec, code, msg := c.decideReassignment(r, eligible)
-		w.results[i].Err, w.results[i].Message = code, msg
-		if code == 0 && rec.Kind != 0 {
-			recs, at = append(recs, rec), append(at, i)
-		}
-	}
-	if len(recs) == 0 {
-		c.env.Answer(id, AlterReassignmentsResponse{Results: w.results})
-		return
+		w.queue = append(w.queue, i)
 	}
 	c.park(id)
 	if c.reassigns == nil {
 		c.reassigns = map[uint64]*reassignWait{}
 	}
 	c.reassigns[id] = w
-	for j, rec := range recs {
-		w.outstanding++
-		c.propose(Pending{Op: OpReassign, Key: partitionKey(rec.Topic, rec.Partition),
-			Reassign: id, ReassignAt: at[j], Record: rec})
+	c.drainReassigns()
+}
+
+// drainReassigns decides and proposes queued reassignments, oldest request first,
+// while there is room, and answers the requests that are done.
+func (c *Controller) drainReassigns() {
+	if len(c.reassigns) == 0 {
+		return
+	}
+	eligible := Eligible(c.image)
+	for _, id := range sortedKeys(c.reassigns) {
+		w := c.reassigns[id]
+		for len(w.queue) > 0 && c.roomForMore() {
+			i := w.queue[0]
+			w.queue = w.queue[1:]
+			rec, code, msg := c.decideReassignment(w.items[i], eligible)
+			w.results[i].Err, w.results[i].Message = code, msg
+			if code == 0 && rec.Kind != 0 {
+				w.outstanding++
+				c.propose(Pending{Op: OpReassign, Key: partitionKey(rec.Topic, rec.Partition),
+					Reassign: id, ReassignAt: i, Record: rec})
+			}
+		}
+		if len(w.queue) == 0 && w.outstanding == 0 {
+			delete(c.reassigns, id)
+			c.answerParked(id, AlterReassignmentsResponse{Err: w.err, Results: w.results})
+		}
 	}
 }
 
@@ -141,7 +160,8 @@ func (c *Controller) decideReassignment(r Reassignment, eligible func(int32) boo
 		Partition: r.TP.Partition, State: next}, 0, ""
 }
 
-// reassignAnswered notes one proposal's outcome and answers the request after its last.
+// reassignAnswered notes one proposal's outcome; the request is answered after its
+// last (drainReassigns, which the reconciler runs after this step).
 func (c *Controller) reassignAnswered(p *Pending, code int16) {
 	w, ok := c.reassigns[p.Reassign]
 	if !ok {
@@ -154,11 +174,7 @@ func (c *Controller) reassignAnswered(p *Pending, code int16) {
 	if code == codeNotController {
 		w.err = code // the whole request goes to the next controller
 	}
-	if w.outstanding--; w.outstanding == 0 {
-		delete(c.reassigns, p.Reassign)
-		c.answerParked(p.Reassign, AlterReassignmentsResponse{Err: w.err,
-			Results: w.results})
-	}
+	w.outstanding--
 }
 
 // dropReassignWaits answers every waiting AlterReassignments NOT_CONTROLLER (the

@@ -176,7 +176,7 @@ func TestReassignmentTargetsAreChecked(t *testing.T) {
 	require.False(t, Reassigning(h.state("t", 0)))
 }
 
-func TestReassignmentWaitsForAnEligibleSuccessorLeader(t *testing.T) {
+func TestAReassignmentToOneNewReplicaHandsItLeadership(t *testing.T) {
 	h, epochs := reassignCluster(t)
 	require.Zero(t, h.reassign(tp0, []int32{4}).Err)
 	h.expandISR(epochs, tp0, 4)
@@ -227,5 +227,49 @@ func TestReassignmentCompletionsAreBounded(t *testing.T) {
 	require.Empty(t, tps)
 	for p := range int32(6) {
 		require.Equal(t, []int32{2, 3}, h.state("t", p).Replicas)
+	}
+}
+
+// One request moving many partitions is proposed in bounded steps (MaxInFlight), in
+// request order, and answered once every change is.
+func TestAReassignmentRequestIsProposedInBoundedSteps(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxInFlight = 2
+	h := newHarness(t, cfg, 1)
+	h.settle()
+	h.cluster(3, 0)
+	assign := make([][]int32, 7)
+	for i := range assign {
+		assign[i] = []int32{1, 2}
+	}
+	id := h.ask(CreateTopic{Name: "t", Assignment: assign})
+	h.settle()
+	require.Zero(t, h.answer(id).ErrCode())
+	var items []Reassignment
+	for p := range int32(7) {
+		items = append(items, Reassignment{TP: core.TopicPartition{Topic: "t", Partition: p},
+			Replicas: []int32{2, 1}})
+	}
+	items = append(items, Reassignment{TP: core.TopicPartition{Topic: "t", Partition: 9},
+		Replicas: []int32{1}})
+	id = h.ask(AlterReassignments{Partitions: items})
+	require.Len(t, h.env.proposals, 2)
+	var order []int32
+	for h.commitOne() {
+		require.LessOrEqual(t, len(h.c.Pending()), 2)
+		order = append(order, h.log[len(h.log)-1].Partition)
+		if len(order) < 7 {
+			require.Nil(t, h.answer(id), "answered before every change")
+		}
+	}
+	require.Equal(t, []int32{0, 1, 2, 3, 4, 5, 6}, order)
+	r := h.answer(id).(AlterReassignmentsResponse)
+	require.Len(t, r.Results, 8)
+	for _, res := range r.Results[:7] {
+		require.Zero(t, res.Err)
+	}
+	require.Equal(t, codeUnknownTopicPartition, r.Results[7].Err)
+	for p := range int32(7) {
+		require.Equal(t, []int32{2, 1}, h.state("t", p).Replicas)
 	}
 }

@@ -19,6 +19,7 @@ func (c *Controller) reconcile() {
 		return
 	}
 	c.fenceExpired() // time passing is a change of its own
+	c.drainReassigns()
 	if c.dirty && c.retry.id == 0 {
 		c.dirty = false
 		c.ensureCluster()
