@@ -60,6 +60,10 @@ func (a *admin) pump() {
 		a.deleteRecords(t.Name)
 		return
 	}
+	if a.spec.ReassignChance > 0 && a.w.cfg.Nodes > 1 && a.rnd.Chance(a.spec.ReassignChance) {
+		a.reassign(t.Name)
+		return
+	}
 	switch a.rnd.Intn(3) {
 	case 0:
 		if a.parts[t.Name] < a.spec.MaxPartitions {

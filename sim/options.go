@@ -175,6 +175,10 @@ type AdminSpec struct {
 	// client is throttled and its connections muted (rule E8) when over it; 0 (the
 	// default) sets none and keeps every seed's trace.
 	QuotaBytes int64
+	// ReassignChance: on a cluster, each change is, with this chance (drawn after every
+	// older choice; 0, the default, keeps a seed's older trace), a partition
+	// reassignment to random brokers or a cancel (AlterPartitionReassignments, reassign.go).
+	ReassignChance float64
 }
 
 // DeleteSpec: a deleter client deletes a topic no committer or group uses now and
@@ -457,6 +461,7 @@ var SettingHelp = []string{
 	"                                     one group; 0 turns groups off)",
 	"admin=on|off                   admin changes during the run",
 	"admin.deleterecords=on|off     half the admin changes are DeleteRecords",
+	"admin.reassign=on|off          half the admin changes move a partition (clusters)",
 	"deletes=on|off                 delete and re-create topics no group or committer uses",
 	"deletes.every.ms=N             mean interval between topic deletions",
 	"vandals=N                      clients sending malformed-but-CRC-valid batches",
@@ -573,6 +578,13 @@ func (c *Config) setSim(name, value string) (bool, error) {
 		c.Admin.TrimChance = 0
 		if on {
 			c.Admin.On, c.Admin.TrimChance = true, 0.5
+		}
+		return true, err
+	case name == "admin.reassign":
+		on, err := onOff(value)
+		c.Admin.ReassignChance = 0
+		if on {
+			c.Admin.On, c.Admin.ReassignChance = true, 0.5
 		}
 		return true, err
 	case name == "deletes":

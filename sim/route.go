@@ -69,7 +69,8 @@ func (cb *clientBase) target(req kmsg.Request) int32 {
 		if len(m.Topics) > 0 && len(m.Topics[0].Partitions) > 0 {
 			return pick(r.leader(m.Topics[0].Topic, m.Topics[0].Partitions[0].Partition))
 		}
-	case *kmsg.CreateTopicsRequest, *kmsg.CreatePartitionsRequest, *kmsg.DeleteTopicsRequest:
+	case *kmsg.CreateTopicsRequest, *kmsg.CreatePartitionsRequest, *kmsg.DeleteTopicsRequest,
+		*kmsg.AlterPartitionAssignmentsRequest:
 		return pick(r.ctl, true)
 	}
 	if g, ok := groupOf(req); ok {
@@ -157,6 +158,11 @@ func (cb *clientBase) learn(resp kmsg.Response, from int32) {
 				r.ctl = -1
 				cb.refreshSoon()
 			}
+		}
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		if m.ErrorCode == kerr.NotController.Code {
+			r.ctl = -1
+			cb.refreshSoon()
 		}
 	}
 }

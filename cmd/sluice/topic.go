@@ -35,6 +35,9 @@ var topicActions = map[string]topicAction{
 	"describe": {"show partitions, leaders, offsets and overridden configs", topicDescribe},
 	"alter":    {"add partitions or change configs", topicAlter},
 	"delete":   {"delete a topic and its data", topicDelete},
+	"reassign": {"move a partition to other brokers, or cancel its move",
+		topicReassign},
+	"reassignments": {"list the partition moves in progress", topicReassignments},
 }
 
 func runTopic(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -57,7 +60,7 @@ func runTopic(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 func topicUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: sluice topic <action> [flags]\n\nactions:")
 	for _, name := range sortedKeys(topicActions) {
-		fmt.Fprintf(w, "  %-9s %s\n", name, topicActions[name].summary)
+		fmt.Fprintf(w, "  %-13s %s\n", name, topicActions[name].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'sluice topic <action> -h' for an action's flags.")
 }
@@ -350,7 +353,11 @@ func topicDescribe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return friendly(err, topic, rc.ErrMessage)
 	}
-	return printDescription(stdout, td, starts, ends, overridden(rc.Configs))
+	if err := printDescription(stdout, td, starts, ends, overridden(rc.Configs)); err != nil {
+		return err
+	}
+	describeReassignments(ctx, adm, td, stdout)
+	return nil
 }
 
 // someOffsetsUnknown lets a description go on when some partitions' leaders could not

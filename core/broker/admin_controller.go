@@ -52,6 +52,9 @@ type adminController struct {
 	ctlWaiters map[uint64]metaWaiter
 	forwards   map[uint64]forward
 	forwarding map[string]bool
+	// reassigns are the AlterPartitionReassignments waiting for the controller, by id
+	// (alter_partition_reassignments.go).
+	reassigns map[uint64]reassignAsk
 }
 
 func newAdminController(n *node, hosts hostView) *adminController {

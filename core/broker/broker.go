@@ -240,6 +240,10 @@ func (b *Broker) request(r Request) {
 		b.handleCreateACLs(r, m)
 	case *kmsg.DeleteACLsRequest:
 		b.handleDeleteACLs(r, m)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		b.handleAlterPartitionReassignments(r, m)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		b.reply(r, b.handleListPartitionReassignments(m))
 	default:
 		if b.routeGroupRequest(r) {
 			return

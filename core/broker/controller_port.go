@@ -127,6 +127,9 @@ func (ctl *adminController) controllerMessage(rec meta.Record, w metaWaiter) (
 
 // controllerAnswered continues what waited for the controller's answer.
 func (ctl *adminController) controllerAnswered(in ControllerAnswer) {
+	if ctl.reassignAnswered(in) {
+		return
+	}
 	w, ok := ctl.ctlWaiters[in.ID]
 	if !ok {
 		ctl.lg.Warn("controller answer for no request", zap.Uint64("id", in.ID))
@@ -269,6 +272,7 @@ func (ctl *adminController) autoCreateElsewhere(r Request,
 // pendingController lists the requests to the controller and the forwarded creations
 // awaiting their answers.
 func (ctl *adminController) pendingController(out []PendingOp) []PendingOp {
+	out = ctl.pendingReassigns(out)
 	for id, w := range ctl.ctlWaiters {
 		out = append(out, w.pending(PendingController,
 			fmt.Sprintf("controller answer id=%d for %v", id, w.kind)))

@@ -79,11 +79,20 @@ var SecurityVersions = []VersionRange{
 	{int16(kmsg.DeleteACLs), 0, 3},
 }
 
+// ReassignmentVersions lists the partition reassignment APIs (KIP-455), served by the
+// broker on the active controller's node; kept apart from SupportedVersions for the
+// same reason as InterBrokerVersions.
+var ReassignmentVersions = []VersionRange{
+	{int16(kmsg.AlterPartitionAssignments), 0, 1},
+	{int16(kmsg.ListPartitionReassignments), 0, 0},
+}
+
 // AdvertisedVersions is what ApiVersions lists: SupportedVersions,
-// InterBrokerVersions and SecurityVersions, sorted by key.
+// InterBrokerVersions, SecurityVersions and ReassignmentVersions, sorted by key.
 func AdvertisedVersions() []VersionRange {
 	out := append(slices.Clone(SupportedVersions), InterBrokerVersions...)
 	out = append(out, SecurityVersions...)
+	out = append(out, ReassignmentVersions...)
 	slices.SortStableFunc(out, func(a, b VersionRange) int { return int(a.Key) - int(b.Key) })
 	return out
 }
@@ -104,6 +113,11 @@ func VersionFor(key int16) (VersionRange, bool) {
 		}
 	}
 	for _, v := range SecurityVersions {
+		if v.Key == key {
+			return v, true
+		}
+	}
+	for _, v := range ReassignmentVersions {
 		if v.Key == key {
 			return v, true
 		}

@@ -49,6 +49,8 @@ type Controller struct {
 	shutdowns map[int32][]shutdownWait
 	// elections holds ElectLeaders requests waiting for their proposals' answers.
 	elections map[uint64]*election
+	// reassigns holds AlterReassignments requests waiting likewise (reassign.go).
+	reassigns map[uint64]*reassignWait
 	// pidNext is the next producer id to hand out: beyond the image's when a block is
 	// in flight, so that two blocks asked at once do not overlap.
 	pidNext int64
@@ -207,6 +209,7 @@ func (c *Controller) deactivate(why string) {
 		c.answerParked(req, ElectLeadersResponse{Err: codeNotController})
 	}
 	c.elections = map[uint64]*election{}
+	c.dropReassignWaits()
 	for _, s := range []*timerSlot{&c.expiry, &c.rebalance, &c.retry} {
 		c.disarm(s)
 	}

@@ -6,9 +6,10 @@
 // MetaApplied), so its image is current the moment it becomes active (LeaderChanged
 // naming its own node). While active it answers broker RPCs (registration, heartbeats,
 // AlterPartition, controlled shutdown, topic creation, producer-id blocks, preferred
-// leader elections) and keeps the cluster in shape on its own (fencing brokers whose
-// heartbeats stopped, moving leadership off fenced and shutting-down brokers, preferred
-// leader rebalancing on a timer). Inactive, it answers every RPC NOT_CONTROLLER.
+// leader elections, partition reassignments) and keeps the cluster in shape on its own
+// (fencing brokers whose heartbeats stopped, moving leadership off fenced and
+// shutting-down brokers, completing reassignments whose new replicas caught up,
+// preferred leader rebalancing on a timer). Inactive, it answers every RPC NOT_CONTROLLER.
 //
 // Decisions are pure functions of the image, the controller's volatile heartbeat table
 // and the request (decide.go, placement.go, register.go, alter_partition.go), each

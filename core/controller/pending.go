@@ -35,7 +35,7 @@ func (o Op) String() string {
 	if int(o) < len(names) {
 		return names[o]
 	}
-	return "op(?)"
+	return extraOpName(o)
 }
 
 // Key names what a proposal changes: a broker, a partition, or the cluster itself. The
@@ -69,6 +69,10 @@ type Pending struct {
 	Request uint64
 	// Election is the ElectLeaders request this proposal is part of (0: none).
 	Election uint64
+	// Reassign is the AlterReassignments request this proposal is part of (0: none),
+	// ReassignAt the partition's place in it (reassign.go).
+	Reassign   uint64
+	ReassignAt int
 	// LeaderEpoch is the quorum leader epoch the controller believed in when proposing.
 	LeaderEpoch uint64
 }

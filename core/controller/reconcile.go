@@ -19,11 +19,13 @@ func (c *Controller) reconcile() {
 		return
 	}
 	c.fenceExpired() // time passing is a change of its own
+	c.drainReassigns()
 	if c.dirty && c.retry.id == 0 {
 		c.dirty = false
 		c.ensureCluster()
 		c.shutDown()
 		c.repairPartitions()
+		c.completeReassignments()
 	}
 	c.armExpiry()
 }

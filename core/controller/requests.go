@@ -49,6 +49,8 @@ func (c *Controller) request(in Request) {
 		c.allocateProducerIDs(in.ID, m)
 	case ElectLeaders:
 		c.electLeaders(in.ID, m)
+	case AlterReassignments:
+		c.alterReassignments(in.ID, m)
 	default:
 		panic("controller: unknown request message")
 	}
@@ -72,6 +74,8 @@ func notController(m Message) Response {
 		return AllocateProducerIDsResponse{Err: codeNotController}
 	case ElectLeaders:
 		return ElectLeadersResponse{Err: codeNotController}
+	case AlterReassignments:
+		return AlterReassignmentsResponse{Err: codeNotController}
 	default:
 		panic("controller: unknown request message")
 	}
@@ -191,6 +195,10 @@ func (c *Controller) electLeaders(id uint64, m ElectLeaders) {
 func (c *Controller) answerPending(p *Pending, code int16) {
 	if p.Election != 0 {
 		c.electionAnswered(p, code)
+		return
+	}
+	if p.Reassign != 0 {
+		c.reassignAnswered(p, code)
 		return
 	}
 	if p.Request == 0 {

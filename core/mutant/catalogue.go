@@ -80,6 +80,9 @@ var Catalogue = []Mutant{
 	{"controller/reregister-keeps-leadership", "core/controller", "replication",
 		"a restarted broker is unfenced before leadership and ISR places moved off it",
 		"./core/controller/"},
+	{"controller/reassign-before-isr", "core/controller", "replication",
+		"a partition reassignment completes before its adding replicas joined the ISR",
+		"./core/controller/"},
 	{"broker/offset-commit-before-isr", "core/broker", "replication",
 		"an offset commit (and a group record) is answered once the coordinator's own log " +
 			"has it durably, before the ISR holds it", "./core/broker/"},
