@@ -96,3 +96,38 @@ func TestAuthorizerAdminRequestsPerItem(t *testing.T) {
 	require.NotEqual(t, kerr.GroupAuthorizationFailed.Code, dgr.Groups[0].ErrorCode)
 	require.Equal(t, kerr.GroupAuthorizationFailed.Code, dgr.Groups[1].ErrorCode)
 }
+
+// Moving partitions is the cluster's business: AlterPartitionReassignments needs ALTER
+// and ListPartitionReassignments DESCRIBE on the cluster, as in Kafka; a principal
+// without them is refused whole, a super user gets past the authorizer (this node has
+// no quorum, so it answers as a node without one does).
+func TestAuthorizerGuardsPartitionReassignments(t *testing.T) {
+	h := newHarness(t, withAuthz)
+	h.mustCreate("t", 1)
+	alter := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	alter.Version, alter.TimeoutMillis = 0, 5000
+	at := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	at.Topic = "t"
+	ap := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	ap.Replicas = []int32{1}
+	at.Partitions = append(at.Partitions, ap)
+	alter.Topics = append(alter.Topics, at)
+	list := kmsg.NewPtrListPartitionReassignmentsRequest()
+
+	denied := kerr.ClusterAuthorizationFailed.Code
+	require.Equal(t, denied,
+		h.doAs(bob, alter).(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode)
+	require.Equal(t, denied,
+		h.doAs(bob, list).(*kmsg.ListPartitionReassignmentsResponse).ErrorCode)
+	require.NotEqual(t, denied,
+		h.doAs(admin, alter).(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode)
+	require.NotEqual(t, denied,
+		h.doAs(admin, list).(*kmsg.ListPartitionReassignmentsResponse).ErrorCode)
+	require.Equal(t, []int16{0, 0}, h.createACLs(admin,
+		creation(acl.ResourceCluster, "kafka-cluster", acl.PatternLiteral, bob, acl.OpAlter,
+			acl.Allow),
+		creation(acl.ResourceCluster, "kafka-cluster", acl.PatternLiteral, bob,
+			acl.OpDescribe, acl.Allow)))
+	require.NotEqual(t, denied,
+		h.doAs(bob, list).(*kmsg.ListPartitionReassignmentsResponse).ErrorCode)
+}

@@ -175,9 +175,10 @@ func (b *Broker) wholeRequest(r Request) (int16, bool) {
 			return cluster(acl.OpClusterAction)
 		}
 	case *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest,
-		*kmsg.AlterUserSCRAMCredentialsRequest:
+		*kmsg.AlterUserSCRAMCredentialsRequest, *kmsg.AlterPartitionAssignmentsRequest:
 		return cluster(acl.OpAlter)
-	case *kmsg.DescribeACLsRequest, *kmsg.DescribeUserSCRAMCredentialsRequest:
+	case *kmsg.DescribeACLsRequest, *kmsg.DescribeUserSCRAMCredentialsRequest,
+		*kmsg.ListPartitionReassignmentsRequest:
 		return cluster(acl.OpDescribe)
 	case *kmsg.AlterClientQuotasRequest:
 		return cluster(acl.OpAlterConfigs)

@@ -230,6 +230,10 @@ func denyWhole(req kmsg.Request, code int16) kmsg.Response {
 		}
 	case *kmsg.DescribeACLsRequest:
 		resp.(*kmsg.DescribeACLsResponse).ErrorCode = code
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		resp.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode = code
+	case *kmsg.ListPartitionReassignmentsRequest:
+		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		ar := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
 		for _, u := range scramUsers(m) {
