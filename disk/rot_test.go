@@ -302,3 +302,69 @@ func TestTimeLookupAfterRotRecovery(t *testing.T) {
 	}))
 	require.Equal(t, 60-26, n)
 }
+
+// Seed 6 of --set nodes=3: recovery started the log past a rotten base offset in the
+// active segment, which keeps the rotten bytes below the start. A follower's truncation
+// later in that segment rebuilt the segment's max timestamp by scanning it from its
+// first byte, met the rotten header, and took the log offline: the replica never
+// followed again. The scan starts at the log start now.
+func TestTruncateAfterRotRecoveryDoesNotWalkOverTheRottenBatch(t *testing.T) {
+	m, st := NewMemFS(), NewMemState()
+	cfg, pos := rotLog(t, m, st, 60)
+	l := openTestLog(t, m, st, cfg)
+	bad := l.findSegment(59).base + 1
+	require.Less(t, bad+2, int64(59), "the active segment holds batches after the rot")
+	rotBaseOffset(t, m, l, bad, pos)
+	_, _, err := l.OffsetForTimestamp(bad)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.NoError(t, l.Close())
+
+	// No index entry before the rot but the one recovery adds after it (Kafka's
+	// index.interval.bytes is 4096: a small active segment has none).
+	cfg.IndexInterval = 1 << 20
+	l = openTestLog(t, m, st, cfg)
+	require.Equal(t, bad+1, l.StartOffset())
+	end, err := l.TruncateTo(bad + 2)
+	require.NoError(t, err)
+	require.Equal(t, bad+2, end)
+	off, found, err := l.OffsetForTimestamp(0)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, bad+1, off)
+	appendBatch(t, l, 1000, 1, 100, bad+2)
+	require.NoError(t, l.Sync())
+	require.NoError(t, l.Close())
+
+	l = openTestLog(t, m, st, cfg)
+	defer l.Close()
+	require.Equal(t, bad+1, l.StartOffset())
+	require.Equal(t, bad+3, l.EndOffset())
+	for o := l.StartOffset(); o < l.EndOffset(); o++ {
+		b, err := l.Read(o, 1, l.EndOffset())
+		require.NoError(t, err)
+		require.Equal(t, o, splitBatches(t, b)[0].BaseOffset)
+	}
+}
+
+// A rotten batch above the log start that a truncation meets takes the log offline as
+// a corrupt read does: ErrCorrupt, and the rot mark for the next recovery (the index
+// rebuild after the cut reports it so too).
+func TestTruncateMeetingRotMarksTheLogForRecovery(t *testing.T) {
+	m, st := NewMemFS(), NewMemState()
+	cfg := replica.SegmentConfig{SegmentBytes: 1 << 20, IndexInterval: 1 << 20}
+	l := openTestLog(t, m, st, cfg)
+	defer l.Close()
+	var pos []int64
+	for i := range int64(10) {
+		pos = append(pos, l.Segments()[0].SizeBytes)
+		appendBatch(t, l, 1000, 1, 100, i)
+	}
+	require.NoError(t, l.Sync())
+	rotBaseOffset(t, m, l, 3, pos)
+	_, err := l.TruncateTo(6)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, err, replica.ErrLogOffline)
+	_, ok, err := st.Get(l.rotKey())
+	require.NoError(t, err)
+	require.True(t, ok, "the next recovery must be told to validate everything")
+}

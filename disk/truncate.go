@@ -141,8 +141,12 @@ func (l *PartitionLog) cutAfter(i int, pos, newEnd int64) error {
 		s.synced = s.size
 	}
 	if err := l.trimIndex(seg); err != nil {
-		return l.goOffline(fmt.Errorf("truncate %s: rebuild index of segment %d: %w", l.dir,
-			seg.base, err))
+		err = fmt.Errorf("truncate %s: rebuild index of segment %d: %w", l.dir, seg.base, err)
+		if isCorrupt(err) {
+			// Rot above the log start: the next recovery must validate every segment.
+			return l.rotFound(fmt.Errorf("%w: %w", ErrCorrupt, err))
+		}
+		return l.goOffline(err)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.goOffline(fmt.Errorf("truncate %s: fsync directory: %w", l.dir, err))
@@ -153,7 +157,8 @@ func (l *PartitionLog) cutAfter(i int, pos, newEnd int64) error {
 
 // trimIndex drops the index entries at or past the segment's new size and recomputes
 // its max timestamp from the headers after the last time entry kept (the maximum up to
-// that entry is its timestamp).
+// that entry is its timestamp), or from the offset entry at or below the log start when
+// that is later.
 func (l *PartitionLog) trimIndex(seg *segment) error {
 	x := &seg.idx
 	for len(x.offs) > 0 && int64(x.offs[len(x.offs)-1].pos) >= seg.size {
@@ -172,6 +177,17 @@ func (l *PartitionLog) trimIndex(seg *segment) error {
 		e := x.times[n-1]
 		x.lastTime = int64(e.pos)
 		from, first = int64(e.pos), seg.base+int64(e.rel)
+	}
+	if l.start >= seg.next {
+		return nil // nothing of the log is left in this segment
+	}
+	if l.start > first {
+		// What lies below the log start is not read: it may hold a rotten batch that
+		// recovery started the log after (skipRotten), with an index entry at the new
+		// start. Batches below the start need no max timestamp.
+		if pos, rel := x.lookupOffsetEntry(uint32(l.start - seg.base)); seg.base+int64(rel) > first {
+			from, first = pos, seg.base+int64(rel)
+		}
 	}
 	sc := newChainScanner(seg.f, from, seg.size, first, seg.next)
 	for {

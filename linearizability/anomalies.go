@@ -62,6 +62,9 @@ type view struct {
 	out    []Anomaly
 	counts map[string]int
 	bad    map[int64]bool // offsets already reported inconsistent
+	// lagging are the reads below what another leadership showed before they began
+	// (checkStale): the porcupine model leaves them out.
+	lagging map[int]bool
 }
 
 func newView(h *History, tp core.TopicPartition) *view {
@@ -321,36 +324,109 @@ func (v *view) checkOrder() {
 
 // checkStale flags reads whose high-water mark is behind an acks=all write that was
 // acknowledged before the read was invoked: the acknowledgement promised the write was
-// committed, so every later read must see the high-water mark past it.
+// committed, so later reads must see the high-water mark past it, as far as Kafka
+// promises that (ServedEpoch). A leader's high-water mark never goes back, so a read
+// served in the leader epoch that acknowledged the write is held to it. A new leader's
+// lags until its followers have fetched from it: ListOffsets answers
+// OFFSET_NOT_AVAILABLE until it reached the start of its epoch (KIP-207), so a
+// ListOffsets read served in a later epoch is held to it too, but Kafka's Fetch serves
+// the lagging mark, so a Fetch served in another epoch is not; nor is a read served by
+// a deposed leader that has not learned it yet (an older epoch than the write's), nor
+// one whose epoch is not known. A single node serves everything in epoch 0.
 func (v *view) checkStale() {
-	type ack struct {
-		ret, end int64
-		op       int
-	}
-	var acks []ack
+	var acks, seen marks
 	for _, wid := range v.order {
 		for _, a := range v.writes[wid].attempts {
 			if a.Outcome == OK && a.Acks == -1 && a.Offset >= 0 {
-				acks = append(acks, ack{a.Return, a.Offset + int64(len(a.Values)), a.ID})
+				end := a.Offset + int64(len(a.Values))
+				acks.add(a.ServedEpoch, a.Return, end, a.ID)
+				seen.add(a.ServedEpoch, a.Return, end, a.ID)
 			}
 		}
 	}
-	sort.Slice(acks, func(i, j int) bool { return acks[i].ret < acks[j].ret })
-	// best[i] is the acknowledgement with the highest end among acks[:i+1].
-	best := make([]ack, len(acks))
-	for i, a := range acks {
-		best[i] = a
-		if i > 0 && best[i-1].end > a.end {
-			best[i] = best[i-1]
-		}
-	}
 	for _, r := range v.reads {
-		i := sort.Search(len(acks), func(i int) bool { return acks[i].ret >= r.Call }) - 1
-		if i >= 0 && best[i].end > r.HWM {
-			v.flag(StaleRead, r.HWM, "read op %d saw hwm %d, but op %d was acknowledged "+
-				"up to %d before the read began", r.ID, r.HWM, best[i].op, best[i].end)
+		seen.add(r.ServedEpoch, r.Return, r.HWM, r.ID)
+	}
+	acks.build()
+	seen.build()
+	for _, r := range v.reads {
+		if r.ServedEpoch >= 0 {
+			for _, e := range acks.epochs {
+				if e < 0 || e > r.ServedEpoch || (e < r.ServedEpoch && r.FetchOffset >= 0) {
+					continue
+				}
+				if b, ok := acks.best(e, r.Call); ok && b.val > r.HWM {
+					v.flag(StaleRead, r.HWM, "read op %d saw hwm %d, but op %d was "+
+						"acknowledged up to %d before the read began", r.ID, r.HWM, b.op, b.val)
+					break
+				}
+			}
+		}
+		// A read below what another leadership showed before it began is one Kafka
+		// allows (above, or flagged there): it is no observation of the partition's
+		// current high-water mark, which the porcupine model checks.
+		for _, e := range seen.epochs {
+			if e == r.ServedEpoch && e >= 0 {
+				continue
+			}
+			if b, ok := seen.best(e, r.Call); ok && b.val > r.HWM {
+				if v.lagging == nil {
+					v.lagging = map[int]bool{}
+				}
+				v.lagging[r.ID] = true
+				break
+			}
 		}
 	}
+}
+
+// mark is one observation of a partition's committed length: an acknowledgement's end
+// or a read's high-water mark, returned at ret.
+type mark struct {
+	ret, val int64
+	op       int
+}
+
+// marks are observations by the leader epoch that answered them, each epoch's sorted by
+// return time with running maxima, for "the highest observed before t".
+type marks struct {
+	by     map[int32][]mark
+	top    map[int32][]mark // top[e][i]: the highest val among by[e][:i+1]
+	epochs []int32          // ascending
+}
+
+func (m *marks) add(epoch int32, ret, val int64, op int) {
+	if m.by == nil {
+		m.by = map[int32][]mark{}
+	}
+	m.by[epoch] = append(m.by[epoch], mark{ret, val, op})
+}
+
+func (m *marks) build() {
+	m.top = make(map[int32][]mark, len(m.by))
+	for e, ms := range m.by {
+		sort.Slice(ms, func(i, j int) bool { return ms[i].ret < ms[j].ret })
+		top := make([]mark, len(ms))
+		for i, x := range ms {
+			top[i] = x
+			if i > 0 && top[i-1].val > x.val {
+				top[i] = top[i-1]
+			}
+		}
+		m.top[e] = top
+		m.epochs = append(m.epochs, e)
+	}
+	sort.Slice(m.epochs, func(i, j int) bool { return m.epochs[i] < m.epochs[j] })
+}
+
+// best is epoch e's highest observation returned before t.
+func (m *marks) best(e int32, t int64) (mark, bool) {
+	ms := m.by[e]
+	i := sort.Search(len(ms), func(i int) bool { return ms[i].ret >= t }) - 1
+	if i < 0 {
+		return mark{}, false
+	}
+	return m.top[e][i], true
 }
 
 func sortedOffsets(m map[int64]string) []int64 {

@@ -98,6 +98,13 @@ type Op struct {
 	LogStart    int64
 	Final       bool // part of the final read after the faults healed
 
+	// ServedEpoch is, for a read and an acknowledged append, the leader epoch of the
+	// partition's replica on the node that answered (a replicated cluster; -1: not
+	// known). Within one leader epoch a leader's high-water mark never goes back;
+	// across a leader change a new leader's lags until its followers fetched, which
+	// Kafka's Fetch shows (checkStale). A single node leads in epoch 0.
+	ServedEpoch int32
+
 	// Committed offsets (OpCommit, OpFetchCommitted): the group whose register
 	// (Group, TP) was written or read; the value is in Offset.
 	Group string

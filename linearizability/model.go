@@ -94,6 +94,9 @@ func (v *view) operations() []porcupine.Operation {
 	}
 	cuts := map[int64]bool{}
 	for _, r := range v.reads {
+		if v.lagging[r.ID] {
+			continue
+		}
 		ops = append(ops, porcupine.Operation{ClientId: r.Client,
 			Input: readIn{op: r.ID, hwm: r.HWM}, Call: r.Call, Return: r.Return})
 		maxEnd = max(maxEnd, r.HWM)

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/linearizability"
 )
@@ -260,9 +261,31 @@ func (w *World) record(op linearizability.Op) int {
 			maxHistoryOps)
 		w.stopped = true
 	}
+	if op.Kind == linearizability.OpRead && w.clustered() {
+		op.ServedEpoch = w.servedEpoch(op.TP)
+	}
 	id := w.hist.Add(op)
 	w.tr.note("op", int64(op.Kind), int64(op.Client), op.Call, int64(op.TP.Partition))
 	return id
+}
+
+// servedEpoch is the leader epoch of tp's replica on the node whose answer a client is
+// handling, -1 when not known (no answer, the node went down). Clustered worlds note it
+// on reads and acknowledged appends: Kafka promises a high-water mark at least an
+// acknowledged write's end only within one leadership (linearizability's stale-read).
+func (w *World) servedEpoch(tp core.TopicPartition) int32 {
+	if w.answering <= 0 || int(w.answering) > len(w.nodes) {
+		return -1
+	}
+	n := w.nodes[w.answering-1]
+	if !n.up || n.b == nil {
+		return -1
+	}
+	rep := n.b.HostedReplica(tp)
+	if rep == nil {
+		return -1
+	}
+	return rep.LeaderEpoch()
 }
 
 // recordGroup adds what a group member was answered to the group history and folds it
@@ -281,6 +304,9 @@ func (w *World) recordGroup(e linearizability.GroupEvent) {
 func (w *World) resolve(id int, out linearizability.Outcome, offset int64, code int16) {
 	op := w.hist.Op(id)
 	op.Outcome, op.Return, op.Offset, op.ErrCode = out, w.now, offset, code
+	if op.Kind == linearizability.OpAppend && out == linearizability.OK && w.clustered() {
+		op.ServedEpoch = w.servedEpoch(op.TP)
+	}
 	w.tr.note("resolve", int64(id), int64(out), offset, int64(code))
 }
 

@@ -26,6 +26,7 @@ type fPart struct {
 	tp         core.TopicPartition
 	start, end int64
 	pos        int64
+	lagSince   int64 // clustered: since when the high-water mark is below pos (0: not)
 }
 
 func newFinalReader(w *World, actor int32) *finalReader {
@@ -305,12 +306,35 @@ func (f *finalReader) fetched(p *fPart, call int64, resp *kmsg.FetchResponse) {
 		LogStart: rp.LogStartOffset, Final: true})
 	if n := len(recs); n > 0 && recs[n-1].Offset >= p.pos {
 		p.pos = recs[n-1].Offset + 1
-		f.advanced = f.w.now
+		f.advanced, p.lagSince = f.w.now, 0
 	} else if rp.HighWatermark <= p.pos {
+		if f.w.clustered() && f.newLeaderLags(p) {
+			return
+		}
 		p.end = p.pos // the high-water mark went back: what was promised is not there
 	}
 	f.inFlight = false
 	f.wakeIn(0)
+}
+
+// finalLagWaitMs bounds how long the final read waits for a high-water mark below the
+// one it listed to catch up.
+const finalLagWaitMs = 5000
+
+// newLeaderLags: in a cluster a high-water mark below the one listed before is a new
+// leader's that has not yet heard from its followers (Kafka's Fetch serves it; only
+// ListOffsets waits, KIP-207): the read asks again, for a while, before it concludes
+// that what was promised is not there.
+func (f *finalReader) newLeaderLags(p *fPart) bool {
+	if p.lagSince == 0 {
+		p.lagSince = f.w.now
+	}
+	if f.w.now-p.lagSince >= finalLagWaitMs*ms {
+		return false
+	}
+	f.inFlight = false
+	f.wakeIn(100 * ms)
+	return true
 }
 
 // finals reports the ranges read completely.

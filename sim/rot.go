@@ -208,6 +208,13 @@ func (l simLog) ScanHeaders(from int64, fn func(h batch.Header) error) error {
 	return err
 }
 
+// TruncateTo rebuilds the cut segment's index from its headers: it finds rot too.
+func (l simLog) TruncateTo(offset int64) (int64, error) {
+	end, err := l.PartitionLog.TruncateTo(offset)
+	l.checkCorrupt(err)
+	return end, err
+}
+
 func (l simLog) checkCorrupt(err error) {
 	if err != nil && errors.Is(err, disk.ErrCorrupt) {
 		l.n.corruptRead(l.gen, err)

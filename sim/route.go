@@ -257,7 +257,9 @@ func (cb *clientBase) routed(req kmsg.Request, to int32, done func(kmsg.Response
 				cb.groupCode(g, groupErr(resp))
 			}
 		}
+		cb.w.answering = to + 1
 		done(resp, err)
+		cb.w.answering = 0
 	}
 }
 

@@ -100,6 +100,10 @@ type World struct {
 	mutantKeepLogs bool
 	cov            *Coverage // nil unless Options.Coverage
 	tl             *timeline // nil unless Options.Timeline
+
+	// answering is 1 + the index of the node whose answer a client is handling
+	// (clustered worlds; 0: none), for the leader epoch the history notes (servedEpoch).
+	answering int32
 }
 
 // Failure is one reason a run failed.

@@ -12,6 +12,13 @@ package broker
 // LogAppendTime. Lookups by time look inside the one batch the time index points at,
 // decompressing it with the injected Decompressor; they search only below the
 // high-water mark and never answer an offset below the log start offset.
+//
+// A new leader's high-water mark lags until its followers have fetched from it: until it
+// reaches the start of the leader's epoch, a client's (ReplicaID < 0) request for the
+// latest offset, or a lookup by time that finds nothing below it, gets
+// OFFSET_NOT_AVAILABLE (v5+; LEADER_NOT_AVAILABLE before), which clients retry, rather
+// than an offset below one the previous leader already answered (KIP-207). Followers
+// (ReplicaID >= 0) are answered as before.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,6 +38,13 @@ func (rm *replicaManager) handleListOffsets(m *kmsg.ListOffsetsRequest) kmsg.Res
 			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, leaderEpoch
 			tp := core.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			rp.ErrorCode = rm.listOffset(tp, p.Timestamp, p.CurrentLeaderEpoch, &rp)
+			if rp.ErrorCode == 0 && m.ReplicaID < 0 && rm.offsetsNotAvailable(tp, p.Timestamp, &rp) {
+				rp.ErrorCode = kerr.OffsetNotAvailable.Code
+				if m.Version < 5 {
+					rp.ErrorCode = kerr.LeaderNotAvailable.Code
+				}
+				rp.Timestamp, rp.Offset = -1, -1
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -78,4 +92,24 @@ func (rm *replicaManager) listOffset(tp core.TopicPartition, ts int64, currentEp
 		return kerr.InvalidRequest.Code
 	}
 	return 0
+}
+
+// offsetsNotAvailable reports whether a client's answer rp for timestamp ts must wait:
+// this leader's high-water mark is still below the start of its leader epoch, and the
+// answer is the latest offset or a lookup by time that found nothing below it (KIP-207).
+func (rm *replicaManager) offsetsNotAvailable(tp core.TopicPartition, ts int64,
+	rp *kmsg.ListOffsetsResponseTopicPartition) bool {
+	if ts != -1 && (ts < 0 || rp.Offset >= 0) {
+		return false
+	}
+	rep, code := rm.replicaFor(tp)
+	if code != 0 || rep.Follower() || mutantOn("list-offsets-lagging-hwm") {
+		return false
+	}
+	start, ok := rep.LeaderEpochStart()
+	if ok && rep.HighWatermark() < start {
+		rm.hit(pListLaggingHWM)
+		return true
+	}
+	return false
 }

@@ -74,4 +74,5 @@ var (
 	pISRExpand         = probe.Register("broker/isr-expand-proposed")
 	pISRRetry          = probe.Register("broker/isr-change-retried")
 	pAfterAppend       = probe.Register("broker/produce-not-enough-replicas-after-append")
+	pListLaggingHWM    = probe.Register("broker/list-offsets-while-new-leader-hwm-lags")
 )

@@ -236,6 +236,18 @@ func (r *Replica) storeEpochs() error {
 // LeaderEpoch is the epoch this replica stamps into the batches it appends.
 func (r *Replica) LeaderEpoch() int32 { return r.leaderEpoch }
 
+// LeaderEpochStart is the offset where this replica's current leader epoch began in
+// its log (a leader's log end when it became leader), ok false when the cache holds no
+// entry for that epoch. A new leader's high-water mark below it is not yet the
+// partition's (KIP-207: ListOffsets answers OFFSET_NOT_AVAILABLE meanwhile).
+func (r *Replica) LeaderEpochStart() (int64, bool) {
+	last, ok := r.epochs.latest()
+	if !ok || last.Epoch != r.leaderEpoch {
+		return 0, false
+	}
+	return last.StartOffset, true
+}
+
 // EndOffsetForEpoch answers OffsetForLeaderEpoch from the cache: the largest epoch not
 // newer than epoch and where it ended (the log end for the latest); (-1, -1) for an
 // epoch newer than the latest.
