@@ -83,6 +83,9 @@ var Catalogue = []Mutant{
 	{"broker/offset-commit-before-isr", "core/broker", "replication",
 		"an offset commit (and a group record) is answered once the coordinator's own log " +
 			"has it durably, before the ISR holds it", "./core/broker/"},
+	{"broker/offsets-rf-live-brokers", "core/broker", "replication",
+		"__consumer_offsets gets offsets.topic.replication.factor capped to the live brokers, " +
+			"not to the registered ones", "./core/broker/"},
 	// Idempotence.
 	{"replica/accept-gap", "core/replica", "idempotence",
 		"an idempotent batch ahead of the next sequence is appended", "./core/replica/"},
