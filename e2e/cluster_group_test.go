@@ -29,8 +29,8 @@ func TestClusterGroupSurvivesItsCoordinatorsDeath(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-process fault test")
 	}
-	began := time.Now()
 	c := startCluster(t, 3)
+	began := time.Now() // after the start (which builds the binary once)
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...))
 	require.NoError(t, err)
 	defer admCl.Close()
@@ -72,7 +72,7 @@ func TestClusterGroupSurvivesItsCoordinatorsDeath(t *testing.T) {
 		require.GreaterOrEqual(t, resumed[p], off,
 			"partition %d resumed before its last acknowledged commit", p)
 	}
-	t.Logf("a new consumer resumed at %v; whole test %v", resumed,
+	t.Logf("a new consumer resumed at %v; %v after the cluster started", resumed,
 		time.Since(began).Round(time.Millisecond))
 }
 
@@ -116,11 +116,12 @@ type committingConsumer struct {
 }
 
 func startCommittingConsumer(t *testing.T, seeds []string) *committingConsumer {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(groupName),
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(groupName),
 		kgo.ConsumeTopics(groupTopic), kgo.DisableAutoCommit(),
-		kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(500*time.Millisecond),
-		kgo.RebalanceTimeout(10*time.Second), kgo.RequestRetries(1000),
-		kgo.RetryTimeout(time.Minute))
+		kgo.SessionTimeout(10 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond),
+		kgo.RebalanceTimeout(10 * time.Second), kgo.RequestRetries(1000),
+		kgo.RetryTimeout(time.Minute)}
+	cl, err := kgo.NewClient(opts...)
 	require.NoError(t, err)
 	pctx, cancel := context.WithCancel(context.Background())
 	gc := &committingConsumer{cl: cl, cancel: cancel, done: make(chan struct{}),
