@@ -7,8 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// groupClusterSets: three nodes with crashes as the only fault, three members in one
-// group and two offset committers, so that coordinators die under groups.
+// groupClusterSets: three nodes with crashes as the only fault, three group members
+// (in the seed's one or two groups) and two offset committers, so that coordinators
+// die under groups.
 var groupClusterSets = [][2]string{{"nodes", "3"}, {"faults", "off"},
 	{"faults.crash", "on"}, {"members", "3"}, {"committers", "2"}}
 
