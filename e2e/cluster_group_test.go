@@ -64,6 +64,12 @@ func TestClusterGroupSurvivesItsCoordinatorsDeath(t *testing.T) {
 	c.awaitHealthy(groupTopic, 3, 60*time.Second)
 	gc.awaitCommits(t, 1, 30*time.Second, "after the restart")
 
+	if ends, err := adm.ListEndOffsets(ctx(t, 5*time.Second), groupTopic); err == nil {
+		ends.Each(func(o kadm.ListedOffset) {
+			t.Logf("%s-%d: leader epoch %d, end %d", o.Topic, o.Partition, o.LeaderEpoch,
+				o.Offset)
+		})
+	}
 	final := gc.close()
 	t.Logf("acknowledged commits when the first consumer left: %v", final)
 	requireCommittedAtLeast(t, adm, final, "after the first consumer left")
