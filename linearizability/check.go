@@ -60,7 +60,10 @@ type Report struct {
 	Reads        int
 	Commits      int // OffsetCommit operations
 	CommitReads  int // successful OffsetFetch operations
-	GroupAnswers int // answers group members recorded (History.Groups)
+	// CommitReadsMoved: successful OffsetFetch operations that returned a commit
+	// another coordinator term acknowledged (clustered runs; Op.Coord).
+	CommitReadsMoved int
+	GroupAnswers     int // answers group members recorded (History.Groups)
 	// PorcupineTimeouts counts searches whose first budget ran out; Unresolved those
 	// whose retry ran out too (each fails the check).
 	PorcupineTimeouts int
@@ -116,6 +119,10 @@ func (r *Report) Summary(maxLines int) []string {
 		line += fmt.Sprintf(" %s=%d", k, r.Counts[k])
 	}
 	lines := []string{line}
+	if r.CommitReadsMoved > 0 {
+		lines = append(lines, fmt.Sprintf("committed offsets read at another coordinator "+
+			"than the one that acknowledged them: %d", r.CommitReadsMoved))
+	}
 	if r.PorcupineTimeouts > 0 {
 		lines = append(lines, fmt.Sprintf("porcupine timeouts: %d (%d unresolved after the "+
 			"longer budget)", r.PorcupineTimeouts, r.Unresolved))
@@ -198,6 +205,7 @@ func Check(h *History, opt Options) Report {
 		rep.Anomalies = append(rep.Anomalies, a)
 	}
 	rep.Registers = checkRegisters(h, opt)
+	rep.CommitReadsMoved = readsAcrossMoves(h)
 	for _, g := range rep.Registers {
 		rep.countTimeouts(g.Timeouts)
 		if g.Result == porcupine.Illegal {

@@ -2,6 +2,7 @@ package linearizability
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -299,4 +300,34 @@ func TestCheckIgnoresUnobservedUnknownCommits(t *testing.T) {
 	require.True(t, rep.OK(), "%v", rep.Summary(10))
 	require.Less(t, time.Since(start), 2*time.Second)
 	require.Equal(t, 2, rep.Registers[0].Ops)
+}
+
+// Committed offsets across coordinator moves: a commit acknowledged by one coordinator
+// term and read at the next is counted; the next reading an older value (it loaded
+// before it held the commit, or answered while loading) is a lost commit, whichever
+// coordinator answered.
+func TestCommittedOffsetsAcrossCoordinatorMoves(t *testing.T) {
+	const old, next = uint64(1)<<32 | 1<<24, uint64(2)<<32 | 2<<24 // epochs 0 and 1
+	require.Equal(t, "epoch 1 on node 1", CoordString(next))
+	var b builder
+	add := func(op Op, coord uint64) { op.Coord = coord; b.h.Add(op) }
+	add(Op{Kind: OpCommit, TP: tp0, Group: "g", Offset: 10, Call: 0, Return: 1,
+		Outcome: OK}, old)
+	add(Op{Kind: OpFetchCommitted, TP: tp0, Group: "g", Offset: 10, Call: 2, Return: 3,
+		Outcome: OK}, old)
+	add(Op{Kind: OpCommit, TP: tp0, Group: "g", Offset: 20, Call: 4, Return: 5,
+		Outcome: OK}, old)
+	add(Op{Kind: OpFetchCommitted, TP: tp0, Group: "g", Offset: 20, Call: 6, Return: 7,
+		Outcome: OK}, next)
+	rep := check(t, &b.h)
+	require.True(t, rep.OK(), "%v", rep.Summary(10))
+	require.Equal(t, 1, rep.CommitReadsMoved)
+	require.Contains(t, strings.Join(rep.Summary(10), "\n"),
+		"read at another coordinator than the one that acknowledged them: 1")
+
+	add(Op{Kind: OpFetchCommitted, TP: tp0, Group: "g", Offset: 10, Call: 8, Return: 9,
+		Outcome: OK}, next)
+	rep = check(t, &b.h)
+	require.False(t, rep.OK())
+	require.Equal(t, 1, rep.Counts["offsets-not-linearizable"], "%v", rep.Summary(10))
 }

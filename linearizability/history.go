@@ -1,6 +1,7 @@
 package linearizability
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/sluicemq/sluice/core"
@@ -108,6 +109,19 @@ type Op struct {
 	// Committed offsets (OpCommit, OpFetchCommitted): the group whose register
 	// (Group, TP) was written or read; the value is in Offset.
 	Group string
+	// Coord names the coordinator term that answered a commit or fetch in a cluster
+	// (0: one node, or not known): leader epoch of the group's offsets partition + 1
+	// in the high 32 bits, then node + 1 in the next 8 (CoordString). The register
+	// check does not use it; it tells reads across coordinator moves apart.
+	Coord uint64
+}
+
+// CoordString renders a coordinator term ("" for none): "epoch 3 on node 2".
+func CoordString(term uint64) string {
+	if term == 0 {
+		return ""
+	}
+	return fmt.Sprintf("epoch %d on node %d", int64(term>>32)-1, int64(term>>24&0xff)-1)
 }
 
 // Crash is a power loss on a node, or a failed fsync (after which the log drops what it

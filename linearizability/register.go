@@ -36,10 +36,20 @@ type RegisterResult struct {
 type regWrite struct {
 	op    int
 	value int64
+	coord uint64 // the coordinator term that acknowledged it (0: one node, or unknown)
 }
 
 type regRead struct {
-	op int
+	op    int
+	coord uint64 // the coordinator term that answered
+}
+
+// byCoord names the coordinator term of an operation in porcupine's descriptions.
+func byCoord(term uint64) string {
+	if term == 0 {
+		return ""
+	}
+	return " (" + CoordString(term) + ")"
 }
 
 var registerModel = porcupine.Model{
@@ -57,9 +67,10 @@ var registerModel = porcupine.Model{
 	DescribeOperation: func(input, output interface{}) string {
 		switch in := input.(type) {
 		case regWrite:
-			return fmt.Sprintf("op %d: commit %d", in.op, in.value)
+			return fmt.Sprintf("op %d: commit %d%s", in.op, in.value, byCoord(in.coord))
 		case regRead:
-			return fmt.Sprintf("op %d: fetch -> %d", in.op, output.(int64))
+			return fmt.Sprintf("op %d: fetch -> %d%s", in.op, output.(int64),
+				byCoord(in.coord))
 		}
 		return "?"
 	},
@@ -94,13 +105,14 @@ func registerOps(h *History) ([]RegisterKey, map[RegisterKey][]porcupine.Operati
 		switch {
 		case op.Kind == OpCommit && op.Outcome == OK:
 			byKey[k] = append(byKey[k], porcupine.Operation{ClientId: op.Client,
-				Input: regWrite{op.ID, op.Offset}, Call: op.Call, Return: op.Return})
+				Input: regWrite{op.ID, op.Offset, op.Coord}, Call: op.Call, Return: op.Return})
 		case op.Kind == OpCommit && op.Outcome == Unknown && read[k][op.Offset]:
 			byKey[k] = append(byKey[k], porcupine.Operation{ClientId: op.Client,
-				Input: regWrite{op.ID, op.Offset}, Call: op.Call, Return: never})
+				Input: regWrite{op.ID, op.Offset, 0}, Call: op.Call, Return: never})
 		case op.Kind == OpFetchCommitted && op.Outcome == OK:
 			byKey[k] = append(byKey[k], porcupine.Operation{ClientId: op.Client,
-				Input: regRead{op.ID}, Output: op.Offset, Call: op.Call, Return: op.Return})
+				Input: regRead{op.ID, op.Coord}, Output: op.Offset, Call: op.Call,
+				Return: op.Return})
 		}
 	}
 	keys := make([]RegisterKey, 0, len(byKey))
@@ -141,4 +153,33 @@ func VisualizeRegister(h *History, k RegisterKey, path string, timeout time.Dura
 	}
 	_, info := porcupine.CheckOperationsVerbose(registerModel, ops, timeout)
 	return porcupine.VisualizePath(registerModel, info, path)
+}
+
+// readsAcrossMoves counts the successful OffsetFetch operations that returned a value
+// another coordinator term acknowledged: a commit answered by one leader of the group's
+// offsets partition, read at a later one. The register check covers them like any
+// read; the count shows that a clustered run exercised coordinator moves.
+func readsAcrossMoves(h *History) int {
+	acked := map[RegisterKey]map[int64]uint64{}
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if op.Kind == OpCommit && op.Outcome == OK && op.Coord != 0 {
+			k := RegisterKey{op.Group, op.TP}
+			if acked[k] == nil {
+				acked[k] = map[int64]uint64{}
+			}
+			acked[k][op.Offset] = op.Coord
+		}
+	}
+	n := 0
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if op.Kind != OpFetchCommitted || op.Outcome != OK || op.Coord == 0 {
+			continue
+		}
+		if c, ok := acked[RegisterKey{op.Group, op.TP}][op.Offset]; ok && c != op.Coord {
+			n++
+		}
+	}
+	return n
 }

@@ -47,6 +47,7 @@ type clientBase struct {
 	wakeAt       int64
 	pump         func()
 	rt           *router // clustered worlds: where each request goes (route.go)
+	lastTerm     uint64  // the coordinator term of the answer being handed over
 }
 
 // call is one request waiting for its response.
@@ -57,6 +58,10 @@ type call struct {
 	key      int16 // API key (for the timeline)
 	done     func(resp kmsg.Response, err error)
 	finished bool
+	// Clustered worlds: a group request's group, and the coordinator term of the node
+	// when it answered (coord_term.go).
+	group string
+	term  uint64
 }
 
 func newClientBase(w *World, actor int32, name string, pump func()) clientBase {
@@ -102,6 +107,9 @@ func (cb *clientBase) send(req kmsg.Request, timeoutMs int64, done func(kmsg.Res
 	}
 	cb.nextCorr++
 	cl := &call{corr: cb.nextCorr, c: cb.c, sent: cb.w.now, key: req.Key(), done: done}
+	if cb.rt != nil {
+		cl.group, _ = groupOf(req)
+	}
 	if cb.w.logging() {
 		cb.w.logf(cb.name, "send %s v%d corr %d on conn %d", kmsg.NameForKey(req.Key()),
 			req.GetVersion(), cl.corr, cb.c.id)
@@ -136,6 +144,7 @@ func (cb *clientBase) finish(cl *call, resp kmsg.Response, err error) {
 		cb.lastOK = cb.w.now
 	}
 	cb.w.tlRequest(cb, cl, resp, err)
+	cb.lastTerm = cl.term
 	cl.done(resp, err)
 }
 

@@ -126,12 +126,12 @@ func clusterDefault(c Config, name string) (string, bool) {
 	return v, ok
 }
 
-// clusterClients drops the clients a clustered world does not run yet: the group
-// members, offset committers, the auditor, the zombie and the deleter (their checks
-// assume one coordinator that never moves, or one node answering everything). The
+// clusterClients drops the clients a clustered world does not run yet: the auditor,
+// the zombie and the deleter (their checks assume one node answering everything). Group
+// members and offset committers run: they find each group's coordinator (route.go), and
+// their checks hold across coordinator moves (docs/simulation.md, "Clusters"). The
 // configuration was drawn in full first, so the seed's other draws are unchanged.
 func clusterClients(c Config) Config {
-	c.Members, c.Committers = nil, nil
 	c.Audit.On, c.Zombie.On, c.Deletes.On = false, false, false
 	return c
 }

@@ -68,13 +68,16 @@ func (c *committer) pump() {
 		return
 	}
 	if c.draining {
-		if c.finalAt < len(c.touched) {
+		if c.finalAt < len(c.touched) && !c.findCoordinator(c.touched[c.finalAt].group) {
 			c.fetch(c.touched[c.finalAt], true)
 		}
 		return
 	}
 	k := regKey{fmt.Sprintf("g%d", c.rnd.Intn(c.spec.Groups)),
 		core.TopicPartition{Topic: c.spec.Topic, Partition: int32(c.rnd.Intn(int(c.parts)))}}
+	if c.findCoordinator(k.group) {
+		return
+	}
 	if c.rnd.Chance(c.spec.ReadChance) {
 		c.fetch(k, false)
 	} else {
@@ -113,6 +116,7 @@ func (c *committer) commit(k regKey) {
 	c.busyReq = true
 	c.send(req, c.spec.TimeoutMs, func(r kmsg.Response, err error) {
 		if err == nil {
+			c.w.hist.Op(id).Coord = c.lastTerm // 0 in a one-node world
 			c.committed(id, r.(*kmsg.OffsetCommitResponse))
 		}
 		c.next()
@@ -162,12 +166,21 @@ func (c *committer) fetch(k regKey, final bool) {
 			if off, ok := c.fetched(k, r.(*kmsg.OffsetFetchResponse)); ok {
 				c.w.record(linearizability.Op{Kind: linearizability.OpFetchCommitted,
 					Client: int(c.actor), TP: k.tp, Group: k.group, Call: call,
-					Return: c.w.now, Outcome: linearizability.OK, Offset: off, Final: final})
+					Return: c.w.now, Outcome: linearizability.OK, Offset: off, Final: final,
+					Coord: c.lastTerm})
 				c.w.tr.note("committed", off)
 				if final {
 					c.finalAt++
 				}
+			} else if c.rt != nil && final {
+				c.busyReq = false // a cluster's coordinator moving or loading: wait
+				c.wakeIn(c.rnd.Between(20, 100) * ms)
+				return
 			}
+		} else if c.rt != nil && final {
+			c.busyReq = false
+			c.wakeIn(c.rnd.Between(20, 100) * ms)
+			return
 		}
 		c.next()
 	})
@@ -199,4 +212,44 @@ func (c *committer) fetched(k regKey, resp *kmsg.OffsetFetchResponse) (int64, bo
 		}
 	}
 	return 0, false
+}
+
+// findCoordinator: in a clustered world a group's requests go to its coordinator, the
+// leader of its __consumer_offsets partition, as a Kafka client sends them. While the
+// committer knows none for group (at first, and after an answer saying it moved or is
+// unavailable: route.go groupCode), it asks any node with FindCoordinator instead and
+// reports true; a lookup that fails backs off before the next. A single-node world
+// sends everything to its node and never asks.
+func (c *committer) findCoordinator(group string) bool {
+	if c.rt == nil {
+		return false
+	}
+	if _, ok := c.rt.coords[group]; ok {
+		return false
+	}
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.SetVersion(c.vers[req.Key()])
+	if req.Version >= 4 {
+		req.CoordinatorKeys = []string{group}
+	} else {
+		req.CoordinatorKey = group
+	}
+	c.busyReq = true
+	c.send(req, c.spec.TimeoutMs, func(r kmsg.Response, err error) {
+		c.busyReq = false
+		if err == nil {
+			resp := r.(*kmsg.FindCoordinatorResponse)
+			code := resp.ErrorCode
+			if resp.Version >= 4 && len(resp.Coordinators) == 1 {
+				code = resp.Coordinators[0].ErrorCode
+			}
+			c.code("find-coordinator", code)
+		}
+		if _, ok := c.rt.coords[group]; ok {
+			c.wakeIn(0)
+			return
+		}
+		c.wakeIn(c.rnd.Between(20, 100) * ms) // COORDINATOR_NOT_AVAILABLE or lost: retry
+	})
+	return true
 }

@@ -278,13 +278,18 @@ func (m *member) coordinatorLost(code int16) bool {
 	return false
 }
 
-// sendTracked sends req and gives done the incarnation of the node that answered.
+// sendTracked sends req and gives done the incarnation of the coordinator that answered:
+// the node's process, or in a cluster its coordinator term.
 func (m *member) sendTracked(req kmsg.Request, timeoutMs int64,
 	done func(r kmsg.Response, inc uint64, err error)) {
 	var cn *conn
 	m.inFlight = true
 	m.send(req, timeoutMs, func(r kmsg.Response, err error) {
 		m.inFlight = false
+		if m.rt != nil {
+			done(r, m.lastTerm, err) // a cluster's coordinator term (coord_term.go)
+			return
+		}
 		done(r, cn.gen, err)
 	})
 	cn = m.c

@@ -136,6 +136,9 @@ func (m *member) commit(id string, gen int32, part int32) {
 			}
 		}
 		m.code("member-offset-commit", code)
+		if m.rt != nil {
+			m.w.hist.Op(op).Coord = inc // the coordinator term (coord_term.go)
+		}
 		m.w.recordGroup(linearizability.GroupEvent{Kind: linearizability.GroupCommit,
 			Group: m.spec.Group, Client: int(m.actor), Incarnation: inc, Member: id,
 			Generation: gen, Topic: tp.Topic, Code: code, Op: op, Call: call,
@@ -192,15 +195,18 @@ func (m *member) fetchCommitted() {
 		req.Topics = append(req.Topics, t)
 	}
 	call := m.w.now
-	m.sendTracked(req, m.spec.TimeoutMs, func(r kmsg.Response, _ uint64, err error) {
+	m.sendTracked(req, m.spec.TimeoutMs, func(r kmsg.Response, inc uint64, err error) {
 		if err == nil {
-			m.fetched(call, r.(*kmsg.OffsetFetchResponse))
+			if m.rt == nil {
+				inc = 0 // one node: no coordinator terms
+			}
+			m.fetched(call, inc, r.(*kmsg.OffsetFetchResponse))
 		}
 		m.wakeIn(0)
 	})
 }
 
-func (m *member) fetched(call int64, resp *kmsg.OffsetFetchResponse) {
+func (m *member) fetched(call int64, coord uint64, resp *kmsg.OffsetFetchResponse) {
 	groupCode := resp.ErrorCode
 	topics := make([]kmsg.OffsetFetchResponseGroupTopic, 0)
 	if resp.Version >= 8 {
@@ -233,7 +239,7 @@ func (m *member) fetched(call int64, resp *kmsg.OffsetFetchResponse) {
 			m.w.record(linearizability.Op{Kind: linearizability.OpFetchCommitted,
 				Client: int(m.actor), TP: core.TopicPartition{Topic: t.Topic,
 					Partition: p.Partition}, Group: m.spec.Group, Call: call,
-				Return: m.w.now, Outcome: linearizability.OK, Offset: p.Offset})
+				Return: m.w.now, Outcome: linearizability.OK, Offset: p.Offset, Coord: coord})
 		}
 	}
 }

@@ -159,6 +159,9 @@ func (w *World) reply(n *node, r broker.Reply) {
 		return
 	}
 	c.ready[r.ID] = r
+	if w.clustered() {
+		w.noteTerm(n, c, r.ID)
+	}
 	if r.MuteMs > 0 {
 		c.mutedUntil = max(c.mutedUntil, w.now+r.MuteMs*ms)
 		w.stats.Muted++

@@ -282,6 +282,9 @@ func groupErr(resp kmsg.Response) int16 {
 		if len(m.Groups) > 0 {
 			return m.Groups[0].ErrorCode
 		}
+		if m.ErrorCode == 0 && len(m.Topics) > 0 && len(m.Topics[0].Partitions) > 0 {
+			return m.Topics[0].Partitions[0].ErrorCode // v0-v1 have no top-level code
+		}
 		return m.ErrorCode
 	}
 	return 0

@@ -115,7 +115,7 @@ func (gc *groupCoordinator) tryLoadOffsets(tp core.TopicPartition) {
 	if !ok || pos.offline {
 		return // COORDINATOR_NOT_AVAILABLE until it is back or moves
 	}
-	if pos.hwm < l.end {
+	if pos.hwm < l.end && !mutantOn("offsets-load-before-hwm") {
 		gc.hit(pOffsetsLoadWaits)
 		return
 	}
@@ -222,4 +222,20 @@ func (gc *groupCoordinator) coordinatorOf(groupID string) (node int32, code int1
 		code = 0 // Kafka names a loading coordinator; its group requests say it loads
 	}
 	return gc.cfg.NodeID, code
+}
+
+// CoordinatorEpoch says in which leader epoch of its offsets partition this node
+// coordinates groupID (loading or loaded): ok is false unless the offsets topic is
+// assigned and this node's replica leads that partition. It only reads, for the
+// simulator, which tells coordinator terms apart by it (a node leads a partition in an
+// epoch at most once).
+func (gc *groupCoordinator) CoordinatorEpoch(groupID string) (epoch int32, ok bool) {
+	if gc.groups.coord == nil || gc.groups.parts == 0 || !gc.offsetsAssigned() {
+		return 0, false
+	}
+	l := gc.groups.owned[gc.offsetsPartition(groupID).Partition]
+	if l == nil {
+		return 0, false
+	}
+	return l.epoch, true
 }

@@ -12,6 +12,7 @@ package broker
 // offline — top level from v2, per group in v8, per partition before v2.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/core"
@@ -101,7 +102,8 @@ func requested(topic string, partitions []int32) fetchedTopic {
 // with a group-level error code.
 func (gc *groupCoordinator) fetchOffsets(groupID string, want []fetchedTopic) ([]fetchedTopic,
 	int16) {
-	if code := gc.coordinatorCode(groupID); code != 0 {
+	if code := gc.coordinatorCode(groupID); code != 0 && !(code ==
+		kerr.CoordinatorLoadInProgress.Code && mutantOn("offset-fetch-while-loading")) {
 		return nil, code
 	}
 	if want == nil {

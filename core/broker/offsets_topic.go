@@ -106,21 +106,36 @@ func (ctl *adminController) offsetsTopicRecord() meta.Record {
 }
 
 // offsetsTopicReplicationFactor is 1 on a node without a quorum, and with one
-// offsets.topic.replication.factor capped to the live brokers (docs/controller.md:
-// Kafka refuses until there are enough; the issue asks for min(3, brokers)).
+// offsets.topic.replication.factor capped to the brokers the cluster has registered,
+// fenced or not (the issue's min(3, brokers): a one- or two-broker cluster still gets
+// group offsets). While fewer of them are live (registered and unfenced) it is that
+// cap all the same: the controller refuses the topic and the writes waiting for it get
+// COORDINATOR_NOT_AVAILABLE until enough brokers are up, as Kafka refuses. Capping to
+// the live brokers instead created the topic with one replica when the first group
+// request came before the other brokers were unfenced, and with
+// min.insync.replicas=2 no group could ever commit (found by the simulator with
+// --set nodes=3, docs/simulation.md "Clusters").
 func (ctl *adminController) offsetsTopicReplicationFactor() int16 {
 	if ctl.ctlPort == nil {
 		return 1
 	}
 	want := ctl.cfg.Groups.OffsetsReplicationFactor
-	live := int16(min(len(controller.EligibleBrokers(ctl.image)), math.MaxInt16))
-	if live == 0 || live >= want {
-		return want // none live: the controller refuses, and a later write retries
+	brokers := len(ctl.image.Brokers())
+	if mutantOn("offsets-rf-live-brokers") {
+		brokers = len(controller.EligibleBrokers(ctl.image))
 	}
-	ctl.lg.Warn("offsets topic created with fewer replicas than "+
-		"offsets.topic.replication.factor: not enough live brokers",
-		zap.Int16("offsets.topic.replication.factor", want), zap.Int16("live_brokers", live))
-	return live
+	if n := int16(min(brokers, math.MaxInt16)); n > 0 && n < want {
+		ctl.lg.Warn("offsets topic gets fewer replicas than "+
+			"offsets.topic.replication.factor: the cluster has fewer brokers",
+			zap.Int16("offsets.topic.replication.factor", want), zap.Int("brokers", brokers))
+		want = n
+	}
+	if live := len(controller.EligibleBrokers(ctl.image)); live < int(want) {
+		ctl.lg.Info("offsets topic not created yet: fewer live brokers than its replicas; "+
+			"group requests are answered COORDINATOR_NOT_AVAILABLE meanwhile",
+			zap.Int16("replicas", want), zap.Int("live_brokers", live))
+	}
+	return want
 }
 
 // offsetsTopicSpec is the offsets topic's TopicCreated record without its topic id.

@@ -90,6 +90,15 @@ var Catalogue = []Mutant{
 	{"broker/offset-commit-before-isr", "core/broker", "replication",
 		"an offset commit (and a group record) is answered once the coordinator's own log " +
 			"has it durably, before the ISR holds it", "./core/broker/"},
+	{"broker/offsets-rf-live-brokers", "core/broker", "replication",
+		"__consumer_offsets gets offsets.topic.replication.factor capped to the live brokers, " +
+			"not to the registered ones", "./core/broker/"},
+	{"broker/offsets-load-before-hwm", "core/broker", "replication",
+		"a new leader of an offsets partition loads its groups at once, up to a high-water " +
+			"mark that may not cover the commits the old leader acknowledged", "./core/broker/"},
+	{"broker/offset-fetch-while-loading", "core/broker", "replication",
+		"OffsetFetch is answered from the coordinator's table while its offsets partition " +
+			"is still loading", "./core/broker/"},
 	// Idempotence.
 	{"replica/accept-gap", "core/replica", "idempotence",
 		"an idempotent batch ahead of the next sequence is appended", "./core/replica/"},
