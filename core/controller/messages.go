@@ -80,7 +80,19 @@ type Request struct {
 	Msg Message
 }
 
-func (Start) isInput()         {}
+// BrokerConnectionClosed says a connection that carried heartbeats of broker NodeID at
+// BrokerEpoch closed (the node's driver saw it go; core/nodehost tracks which
+// connection carried whose heartbeats). A process that dies has its sockets closed by
+// its kernel, so this comes at once after a kill -9 or a crash; a paused process or a
+// network partition closes nothing. The active controller then fences the broker
+// unless it heartbeats again within ConnectionLossGraceMs (connloss.go).
+type BrokerConnectionClosed struct {
+	NodeID      int32
+	BrokerEpoch int64
+}
+
+func (Start) isInput()                  {}
+func (BrokerConnectionClosed) isInput() {}
 func (MetaApplied) isInput()   {}
 func (MetaAnswer) isInput()    {}
 func (LeaderChanged) isInput() {}
