@@ -46,6 +46,9 @@ type clientBase struct {
 	wakeAt       int64
 	pump         func()
 	rt           *router // clustered worlds: where each request goes (route.go)
+	// lost, when set, is told of each lost connection after its calls failed (a peer
+	// link tells its node: peers.go).
+	lost func(c *conn)
 }
 
 // call is one request waiting for its response.
@@ -171,6 +174,9 @@ func (cb *clientBase) connLost(c *conn) {
 		if !cl.finished {
 			cb.finish(cl, nil, errConnLost)
 		}
+	}
+	if cb.lost != nil {
+		cb.lost(c)
 	}
 	cb.wakeIn(cb.backoffUntil - cb.w.now)
 }

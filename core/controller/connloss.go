@@ -71,3 +71,24 @@ func (c *Controller) sessionEnd(id int32) core.Time {
 	}
 	return end
 }
+
+// liveContacts is contacts without the brokers whose heartbeat connection closed and
+// that did not heartbeat within the grace: their process is taken for dead, so a new
+// process of the node may register at once (DecideRegister) instead of a session after
+// the old one's last heartbeat.
+func (c *Controller) liveContacts() Contacts {
+	out := c.contacts
+	for _, id := range sortedKeys(c.cutoffs) {
+		if c.now < c.cutoffs[id] {
+			continue
+		}
+		if len(out) == len(c.contacts) {
+			out = make(Contacts, len(c.contacts))
+			for k, v := range c.contacts {
+				out[k] = v
+			}
+		}
+		delete(out, id)
+	}
+	return out
+}

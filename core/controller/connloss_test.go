@@ -135,3 +135,26 @@ func TestTheGraceIsASetting(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, SettingNames(), "sluice.broker.connection.loss.grace.ms")
 }
+
+// A node killed and started again registers its new process once the grace after its
+// connection closed is over, not a whole session after its last heartbeat.
+func TestAKilledBrokerRegistersAgainAfterTheGrace(t *testing.T) {
+	h, epochs := connLossCluster(t, testConfig())
+	h.c.Step(h.now, BrokerConnectionClosed{NodeID: 1, BrokerEpoch: epochs[1]})
+	h.after(500)
+	id := h.ask(RegisterBroker{NodeID: 1, Incarnation: [16]byte{2}, ClusterID: "c",
+		Host: "h", Port: 9001})
+	h.settle()
+	require.Equal(t, codeDuplicateRegistration, h.answer(id).ErrCode(),
+		"within the grace the old process may still heartbeat")
+	h.keepAlive(600, epochs, 2, 3)
+	require.Equal(t, meta.BrokerFenced, h.brokerState(1))
+	epoch := h.register(1, 2, "")
+	require.Greater(t, epoch, epochs[1])
+	// Without a close, a silent broker's new process waits for the session.
+	h.keepAlive(100, map[int32]int64{1: epoch, 2: epochs[2], 3: epochs[3]}, 1, 2, 3)
+	id = h.ask(RegisterBroker{NodeID: 2, Incarnation: [16]byte{9}, ClusterID: "c",
+		Host: "h", Port: 9002})
+	h.settle()
+	require.Equal(t, codeDuplicateRegistration, h.answer(id).ErrCode())
+}

@@ -79,7 +79,7 @@ func notController(m Message) Response {
 
 func (c *Controller) register(id uint64, m RegisterBroker) {
 	epoch := max(c.epochNext, c.image.MaxBrokerEpoch()) + 1
-	d := DecideRegister(c.image, c.cfg.ClusterID, c.contacts, c.now, c.cfg.SessionTimeoutMs,
+	d := DecideRegister(c.image, c.cfg.ClusterID, c.liveContacts(), c.now, c.cfg.SessionTimeoutMs,
 		epoch, m)
 	if !d.Propose {
 		if d.Answer.Err != 0 {
