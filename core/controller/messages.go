@@ -93,11 +93,11 @@ type BrokerConnectionClosed struct {
 
 func (Start) isInput()                  {}
 func (BrokerConnectionClosed) isInput() {}
-func (MetaApplied) isInput()   {}
-func (MetaAnswer) isInput()    {}
-func (LeaderChanged) isInput() {}
-func (TimerFired) isInput()    {}
-func (Request) isInput()       {}
+func (MetaApplied) isInput()            {}
+func (MetaAnswer) isInput()             {}
+func (LeaderChanged) isInput()          {}
+func (TimerFired) isInput()             {}
+func (Request) isInput()                {}
 
 // Message is one RPC the controller serves; the set is closed.
 type Message interface{ isMessage() }
