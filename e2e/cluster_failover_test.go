@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/linearizability"
 )
@@ -97,6 +98,11 @@ func (c *testCluster) partitionLedOffTheQuorumLeader() (int32, *clusterNode) {
 	c.t.Helper()
 	var part int32 = -1
 	var leader int32
+	// Leadership settles first (the rebalance gives a restarted node its partitions
+	// back), so that nothing but the kill moves it while the test measures.
+	c.await(30*time.Second, "every partition led by its preferred replica", func() bool {
+		return preferredLead(c.metadata(c.running()[0]), faultTopic, faultPartitions)
+	})
 	c.await(30*time.Second, "a partition led off the quorum leader", func() bool {
 		ql := c.quorumLeader()
 		if ql < 0 {
@@ -156,4 +162,22 @@ func (p *recordingProducer) awaitAckOn(t *testing.T, part int32, since int64,
 		}
 		time.Sleep(20 * time.Millisecond) // polling, bounded by the deadline
 	}
+}
+
+// preferredLead says whether every partition of topic is led by its first replica.
+func preferredLead(m *kmsg.MetadataResponse, topic string, partitions int) bool {
+	if !fullISR(m, topic, partitions) {
+		return false
+	}
+	for _, tp := range m.Topics {
+		if tp.Topic == nil || *tp.Topic != topic {
+			continue
+		}
+		for _, p := range tp.Partitions {
+			if p.Leader != p.Replicas[0] {
+				return false
+			}
+		}
+	}
+	return true
 }
