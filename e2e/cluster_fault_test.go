@@ -149,16 +149,17 @@ type recordingProducer struct {
 	errs  map[string]int
 }
 
-func startRecordingProducer(t *testing.T, seeds []string) *recordingProducer {
+func startRecordingProducer(t *testing.T, seeds []string, extra ...kgo.Opt) *recordingProducer {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(faultTopic),
+	opts := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(faultTopic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(200),
-		kgo.RecordDeliveryTimeout(90*time.Second),
+		kgo.ProducerLinger(5 * time.Millisecond), kgo.MaxBufferedRecords(200),
+		kgo.RecordDeliveryTimeout(90 * time.Second),
 		// A paused leader holds its connections open: notice within seconds, not 20 s.
-		kgo.ProduceRequestTimeout(5*time.Second), kgo.RequestTimeoutOverhead(3*time.Second),
+		kgo.ProduceRequestTimeout(5 * time.Second), kgo.RequestTimeoutOverhead(3 * time.Second),
 		kgo.RetryBackoffFn(
-			func(int) time.Duration { return 100 * time.Millisecond }))
+			func(int) time.Duration { return 100 * time.Millisecond })}, extra...)
+	cl, err := kgo.NewClient(opts...)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &recordingProducer{cl: cl, start: time.Now(), cancel: cancel,

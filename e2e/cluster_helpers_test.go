@@ -50,10 +50,17 @@ type testCluster struct {
 // broker.
 func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
+	return startClusterWith(t, n, clusterSettings)
+}
+
+// startClusterWith is startCluster with settings as every node's config file ("" for
+// the defaults).
+func startClusterWith(t *testing.T, n int, settings string) *testCluster {
+	t.Helper()
 	c := &testCluster{t: t}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "node.properties")
-	require.NoError(t, os.WriteFile(cfg, []byte(clusterSettings), 0o600))
+	require.NoError(t, os.WriteFile(cfg, []byte(settings), 0o600))
 	var vs []string
 	for i := 1; i <= n; i++ {
 		nd := &clusterNode{id: int32(i),

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	stdnet "net"
 	"sort"
 	"sync"
 	"time"
@@ -37,6 +38,11 @@ type PeerOptions struct {
 	SASL sasl.Mechanism
 	// Logger receives the client's own log lines (at debug) and ours. Default: none.
 	Logger *zap.Logger
+	// LinkDown, when set, is told (from a goroutine of its own) that a connection to
+	// node's listener closed, whatever closed it. The node's lifecycle then heartbeats
+	// at once if node is the controller's (docs/controller.md, "Fencing a dead broker
+	// early"). Not called once Close began.
+	LinkDown func(node int32)
 }
 
 func (o *PeerOptions) defaults() {
@@ -194,6 +200,9 @@ func (p *Peers) acquire(node int32) (*peer, error) {
 		if p.opts.SASL != nil {
 			opts = append(opts, kgo.SASL(p.opts.SASL))
 		}
+		if p.opts.LinkDown != nil {
+			opts = append(opts, kgo.WithHooks(linkHook{p: p, node: node}))
+		}
 		cl, err := kgo.NewClient(opts...)
 		if err != nil {
 			return nil, fmt.Errorf("node %d at %s: %w", node, addr, err)
@@ -257,6 +266,28 @@ func (p *Peers) Close() {
 		pe.cl.Close()
 	}
 	p.wg.Wait()
+}
+
+// linkHook reports the closed connections of one peer's client (kgo calls it as a
+// connection dies: an error, the peer's close, reaping, the client's Close).
+type linkHook struct {
+	p    *Peers
+	node int32
+}
+
+func (h linkHook) OnBrokerDisconnect(kgo.BrokerMetadata, stdnet.Conn) {
+	p := h.p
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.wg.Add(1) // under mu, before closed is set: Close's Wait sees it
+	p.mu.Unlock()
+	go func() {
+		defer p.wg.Done()
+		p.opts.LinkDown(h.node)
+	}()
 }
 
 // zapKgoLogger passes franz-go's log lines to zap at debug: connection churn to a peer

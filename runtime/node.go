@@ -131,6 +131,9 @@ func NewNode(opts Options) *Node {
 	if po.ClientID == "" {
 		po.ClientID = fmt.Sprintf("sluice-broker-%d", opts.Config.NodeID)
 	}
+	if po.LinkDown == nil {
+		po.LinkDown = func(node int32) { n.deliverCompletion(broker.PeerLinkDown{Node: node}) }
+	}
 	n.peers = kafkanet.NewPeers(po, func(r broker.PeerReply) bool { return n.deliverCompletion(r) })
 	for id, addr := range opts.Peers {
 		n.peers.SetAddr(id, addr)

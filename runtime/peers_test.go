@@ -2,6 +2,9 @@ package runtime
 
 import (
 	"context"
+	"io"
+	stdnet "net"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,4 +149,83 @@ func TestNodeStepsPeerReplies(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, a.Close())
 	require.Less(t, time.Since(start), 5*time.Second, "Close does not wait out the poll")
+}
+
+// A connection to a peer that breaks is reported through LinkDown with the peer's node
+// id (the lifecycle then heartbeats at once if that peer is the controller's node:
+// docs/controller.md, "Fencing a dead broker early"). The link goes through a proxy
+// that cuts it while a long poll waits on it.
+func TestPeersReportALostConnection(t *testing.T) {
+	b := startPeerNode(t, 2, nil, zap.NewNop())
+	px := startCutProxy(t, b.Addr())
+	ch := make(chan broker.PeerReply, 8)
+	down := make(chan int32, 8)
+	p := kafkanet.NewPeers(kafkanet.PeerOptions{LinkDown: func(node int32) {
+		select {
+		case down <- node:
+		default:
+		}
+	}}, collect(ch))
+	defer p.Close()
+	p.SetAddr(2, px.addr())
+	p.Send(broker.PeerRequest{Node: 2, ID: 1, Msg: createTopic1("cut"), TimeoutMs: 5000})
+	require.NoError(t, waitReply(t, ch).Err)
+	require.Empty(t, down, "the connection is up")
+
+	p.Send(broker.PeerRequest{Node: 2, ID: 2, Msg: longPoll(t, "cut", 5000),
+		TimeoutMs: 8000})
+	time.Sleep(200 * time.Millisecond) // the long poll is on the wire and parked
+	px.cut()
+	require.Error(t, waitReply(t, ch).Err, "the request on the cut connection fails")
+	select {
+	case node := <-down:
+		require.Equal(t, int32(2), node)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no LinkDown within 10s of the connection breaking")
+	}
+}
+
+// cutProxy forwards connections to a node and can cut every one of them at once.
+type cutProxy struct {
+	ln    stdnet.Listener
+	mu    sync.Mutex
+	conns []stdnet.Conn
+}
+
+func startCutProxy(t *testing.T, to string) *cutProxy {
+	t.Helper()
+	ln, err := stdnet.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	px := &cutProxy{ln: ln}
+	t.Cleanup(func() { ln.Close(); px.cut() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := stdnet.Dial("tcp", to)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			px.mu.Lock()
+			px.conns = append(px.conns, c, up)
+			px.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); up.Close() }()
+			go func() { _, _ = io.Copy(c, up); c.Close() }()
+		}
+	}()
+	return px
+}
+
+func (px *cutProxy) addr() string { return px.ln.Addr().String() }
+
+func (px *cutProxy) cut() {
+	px.mu.Lock()
+	defer px.mu.Unlock()
+	for _, c := range px.conns {
+		c.Close()
+	}
+	px.conns = nil
 }

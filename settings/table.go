@@ -280,4 +280,8 @@ var table = []Setting{
 		"how often leadership is rebalanced"),
 	intS(Controller, "sluice.controller.max.inflight.records", "256", 1, i32,
 		"controller proposals in flight at once"),
+	intS(Controller, "sluice.broker.connection.loss.grace.ms", "1000", 0, i64,
+		"once the connection carrying a broker's heartbeats closes (its process died), "+
+			"fence it unless it heartbeats again within this long (0: only the session "+
+			"timeout fences)"),
 }

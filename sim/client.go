@@ -48,6 +48,9 @@ type clientBase struct {
 	pump         func()
 	rt           *router // clustered worlds: where each request goes (route.go)
 	lastTerm     uint64  // the coordinator term of the answer being handed over
+	// lost, when set, is told of each lost connection after its calls failed (a peer
+	// link tells its node: peers.go).
+	lost func(c *conn)
 }
 
 // call is one request waiting for its response.
@@ -181,6 +184,9 @@ func (cb *clientBase) connLost(c *conn) {
 		if !cl.finished {
 			cb.finish(cl, nil, errConnLost)
 		}
+	}
+	if cb.lost != nil {
+		cb.lost(c)
 	}
 	cb.wakeIn(cb.backoffUntil - cb.w.now)
 }

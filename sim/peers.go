@@ -22,6 +22,10 @@ const maxPeerNodes = 9
 type peerLink struct {
 	clientBase
 	from *node
+	to   int32
+	// gens is, for each open connection of the link, the incarnation of from that last
+	// sent on it: a lost connection is told to that incarnation only (E6).
+	gens map[uint64]uint64
 }
 
 // peerActor numbers the link from node from to node to.
@@ -33,11 +37,12 @@ func (w *World) link(n *node, to int32) *peerLink {
 	if l := w.links[key]; l != nil {
 		return l
 	}
-	l := &peerLink{from: n}
+	l := &peerLink{from: n, to: to, gens: map[uint64]uint64{}}
 	l.clientBase = newClientBase(w, peerActor(n.id, to),
 		fmt.Sprintf("node%d->node%d", n.id, to), func() {})
 	l.clientBase.n = w.nodes[to]
 	l.clientBase.rt = nil // a link goes to its one peer
+	l.clientBase.lost = l.lost
 	for _, v := range broker.SupportedVersions {
 		if req := kmsg.RequestForKey(v.Key); req != nil {
 			l.vers[v.Key] = min(v.Max, req.MaxVersion())
@@ -74,6 +79,19 @@ func (w *World) sendPeer(n *node, gen uint64, p broker.PeerRequest) {
 	l.send(p.Msg, p.TimeoutMs, func(resp kmsg.Response, err error) {
 		reply(broker.PeerReply{Node: p.Node, ID: p.ID, Msg: resp, Err: err})
 	})
+	if l.c != nil {
+		l.gens[l.c.id] = gen
+	}
+}
+
+// lost tells the link's node that a connection of its link closed (PeerLinkDown, as the
+// production client's disconnect hook does), if the incarnation that used it is up.
+func (l *peerLink) lost(c *conn) {
+	gen, ok := l.gens[c.id]
+	delete(l.gens, c.id)
+	if n := l.from; ok && n.up && n.gen == gen {
+		n.input(broker.PeerLinkDown{Node: l.to + 1})
+	}
 }
 
 // dropLinks breaks the connections of n's links when its process dies: their requests

@@ -83,6 +83,8 @@ func (b *Broker) Step(now core.Time, in Input) {
 		b.metaLeaderChanged(in)
 	case PeerReply:
 		b.peerReply(in)
+	case PeerLinkDown:
+		// The lifecycle's concern (core/nodehost); the broker's requests fail alone.
 	case ControllerAnswer:
 		b.controllerAnswered(in)
 	case Drain:

@@ -217,6 +217,15 @@ type PeerReply struct {
 	Err  error
 }
 
+// PeerLinkDown says a connection of this node's inter-broker client to node Node's
+// listener closed (the peer died, the link was reset, the client closed it). With a
+// metadata quorum the node's lifecycle heartbeats at once when Node is the
+// controller's, so that the controller, which saw the connection close, hears from it
+// again within sluice.broker.connection.loss.grace.ms (docs/controller.md). The broker
+// itself does nothing with it: its requests on that connection fail with their own
+// PeerReply.
+type PeerLinkDown struct{ Node int32 }
+
 // Drain says the node is shutting down: parked fetches are answered now with what is
 // there, and new fetches no longer wait. Produces still wait for their fsyncs, which
 // complete promptly.
@@ -233,6 +242,7 @@ func (MetaAnswer) isInput()        {}
 func (MetaApplied) isInput()       {}
 func (MetaLeaderChanged) isInput() {}
 func (PeerReply) isInput()         {}
+func (PeerLinkDown) isInput()      {}
 
 // Reply answers the request with the same Conn and ID.
 type Reply struct {

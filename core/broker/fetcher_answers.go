@@ -336,7 +336,18 @@ func (rm *replicaManager) partitionError(fp *followedPartition, code int16, api 
 			zap.String("error", errorName(code)))
 	}
 	rm.backOff(fp)
+	if code == kerr.UnknownLeaderEpoch.Code {
+		// This node applied the leader change before its leader did (the controller's
+		// node applies first); the leader catches up within milliseconds, and no new
+		// metadata will come here to wake the partition. Waiting out
+		// replica.fetch.backoff.ms (1 s) would hold every acks=all write on the new
+		// leader that long after a failover.
+		fp.retryAt = min(fp.retryAt, rm.now.AddMillis(unknownEpochRetryMs))
+	}
 }
+
+// unknownEpochRetryMs is how soon a follower ahead of its leader's epoch asks again.
+const unknownEpochRetryMs = 50
 
 func errorName(code int16) string {
 	if err := kerr.ErrorForCode(code); err != nil {

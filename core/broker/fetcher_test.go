@@ -500,3 +500,26 @@ func TestFollowWithNoOtherLeaderStops(t *testing.T) {
 	require.False(t, ok)
 	require.Empty(t, h.env.peerReqs)
 }
+
+// A follower that applied a leader change before its new leader did (the controller's
+// node applies first) is answered UNKNOWN_LEADER_EPOCH; no new metadata will come to it,
+// so it asks again within unknownEpochRetryMs, not replica.fetch.backoff.ms: after a
+// failover the new leader's acks=all writes wait for this follower.
+func TestFollowerAheadOfItsLeaderAsksAgainSoon(t *testing.T) {
+	h, l, tp := followerSetup(t)
+	l.lead(tp, 2, nil, 1)
+	leaders := map[int32]*testLeader{2: l}
+	h.b.follow(tp, 2, 3)
+	h.serve(leaders)
+	require.Empty(t, h.env.peerReqs, "UNKNOWN_LEADER_EPOCH: backing off")
+	retry := unknownEpochRetryMs * time.Millisecond
+	require.Less(t, retry, backoff(h))
+	h.advance(retry - time.Millisecond)
+	require.Empty(t, h.env.peerReqs)
+	h.advance(time.Millisecond)
+	require.Len(t, h.env.peerReqs, 1, "asked again long before replica.fetch.backoff.ms")
+	l.lead(tp, 3, nil, 1) // the leader applied the change
+	l.produce(tp, values("a"))
+	h.catchUp(l, tp, 20)
+	require.Equal(t, l.logs[tp].Batches(), h.followerBatches(tp))
+}

@@ -34,20 +34,26 @@ type Config struct {
 	// RetryBackoffMs is how long the controller waits before proposing again after the
 	// metadata log refused a proposal (MetaRejected).
 	RetryBackoffMs int64
+	// ConnectionLossGraceMs is sluice.broker.connection.loss.grace.ms: once the
+	// connection that carried a broker's heartbeats closes (its process died, or the
+	// link was reset), the broker is fenced unless it heartbeats again within this
+	// long (connloss.go). 0 disables it: only the session timeout fences.
+	ConnectionLossGraceMs int64
 }
 
 // DefaultConfig returns Kafka's defaults.
 func DefaultConfig() Config {
 	return Config{NodeID: 1, ClusterID: "sluice-dev-cluster", SessionTimeoutMs: 9000,
 		HeartbeatIntervalMs: 2000, AutoLeaderRebalance: true, RebalanceIntervalS: 300,
-		MaxInFlight: 256, RetryBackoffMs: 100}
+		MaxInFlight: 256, RetryBackoffMs: 100, ConnectionLossGraceMs: 1000}
 }
 
 // SettingNames lists the settings Set accepts.
 func SettingNames() []string {
 	return []string{"broker.session.timeout.ms", "broker.heartbeat.interval.ms",
 		"unclean.leader.election.enable", "auto.leader.rebalance.enable",
-		"leader.imbalance.check.interval.seconds", "sluice.controller.max.inflight.records"}
+		"leader.imbalance.check.interval.seconds", "sluice.controller.max.inflight.records",
+		"sluice.broker.connection.loss.grace.ms"}
 }
 
 // Set changes one setting by its Kafka name; settings that bound each other are checked
@@ -65,6 +71,8 @@ func (c *Config) Set(name, value string) (ok bool, err error) {
 		c.AutoLeaderRebalance, err = strconv.ParseBool(value)
 	case "leader.imbalance.check.interval.seconds":
 		err = setInt(&c.RebalanceIntervalS, value, 1)
+	case "sluice.broker.connection.loss.grace.ms":
+		err = setInt(&c.ConnectionLossGraceMs, value, 0)
 	case "sluice.controller.max.inflight.records":
 		var n int64
 		if err = setInt(&n, value, 1); err == nil {

@@ -31,6 +31,9 @@ type Controller struct {
 	active   bool
 	epoch    uint64 // the quorum leader epoch last announced
 	contacts Contacts
+	// cutoffs is, for a broker whose heartbeat connection closed and that has not
+	// heartbeated since, when it is fenced unless it does (connloss.go); volatile.
+	cutoffs map[int32]core.Time
 	// progress is what each broker's last valid heartbeat said it applied, and when
 	// (DescribeQuorum's log end offsets); volatile, like contacts.
 	progress map[int32]Progress
@@ -79,6 +82,7 @@ func New(cfg Config, env Env, rnd core.Rand) *Controller {
 	return &Controller{cfg: cfg, env: env, rnd: rnd, lg: env.Logger().Named("controller"),
 		image: meta.NewImage(), registeredAt: map[int32]uint64{},
 		notApplied: map[uint64]error{}, contacts: Contacts{}, progress: map[int32]Progress{},
+		cutoffs: map[int32]core.Time{},
 		pending: map[uint64]*Pending{},
 		busy:    map[Key]int{}, timers: map[uint64]timerKind{},
 		shutdowns: map[int32][]shutdownWait{}, elections: map[uint64]*election{},
@@ -105,6 +109,8 @@ func (c *Controller) Step(now core.Time, in Input) {
 		c.timerFired(in)
 	case Request:
 		c.request(in)
+	case BrokerConnectionClosed:
+		c.connectionClosed(in)
 	default:
 		panic(fmt.Sprintf("controller: unknown input %T", in))
 	}
@@ -176,6 +182,7 @@ func (c *Controller) leaderChanged(in LeaderChanged) {
 func (c *Controller) activate() {
 	c.active, c.dirty = true, true
 	c.contacts, c.progress = Contacts{}, map[int32]Progress{}
+	c.cutoffs = map[int32]core.Time{}
 	for _, b := range c.image.Brokers() {
 		c.contacts[b.ID] = c.now
 	}

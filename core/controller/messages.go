@@ -80,12 +80,24 @@ type Request struct {
 	Msg Message
 }
 
-func (Start) isInput()         {}
-func (MetaApplied) isInput()   {}
-func (MetaAnswer) isInput()    {}
-func (LeaderChanged) isInput() {}
-func (TimerFired) isInput()    {}
-func (Request) isInput()       {}
+// BrokerConnectionClosed says a connection that carried heartbeats of broker NodeID at
+// BrokerEpoch closed (the node's driver saw it go; core/nodehost tracks which
+// connection carried whose heartbeats). A process that dies has its sockets closed by
+// its kernel, so this comes at once after a kill -9 or a crash; a paused process or a
+// network partition closes nothing. The active controller then fences the broker
+// unless it heartbeats again within ConnectionLossGraceMs (connloss.go).
+type BrokerConnectionClosed struct {
+	NodeID      int32
+	BrokerEpoch int64
+}
+
+func (Start) isInput()                  {}
+func (BrokerConnectionClosed) isInput() {}
+func (MetaApplied) isInput()            {}
+func (MetaAnswer) isInput()             {}
+func (LeaderChanged) isInput()          {}
+func (TimerFired) isInput()             {}
+func (Request) isInput()                {}
 
 // Message is one RPC the controller serves; the set is closed.
 type Message interface{ isMessage() }

@@ -38,7 +38,8 @@ func (c *Controller) ensureCluster() {
 }
 
 // fenceExpired fences every broker (unfenced or shutting down) not heard from within
-// broker.session.timeout.ms.
+// broker.session.timeout.ms, or within the grace after its heartbeat connection closed
+// (connloss.go).
 func (c *Controller) fenceExpired() {
 	if c.retry.id != 0 {
 		return
@@ -49,11 +50,16 @@ func (c *Controller) fenceExpired() {
 			c.contacts[b.ID] = c.now // registered by an earlier controller just now
 			continue
 		}
-		if b.State == meta.BrokerFenced || !Expired(last, c.now, c.cfg.SessionTimeoutMs) ||
+		if b.State == meta.BrokerFenced || c.now < c.sessionEnd(b.ID) ||
 			c.isBusy(brokerKey(b.ID)) || !c.roomForMore() {
 			continue
 		}
-		c.lg.Warn("broker session expired: fencing it", zap.Int32("broker", b.ID),
+		why := "broker session expired: fencing it"
+		if _, cut := c.cutoffs[b.ID]; cut && !Expired(last, c.now, c.cfg.SessionTimeoutMs) {
+			why = "broker's heartbeat connection closed and it did not heartbeat again " +
+				"within the grace: fencing it"
+		}
+		c.lg.Warn(why, zap.Int32("broker", b.ID),
 			zap.Int64("silent_ms", int64(c.now-last)/1e6))
 		c.propose(Pending{Op: OpFence, Key: brokerKey(b.ID), Record: meta.Record{
 			Kind: meta.KindBrokerChange, NodeID: b.ID, BrokerEpoch: b.Epoch,
@@ -126,7 +132,7 @@ func (c *Controller) armExpiry() {
 		if b.State == meta.BrokerFenced || c.isBusy(brokerKey(b.ID)) {
 			continue
 		}
-		end := c.contacts[b.ID].AddMillis(c.cfg.SessionTimeoutMs)
+		end := c.sessionEnd(b.ID)
 		if end <= c.now {
 			continue
 		}

@@ -83,7 +83,7 @@ func notController(m Message) Response {
 
 func (c *Controller) register(id uint64, m RegisterBroker) {
 	epoch := max(c.epochNext, c.image.MaxBrokerEpoch()) + 1
-	d := DecideRegister(c.image, c.cfg.ClusterID, c.contacts, c.now, c.cfg.SessionTimeoutMs,
+	d := DecideRegister(c.image, c.cfg.ClusterID, c.liveContacts(), c.now, c.cfg.SessionTimeoutMs,
 		epoch, m)
 	if !d.Propose {
 		if d.Answer.Err != 0 {
@@ -93,7 +93,7 @@ func (c *Controller) register(id uint64, m RegisterBroker) {
 		c.env.Answer(id, d.Answer)
 		return
 	}
-	c.contacts[m.NodeID] = c.now
+	c.heard(m.NodeID)
 	c.epochNext = epoch
 	c.propose(Pending{Op: OpRegister, Key: brokerKey(m.NodeID), Record: d.Record, Request: id})
 }
@@ -101,7 +101,7 @@ func (c *Controller) register(id uint64, m RegisterBroker) {
 func (c *Controller) heartbeat(id uint64, m Heartbeat) {
 	d := DecideHeartbeat(c.image, c.registeredAt[m.NodeID], m)
 	if d.Valid {
-		c.contacts[m.NodeID] = c.now
+		c.heard(m.NodeID)
 		c.progress[m.NodeID] = Progress{Index: m.MetadataIndex, At: c.now}
 	}
 	if d.Propose && !c.isBusy(brokerKey(m.NodeID)) {
@@ -133,7 +133,7 @@ func (c *Controller) controlledShutdown(id uint64, m ControlledShutdown) {
 		c.env.Answer(id, ControlledShutdownResponse{Err: code})
 		return
 	}
-	c.contacts[m.NodeID] = c.now
+	c.heard(m.NodeID)
 	c.park(id)
 	c.shutdowns[m.NodeID] = append(c.shutdowns[m.NodeID], shutdownWait{req: id,
 		epoch: m.BrokerEpoch})

@@ -73,6 +73,15 @@ type TimerFired struct{ ID uint64 }
 // that is not registered has nothing to move and is done at once.
 type Shutdown struct{}
 
+// LinkDown says the node's connection to node Node's listener closed. When Node is the
+// controller's and the last RPC to it went through, the next one goes at once instead
+// of at the next heartbeat: that controller saw the connection close and fences this
+// node unless it hears from it within sluice.broker.connection.loss.grace.ms
+// (docs/controller.md). After a failed RPC the retry backoff stands, so a controller
+// that cannot be reached is not hammered.
+type LinkDown struct{ Node int32 }
+
+func (LinkDown) isInput()      {}
 func (LeaderChanged) isInput() {}
 func (Applied) isInput()       {}
 func (Reply) isInput()         {}
@@ -105,6 +114,7 @@ type Lifecycle struct {
 	timerAt  core.Time // when it fires
 	nextAt   core.Time // when the next RPC is due
 	stopped  bool
+	failing  bool // the last RPC failed or was refused: the next waits out the backoff
 	shutdown bool // Shutdown came: ask ControlledShutdown instead of heartbeating
 	asked    bool // the RPC in flight is the ControlledShutdown
 }
@@ -132,6 +142,12 @@ func (l *Lifecycle) Step(now core.Time, in Input) {
 		}
 	case Applied:
 		l.applied = max(l.applied, in.Index)
+	case LinkDown:
+		if in.Node == l.st.Leader && !l.failing && l.nextAt > l.now {
+			l.lg.Debug("link to the controller went down: heartbeating at once",
+				zap.Int32("controller", in.Node))
+			l.nextAt = l.now
+		}
 	case Reply:
 		l.reply(in)
 	case TimerFired:
@@ -199,7 +215,7 @@ func (l *Lifecycle) reply(in Reply) {
 	}
 	l.inFlight = 0
 	asked := l.asked
-	l.asked = false
+	l.asked, l.failing = false, false
 	if in.Err != nil {
 		l.lg.Debug("controller unreachable", zap.Int32("controller", l.st.Leader),
 			zap.Error(in.Err))
@@ -306,4 +322,7 @@ func (l *Lifecycle) refused(what string, code int16) {
 	l.retryLater()
 }
 
-func (l *Lifecycle) retryLater() { l.nextAt = l.now.AddMillis(max(l.cfg.RetryBackoffMs, 1)) }
+func (l *Lifecycle) retryLater() {
+	l.failing = true
+	l.nextAt = l.now.AddMillis(max(l.cfg.RetryBackoffMs, 1))
+}

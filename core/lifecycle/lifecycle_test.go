@@ -199,3 +199,35 @@ func TestControlledShutdownOfAnUnregisteredNode(t *testing.T) {
 	h.step(Reply{ID: cs.id, Resp: controller.ControlledShutdownResponse{}})
 	require.True(t, h.l.Status().ShutDown)
 }
+
+// The controller fences a broker soon after the connection carrying its heartbeats
+// closes, unless it hears from it again: a link to the controller that went down makes
+// the next heartbeat go at once (not at the next interval), except after a failed RPC,
+// whose backoff stands.
+func TestALinkDownToTheControllerHeartbeatsAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.step(LeaderChanged{Leader: 1})
+	reg := h.last()
+	h.step(Reply{ID: reg.id, Resp: controller.RegisterBrokerResponse{BrokerEpoch: 7}})
+	hb := h.last()
+	h.step(Reply{ID: hb.id, Resp: controller.HeartbeatResponse{}})
+	require.Empty(t, h.env.sent, "unfenced: the next heartbeat in 2 s")
+	h.now = h.now.AddMillis(300)
+	h.step(LinkDown{Node: 3})
+	require.Empty(t, h.env.sent, "a link to another node changes nothing")
+	h.step(LinkDown{Node: 1})
+	hb = h.last()
+	require.Equal(t, controller.Heartbeat{NodeID: 2, BrokerEpoch: 7}, hb.msg)
+	h.step(LinkDown{Node: 1})
+	require.Empty(t, h.env.sent, "one RPC in flight at a time")
+	h.step(Reply{ID: hb.id, Err: errors.New("connection reset")})
+	require.Empty(t, h.env.sent)
+	h.step(LinkDown{Node: 1})
+	require.Empty(t, h.env.sent, "after a failure the backoff stands")
+	h.advance()
+	hb = h.last()
+	require.Equal(t, controller.Heartbeat{NodeID: 2, BrokerEpoch: 7}, hb.msg)
+	h.step(Reply{ID: hb.id, Resp: controller.HeartbeatResponse{}})
+	h.step(LinkDown{Node: 1})
+	require.Len(t, h.env.sent, 1, "through again: a link down heartbeats at once")
+}

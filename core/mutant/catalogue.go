@@ -87,6 +87,12 @@ var Catalogue = []Mutant{
 	{"controller/reassign-before-isr", "core/controller", "replication",
 		"a partition reassignment completes before its adding replicas joined the ISR",
 		"./core/controller/"},
+	{"controller/heartbeat-keeps-conn-cutoff", "core/controller", "fencing",
+		"a heartbeat after a broker's connection closed does not restore its session: a " +
+			"live broker whose link was reset is fenced at the grace's end", "./core/controller/"},
+	{"controller/conn-close-ignores-epoch", "core/controller", "fencing",
+		"a closed heartbeat connection of an older broker epoch shortens the session of " +
+			"the node's new registration", "./core/controller/"},
 	{"broker/offset-commit-before-isr", "core/broker", "replication",
 		"an offset commit (and a group record) is answered once the coordinator's own log " +
 			"has it durably, before the ISR holds it", "./core/broker/"},

@@ -89,13 +89,15 @@ type Host struct {
 	calls map[uint64]call
 	next  uint64
 	local []localMsg
+	beats beatConns // which connection carries whose heartbeats (connloss.go)
 }
 
 // New makes the controller and the lifecycle of a node; SetBroker gives it the broker,
 // which must be made with broker.WithController(h.Port()) and whose Env hands a
 // SendPeer to its own node to SendLocal.
 func New(cfg Config, env Env, rnd core.Rand) *Host {
-	h := &Host{env: env, id: cfg.Controller.NodeID, calls: map[uint64]call{}}
+	h := &Host{env: env, id: cfg.Controller.NodeID, calls: map[uint64]call{},
+		beats: newBeatConns()}
 	h.ctl = controller.New(cfg.Controller, ctlEnv{h}, rnd)
 	lcfg := cfg.Lifecycle
 	lcfg.NodeID, lcfg.ClusterID = cfg.Controller.NodeID, cfg.Controller.ClusterID
@@ -169,6 +171,12 @@ func (h *Host) route(now core.Time, in broker.Input) bool {
 		return h.timerFired(now, in)
 	case broker.PeerReply:
 		return h.peerReplied(now, in)
+	case broker.ConnClosed:
+		h.b.Step(now, in)
+		h.connClosed(now, in.Conn)
+	case broker.PeerLinkDown:
+		h.b.Step(now, in)
+		h.lc.Step(now, lifecycle.LinkDown{Node: in.Node})
 	case broker.Request:
 		msg, ok := ControllerRequest(in.Msg)
 		if !ok {
@@ -178,6 +186,7 @@ func (h *Host) route(now core.Time, in broker.Input) bool {
 			h.env.Reply(broker.Reply{Conn: in.Conn, ID: in.ID, Msg: refusal(in.Msg)})
 			return true
 		}
+		h.noteBeat(in.Conn, msg)
 		h.next++
 		h.calls[h.next] = call{conn: in.Conn, reqID: in.ID, req: in.Msg}
 		h.ctl.Step(now, controller.Request{ID: h.next, Msg: h.resolveTopic(msg, in.Msg)})
