@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -177,15 +178,8 @@ func (cb *clusterBench) failover(ctx context.Context, o clusterBenchOpts, kind s
 		return err
 	}
 	defer cl.Close()
-	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	resp, err := adm.CreateTopic(cctx, int32(o.failoverPartitions), int16(o.nodes),
-		map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
-	cancel()
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		return fmt.Errorf("create %s: %w", topic, err)
+	if err := cb.createFailoverTopic(ctx, o, adm, topic); err != nil {
+		return err
 	}
 	pr, err := startProber(ctx, cb.bootstrap(), topic, o.metadataMinAge)
 	if err != nil {
@@ -299,4 +293,34 @@ func (cb *clusterBench) admin() (*kadm.Client, *kgo.Client, error) {
 		return nil, nil, err
 	}
 	return kadm.NewClient(cl), cl, nil
+}
+
+// createFailoverTopic creates the round's topic with a replica on every node. A node the
+// previous round restarted may be listed before the controller unfenced it, and a
+// topic is placed on unfenced brokers only: INVALID_REPLICATION_FACTOR is retried
+// until the round's bound.
+func (cb *clusterBench) createFailoverTopic(ctx context.Context, o clusterBenchOpts,
+	adm *kadm.Client, topic string) error {
+	ctx, cancel := context.WithTimeout(ctx, o.roundBound)
+	defer cancel()
+	for {
+		cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+		resp, err := adm.CreateTopic(cctx, int32(o.failoverPartitions), int16(o.nodes),
+			map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
+		ccancel()
+		if err == nil {
+			err = resp.Err
+		}
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, kerr.InvalidReplicationFactor) {
+			return fmt.Errorf("create %s: %w", topic, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("create %s: %w (a node still fenced)", topic, err)
+		case <-time.After(200 * time.Millisecond): // polling, bounded by ctx
+		}
+	}
 }
