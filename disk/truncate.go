@@ -157,8 +157,8 @@ func (l *PartitionLog) cutAfter(i int, pos, newEnd int64) error {
 
 // trimIndex drops the index entries at or past the segment's new size and recomputes
 // its max timestamp from the headers after the last time entry kept (the maximum up to
-// that entry is its timestamp), or from the offset entry at or below the log start when
-// that is later.
+// that entry is its timestamp); past a rotten batch below the log start, from the offset
+// entry at or below the start.
 func (l *PartitionLog) trimIndex(seg *segment) error {
 	x := &seg.idx
 	for len(x.offs) > 0 && int64(x.offs[len(x.offs)-1].pos) >= seg.size {
@@ -178,17 +178,29 @@ func (l *PartitionLog) trimIndex(seg *segment) error {
 		x.lastTime = int64(e.pos)
 		from, first = int64(e.pos), seg.base+int64(e.rel)
 	}
+	err := seg.scanMaxTimestamp(from, first)
+	if err == nil || !isCorrupt(err) || l.start <= first {
+		return err
+	}
+	// A rotten batch below the log start, which recovery started the log after
+	// (skipRotten): what lies below the start is not needed, so the max timestamp is
+	// taken from the offset entry at or below the start (none when the whole segment is
+	// below it).
+	x.maxTs, x.maxTsOff = -1, -1
 	if l.start >= seg.next {
-		return nil // nothing of the log is left in this segment
+		return nil
 	}
-	if l.start > first {
-		// What lies below the log start is not read: it may hold a rotten batch that
-		// recovery started the log after (skipRotten), with an index entry at the new
-		// start. Batches below the start need no max timestamp.
-		if pos, rel := x.lookupOffsetEntry(uint32(l.start - seg.base)); seg.base+int64(rel) > first {
-			from, first = pos, seg.base+int64(rel)
-		}
+	pos, rel := x.lookupOffsetEntry(uint32(l.start - seg.base))
+	if seg.base+int64(rel) <= first {
+		return err
 	}
+	return seg.scanMaxTimestamp(pos, seg.base+int64(rel))
+}
+
+// scanMaxTimestamp raises the segment's max timestamp with the headers of the batches
+// from position from (first, the offset there) to its end.
+func (seg *segment) scanMaxTimestamp(from, first int64) error {
+	x := &seg.idx
 	sc := newChainScanner(seg.f, from, seg.size, first, seg.next)
 	for {
 		h, _, err := sc.next(false)
