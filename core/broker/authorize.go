@@ -225,14 +225,9 @@ func (b *Broker) authorizeInitProducerID(r Request, m *kmsg.InitProducerIDReques
 func (b *Broker) authorizeProduce(r Request, m *kmsg.ProduceRequest) {
 	txnOK := m.TransactionID == nil ||
 		b.allowed(r, acl.OpWrite, acl.ResourceTransactionalID, *m.TransactionID)
-	var keep, refused []kmsg.ProduceRequestTopic
-	for _, t := range m.Topics {
-		if txnOK && b.allowedTopic(r, acl.OpWrite, t.Topic) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+	keep, refused := splitBy(m.Topics, func(t kmsg.ProduceRequestTopic) bool {
+		return txnOK && b.allowedTopic(r, acl.OpWrite, t.Topic)
+	})
 	if len(refused) == 0 {
 		return
 	}
@@ -267,14 +262,9 @@ func (rm *replicaManager) authorizeFetch(r Request, m *kmsg.FetchRequest) *kmsg.
 	if !rm.cfg.Authz.Enabled || m.ReplicaID >= 0 {
 		return m
 	}
-	var keep, refused []kmsg.FetchRequestTopic
-	for _, t := range m.Topics {
-		if rm.allowedTopic(r, acl.OpRead, t.Topic) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+	keep, refused := splitBy(m.Topics, func(t kmsg.FetchRequestTopic) bool {
+		return rm.allowedTopic(r, acl.OpRead, t.Topic)
+	})
 	if len(refused) == 0 {
 		return m
 	}
@@ -299,14 +289,9 @@ func (rm *replicaManager) authorizeFetch(r Request, m *kmsg.FetchRequest) *kmsg.
 
 // authorizeListOffsets takes out the topics r may not DESCRIBE.
 func (b *Broker) authorizeListOffsets(r Request, m *kmsg.ListOffsetsRequest) {
-	var keep, refused []kmsg.ListOffsetsRequestTopic
-	for _, t := range m.Topics {
-		if b.allowedTopic(r, acl.OpDescribe, t.Topic) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+	keep, refused := splitBy(m.Topics, func(t kmsg.ListOffsetsRequestTopic) bool {
+		return b.allowedTopic(r, acl.OpDescribe, t.Topic)
+	})
 	if len(refused) == 0 {
 		return
 	}
@@ -329,14 +314,9 @@ func (b *Broker) authorizeListOffsets(r Request, m *kmsg.ListOffsetsRequest) {
 
 // authorizeDeleteRecords takes out the topics r may not DELETE.
 func (b *Broker) authorizeDeleteRecords(r Request, m *kmsg.DeleteRecordsRequest) {
-	var keep, refused []kmsg.DeleteRecordsRequestTopic
-	for _, t := range m.Topics {
-		if b.allowedTopic(r, acl.OpDelete, t.Topic) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+	keep, refused := splitBy(m.Topics, func(t kmsg.DeleteRecordsRequestTopic) bool {
+		return b.allowedTopic(r, acl.OpDelete, t.Topic)
+	})
 	if len(refused) == 0 {
 		return
 	}
@@ -393,4 +373,17 @@ func (b *Broker) filterLeaderEpochs(r Request, m *kmsg.OffsetForLeaderEpochReque
 			p.ErrorCode, p.LeaderEpoch, p.EndOffset = kerr.TopicAuthorizationFailed.Code, -1, -1
 		}
 	}
+}
+
+// splitBy splits items into those ok keeps and the rest, in order: a request's parts
+// the principal may act on, and the refused ones answered beside them.
+func splitBy[T any](items []T, ok func(T) bool) (keep, refused []T) {
+	for _, it := range items {
+		if ok(it) {
+			keep = append(keep, it)
+		} else {
+			refused = append(refused, it)
+		}
+	}
+	return keep, refused
 }

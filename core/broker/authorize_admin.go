@@ -84,28 +84,18 @@ func (b *Broker) authorizeCreateTopics(r Request, m *kmsg.CreateTopicsRequest) {
 // authorizeDeleteTopics checks DELETE per topic, named (v0-v5) or by id or name (v6).
 // A topic id that names no topic is left to the handler (UNKNOWN_TOPIC_ID).
 func (b *Broker) authorizeDeleteTopics(r Request, m *kmsg.DeleteTopicsRequest) {
-	var keepNames, refusedNames []string
-	for _, n := range m.TopicNames {
-		if b.allowedTopic(r, acl.OpDelete, n) {
-			keepNames = append(keepNames, n)
-		} else {
-			refusedNames = append(refusedNames, n)
-		}
-	}
-	var keep, refused []kmsg.DeleteTopicsRequestTopic
-	for _, t := range m.Topics {
+	keepNames, refusedNames := splitBy(m.TopicNames, func(n string) bool {
+		return b.allowedTopic(r, acl.OpDelete, n)
+	})
+	keep, refused := splitBy(m.Topics, func(t kmsg.DeleteTopicsRequestTopic) bool {
 		name := ""
 		if t.Topic != nil {
 			name = *t.Topic
 		} else if tp := b.image.TopicByID(t.TopicID); tp != nil {
 			name = tp.Name
 		}
-		if name == "" || b.allowedTopic(r, acl.OpDelete, name) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+		return name == "" || b.allowedTopic(r, acl.OpDelete, name)
+	})
 	if len(refusedNames)+len(refused) == 0 {
 		return
 	}

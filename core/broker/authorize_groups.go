@@ -63,14 +63,9 @@ func (b *Broker) authorizeGroupRequest(r Request) bool {
 }
 
 func (b *Broker) authorizeOffsetCommit(r Request, m *kmsg.OffsetCommitRequest) {
-	var keep, refused []kmsg.OffsetCommitRequestTopic
-	for _, t := range m.Topics {
-		if b.allowedTopic(r, acl.OpRead, t.Topic) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+	keep, refused := splitBy(m.Topics, func(t kmsg.OffsetCommitRequestTopic) bool {
+		return b.allowedTopic(r, acl.OpRead, t.Topic)
+	})
 	if len(refused) == 0 {
 		return
 	}
@@ -189,14 +184,9 @@ func nestTopics(ts []kmsg.OffsetFetchResponseTopic) []kmsg.OffsetFetchResponseGr
 }
 
 func (b *Broker) authorizeDeleteGroups(r Request, m *kmsg.DeleteGroupsRequest) {
-	var keep, refused []string
-	for _, g := range m.Groups {
-		if b.allowedGroup(r, acl.OpDelete, g) {
-			keep = append(keep, g)
-		} else {
-			refused = append(refused, g)
-		}
-	}
+	keep, refused := splitBy(m.Groups, func(g string) bool {
+		return b.allowedGroup(r, acl.OpDelete, g)
+	})
 	if len(refused) == 0 {
 		return
 	}
