@@ -86,7 +86,32 @@ func (a *admin) next(err error) {
 	a.wakeIn(a.rnd.Exp(10*ms, a.spec.EveryMs*ms))
 }
 
+// findController asks for metadata when a clustered world's admin does not know the
+// controller, as a Kafka admin client does before a controller request (CreateTopics,
+// CreatePartitions, AlterPartitionReassignments); it reports whether it asked. Without
+// it the admin sent them to its bootstrap node, which answers NOT_CONTROLLER unless it
+// leads the quorum: the run's topics were never created once the quorum left that node
+// (seeds 105 and 216 with three nodes: no topic, groups never settle).
+func (a *admin) findController() bool {
+	if a.rt == nil || a.rt.ctl >= 0 {
+		return false
+	}
+	a.busyReq = true
+	a.requestMetadata(nil, a.timeout(), func(_ map[string]int32, err error) {
+		a.busyReq = false
+		if err != nil {
+			a.wakeIn(200 * ms)
+			return
+		}
+		a.wakeIn(0)
+	})
+	return true
+}
+
 func (a *admin) createTopics() {
+	if a.findController() {
+		return
+	}
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = int32(a.timeout())
 	for _, t := range a.topics {
@@ -150,6 +175,9 @@ func (a *admin) setQuota() {
 }
 
 func (a *admin) createPartitions(topic string, count int32) {
+	if a.findController() {
+		return
+	}
 	req := kmsg.NewPtrCreatePartitionsRequest()
 	req.TimeoutMillis = int32(a.timeout())
 	rt := kmsg.NewCreatePartitionsRequestTopic()

@@ -11,6 +11,9 @@ import (
 // same guarantees as everything else (no acknowledged record lost, replicas identical
 // below the high-water mark, liveness after heal).
 func (a *admin) reassign(topic string) {
+	if a.findController() {
+		return
+	}
 	req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
 	req.TimeoutMillis = int32(a.timeout())
 	rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()

@@ -213,7 +213,7 @@ func (b *Broker) request(r Request) {
 	case *kmsg.DeleteTopicsRequest:
 		b.handleDeleteTopics(r, m)
 	case *kmsg.DeleteRecordsRequest:
-		b.reply(r, b.handleDeleteRecords(m))
+		b.handleDeleteRecords(r, m)
 	case *kmsg.OffsetForLeaderEpochRequest:
 		b.reply(r, b.handleOffsetForLeaderEpoch(m))
 	case *kmsg.InitProducerIDRequest:

@@ -152,8 +152,14 @@ func TestCutOffFollowerRestartsAtTheLeadersLogStart(t *testing.T) {
 		requireCode(t, nil, producePart(t, c.do(leader, produceReq(-1, "r", 0,
 			values(v)))).ErrorCode)
 	}
-	dr := c.do(leader, deleteRecordsReq("r", 0, 4)).(*kmsg.DeleteRecordsResponse)
+	// Answered once node 2, the other ISR member, reported the new start with a fetch.
+	del := leader.send(deleteRecordsReq("r", 0, 4))
+	c.advance(time.Second)
+	resp, answered = leader.reply(del)
+	require.True(t, answered)
+	dr := resp.(*kmsg.DeleteRecordsResponse)
 	requireCode(t, nil, dr.Topics[0].Partitions[0].ErrorCode)
+	require.Equal(t, int64(4), c.nodes[2].b.replicas[tp("r", 0)].StartOffset())
 	require.Equal(t, int64(4), leader.b.replicas[tp("r", 0)].StartOffset())
 	require.Equal(t, int64(2), c.nodes[3].b.replicas[tp("r", 0)].EndOffset())
 

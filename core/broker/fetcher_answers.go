@@ -210,6 +210,10 @@ func (rm *replicaManager) truncateFollower(fp *followedPartition, leaderEpoch in
 	default:
 		off, complete = rep.TruncationFor(leaderEpoch, leaderEnd)
 	}
+	if off < rep.StartOffset() && !mutantOn("diverged-below-start-clamps") {
+		rm.divergedBelowStart(fp, rep, off)
+		return
+	}
 	off = max(off, rep.StartOffset())
 	if off < rep.EndOffset() {
 		if off < rep.HighWatermark() {
@@ -315,6 +319,36 @@ func (rm *replicaManager) resetFollower(fp *followedPartition, rep *replica.Repl
 	rm.lg.Warn("follower was behind its leader's log start; emptied its log and "+
 		"restarts there", zap.Stringer("tp", fp.tp), zap.Int32("leader", fp.leader),
 		zap.Int64("end", from), zap.Int64("leader_log_start", fp.leaderStart))
+	fp.phase = phaseFetching
+}
+
+// divergedBelowStart handles a follower whose log diverges from its leader's at off,
+// below its own log start: nothing it holds is in the leader's log. As Kafka's
+// truncateTo below the log start (truncateFullyAndStartAt), it empties its log and
+// restarts at off, a batch boundary of the leader's log, and fetches from there; a
+// leader whose log starts past off answers OFFSET_OUT_OF_RANGE, and the follower then
+// restarts at the leader's log start (outOfRange). Cutting at its own log start
+// instead kept its old epochs, and the leader answered every fetch with the same
+// divergence.
+func (rm *replicaManager) divergedBelowStart(fp *followedPartition, rep *replica.Replica,
+	off int64) {
+	rm.hit(pFollowerTruncated)
+	from, start := rep.EndOffset(), rep.StartOffset()
+	if err := rep.ResetTo(off, rm.now.Millis()); err != nil {
+		rm.lg.Error("follower could not restart at the divergence point",
+			zap.Stringer("tp", fp.tp), zap.Int64("at", off), zap.Error(err))
+		if rep.Offline() {
+			rm.partitionOffline(fp)
+			return
+		}
+		fp.phase = phaseFetching
+		rm.backOff(fp)
+		return
+	}
+	rm.lg.Warn("follower diverged from its leader below its log start; emptied its log "+
+		"and restarts at the divergence point", zap.Stringer("tp", fp.tp),
+		zap.Int32("leader", fp.leader), zap.Int64("at", off), zap.Int64("log_start", start),
+		zap.Int64("end", from))
 	fp.phase = phaseFetching
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/batch"
 )
 
 // followerSetup is a broker hosting t-0 (one partition, empty) and a simulated leader
@@ -522,4 +523,54 @@ func TestFollowerAheadOfItsLeaderAsksAgainSoon(t *testing.T) {
 	l.produce(tp, values("a"))
 	h.catchUp(l, tp, 20)
 	require.Equal(t, l.logs[tp].Batches(), h.followerBatches(tp))
+}
+
+// A follower whose log diverges from its new leader's below its own log start (its old
+// leader's DeleteRecords or retention moved the start past the new leader's end of the
+// shared epoch) holds nothing the new leader has: it empties its log and restarts at
+// the divergence point, as Kafka's truncateFullyAndStartAt, and copies the new leader's
+// log from there. Clamping the cut at its own log start left it the old epoch, and the
+// leader answered every fetch with the same divergence (sim finding 6, seeds 153 170
+// 254 with three nodes). When the new leader's log starts past the divergence point
+// the follower then restarts at the leader's start.
+func TestFollowerDivergingBelowItsLogStartRestartsAtTheDivergence(t *testing.T) {
+	for _, leaderStart := range []int64{0, 3} {
+		t.Run(fmt.Sprint("leader start ", leaderStart), func(t *testing.T) {
+			h, l1, tp := followerSetup(t)
+			lead := l1.lead(tp, 1, nil, 1)
+			l1.produce(tp, values("a"), values("b"), values("c"), values("d"), values("e"))
+			h.b.follow(tp, 2, 1)
+			h.catchUp(l1, tp, 20)
+			_, code := lead.DeleteRecordsBefore(4)
+			require.Zero(t, code)
+			h.serve(map[int32]*testLeader{2: l1})
+			rep := h.b.replicas[tp]
+			require.EqualValues(t, 4, rep.StartOffset())
+
+			// Node 3 leads epoch 2 from a, b only (c, d, e were lost with it).
+			l2 := newTestLeader(t, 3, l1.cfg)
+			lead2 := l2.lead(tp, 2, l1.logs[tp].Batches()[:2])
+			l2.produce(tp, values("x"), values("y", "z"), values("w"))
+			if leaderStart > 0 {
+				_, code := lead2.DeleteRecordsBefore(leaderStart)
+				require.Zero(t, code)
+			}
+			l1.reps[tp].BecomeFollower(2)
+			h.b.follow(tp, 3, 2)
+			leaders := map[int32]*testLeader{2: l1, 3: l2}
+			h.catchUpWith(leaders, l2, tp, 20)
+			rep = h.b.replicas[tp]
+			require.EqualValues(t, max(2, leaderStart), rep.StartOffset())
+			var want [][]byte
+			for _, b := range l2.logs[tp].Batches() {
+				if hd, err := batch.ParseHeader(b); err == nil && hd.BaseOffset >= rep.StartOffset() {
+					want = append(want, b)
+				}
+			}
+			require.Equal(t, want, h.followerBatches(tp))
+			_, phase, ok := h.b.following(tp)
+			require.True(t, ok)
+			require.Equal(t, phaseFetching, phase)
+		})
+	}
 }

@@ -83,6 +83,10 @@ func (rm *replicaManager) readFollowerPartition(m *kmsg.FetchRequest, topic stri
 	if m.Version >= 12 {
 		f.LastFetchedEpoch = p.LastFetchedEpoch
 	}
+	f.LogStartOffset = -1
+	if m.Version >= 5 {
+		f.LogStartOffset = p.LogStartOffset
+	}
 	chk := rep.CheckFollowerFetch(f)
 	rp.HighWatermark, rp.LastStableOffset = rep.HighWatermark(), rep.HighWatermark()
 	rp.LogStartOffset = rep.StartOffset()
@@ -102,6 +106,7 @@ func (rm *replicaManager) readFollowerPartition(m *kmsg.FetchRequest, topic stri
 		if rep.FollowerFetched(f) {
 			rm.hwmAdvanced(tp)
 		}
+		rm.deletesAdvanced(tp)
 		rm.maybeExpand(tp, rep, s, id)
 	}
 	limit := max(min(int(p.PartitionMaxBytes), budget), 0)

@@ -37,6 +37,8 @@ const (
 	// PendingFollower is a follower link's request to its leader, or its backoff.
 	PendingFollower  PendingKind = "follower-fetch"
 	PendingISRChange PendingKind = "isr-change" // an AlterPartition this leader asked for
+	// PendingDelete is a DeleteRecords waiting for its ISR followers' log starts.
+	PendingDelete PendingKind = "delete-records"
 )
 
 // PendingOp is one piece of work the broker waits on.
@@ -90,6 +92,11 @@ func (rm *replicaManager) pending(out []PendingOp) []PendingOp {
 			out = append(out, PendingOp{Kind: PendingProduce, What: "Produce acks=all",
 				Waits: rm.produceWaits(p) + "; " + timer, Since: t.set, Conn: p.req.Conn,
 				ID: p.req.ID, HasRequest: true})
+		case timerDeleteRecords:
+			d := t.deletion
+			out = append(out, PendingOp{Kind: PendingDelete, What: "DeleteRecords",
+				Waits: d.describe() + "; " + timer, Since: t.set, Conn: d.req.Conn,
+				ID: d.req.ID, HasRequest: true})
 		case timerFetchWait:
 			w := t.fetch
 			out = append(out, PendingOp{Kind: PendingFetch, What: "Fetch",

@@ -32,6 +32,7 @@ type replicaManager struct {
 	openErrs       map[core.TopicPartition]error
 
 	syncs    map[core.TopicPartition]pendingSync // the sync in flight per partition
+	deletes  []*pendingDelete                    // DeleteRecords waiting for the ISR
 	produces produceState
 	fetches  fetchState
 	sessions sessionCache // incremental fetch sessions (fetch_session.go)

@@ -28,6 +28,7 @@ const (
 	timerAlterISR                            // an ISR change's retry or expiry
 	timerCleaner                             // log.cleaner.backoff.ms
 	timerQuotaHold                           // a throttled connection's hold ends
+	timerDeleteRecords                       // a DeleteRecords' wait for the ISR runs out
 )
 
 func (k timerKind) String() string {
@@ -54,6 +55,8 @@ func (k timerKind) String() string {
 		return "cleaner"
 	case timerQuotaHold:
 		return "quota-hold"
+	case timerDeleteRecords:
+		return "delete-records-timeout"
 	default:
 		return fmt.Sprintf("timer(%d)", uint8(k))
 	}
@@ -62,14 +65,15 @@ func (k timerKind) String() string {
 // brokerTimer is one live timer: its kind and the one thing it concerns (a produce, a
 // fetch or a group), when it was set and when it is due.
 type brokerTimer struct {
-	kind    timerKind
-	set, at core.Time
-	produce *pendingProduce     // timerProduceTimeout
-	fetch   *fetchWait          // timerFetchWait
-	group   string              // timerGroup
-	leader  int32               // timerFetcherBackoff: the link's leader node
-	tp      core.TopicPartition // timerAlterISR
-	conn    uint64              // timerQuotaHold
+	kind     timerKind
+	set, at  core.Time
+	produce  *pendingProduce     // timerProduceTimeout
+	fetch    *fetchWait          // timerFetchWait
+	group    string              // timerGroup
+	leader   int32               // timerFetcherBackoff: the link's leader node
+	tp       core.TopicPartition // timerAlterISR
+	conn     uint64              // timerQuotaHold
+	deletion *pendingDelete      // timerDeleteRecords
 }
 
 // timerTable is one part's live timers by id. Ids come from the node's one token
@@ -125,6 +129,8 @@ func (b *Broker) timerFired(id uint64) {
 	switch t.kind {
 	case timerProduceTimeout:
 		rm.produceTimedOut(t.produce)
+	case timerDeleteRecords:
+		rm.deleteTimedOut(t.deletion)
 	case timerFetchWait:
 		rm.fetchWaitEnded(t.fetch)
 	case timerOpenChunk:

@@ -74,6 +74,13 @@ var Catalogue = []Mutant{
 	{"broker/hwm-ignores-pending-isr", "core/broker", "replication",
 		"while an ISR expansion is pending the high-water mark ignores the follower being " +
 			"added (Kafka's maximal ISR)", "./core/broker/"},
+	{"broker/delete-records-before-isr", "core/broker", "replication",
+		"DeleteRecords is answered once the leader's log start moved, before its ISR " +
+			"followers reported theirs (a new leader serves below it)", "./core/broker/"},
+	{"broker/diverged-below-start-clamps", "core/broker", "replication",
+		"a follower whose log diverges from its leader's below its own log start cuts at " +
+			"that start and keeps its old epochs instead of emptying its log (it loops)",
+		"./core/broker/"},
 	{"broker/list-offsets-lagging-hwm", "core/broker", "replication",
 		"a new leader answers ListOffsets(latest) from its high-water mark before it " +
 			"reached the start of its leader epoch (KIP-207's OFFSET_NOT_AVAILABLE)",

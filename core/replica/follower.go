@@ -184,13 +184,17 @@ func (r *Replica) dropEpochsFrom(end int64) error {
 	return nil
 }
 
-// ResetTo empties a follower's log and starts it over at offset, its leader's log
-// start, when the log ends below it (the leader deleted what the follower would fetch
-// next: retention or DeleteRecords): Kafka's truncateFullyAndStartAt. The epoch cache
-// and the producer state start empty (the leader's batches rebuild them), and the
-// high-water mark is offset. The epoch cache is stored empty first: a crash before the
-// log is reset leaves the old log with no epochs, which the next truncation round and
-// the leader's answers handle as for a fresh follower.
+// ResetTo empties a follower's log and starts it over at offset (Kafka's
+// truncateFullyAndStartAt): its leader's log start, when the log ends below it (the
+// leader deleted what the follower would fetch next: retention or DeleteRecords), or
+// the point where the log diverges from its leader's, when that lies below its own log
+// start (nothing it holds is in the leader's log; the offset is a batch boundary of the
+// leader's). The epoch cache and the producer state start empty (the leader's batches
+// rebuild them), and the high-water mark is offset. The log is reset first and the
+// empty epoch cache stored after it: a crash between leaves an empty log whose stale
+// epochs the next truncation round drops (recovery moves them to the log start), while
+// the reverse order could leave a divergent log with no epochs, which the follower
+// would fetch after without any divergence check.
 func (r *Replica) ResetTo(offset, nowMs int64) error {
 	if r.offline {
 		return ErrLogOffline
@@ -199,16 +203,8 @@ func (r *Replica) ResetTo(offset, nowMs int64) error {
 		return fmt.Errorf("%s: reset: %w", r.tp, ErrNotFollower)
 	}
 	core.Invariant(!r.syncInFlight, "R3", "%s: reset with a sync in flight", r.tp)
-	if end := r.log.EndOffset(); offset < end {
-		return fmt.Errorf("%s: reset to %d below the log end %d", r.tp, offset, end)
-	}
-	if len(r.epochs.entries) > 0 {
-		r.epochs.entries = nil
-		r.epochsDirty = true
-		if err := r.storeEpochs(); err != nil {
-			r.goOffline()
-			return fmt.Errorf("%s: store leader epochs before a reset: %w", r.tp, err)
-		}
+	if offset < 0 {
+		return fmt.Errorf("%s: reset to a negative offset %d", r.tp, offset)
 	}
 	if err := r.log.ResetTo(offset, nowMs); err != nil {
 		if errors.Is(err, ErrLogOffline) {
@@ -216,7 +212,15 @@ func (r *Replica) ResetTo(offset, nowMs int64) error {
 		}
 		return err
 	}
-	r.lg.Info("follower log emptied at its leader's log start", zap.Int64("start", offset))
+	if len(r.epochs.entries) > 0 {
+		r.epochs.entries = nil
+		r.epochsDirty = true
+		if err := r.storeEpochs(); err != nil {
+			r.goOffline()
+			return fmt.Errorf("%s: store leader epochs after a reset: %w", r.tp, err)
+		}
+	}
+	r.lg.Info("follower log emptied and restarted", zap.Int64("start", offset))
 	r.durable, r.hwm = offset, offset
 	r.visibleUnsynced = min(r.visibleUnsynced, offset)
 	r.marks = r.marks[:0]

@@ -97,7 +97,7 @@ func TestFollowerTruncateForgetsTheCutTail(t *testing.T) {
 
 // A follower behind its leader's log start empties its log there: start, end and
 // high-water mark at the new start, no epochs, and it appends the leader's batches from
-// there. A leader, or an offset below the log end, is refused.
+// there. A leader, or a negative offset, is refused.
 func TestFollowerResetToTheLeadersLogStart(t *testing.T) {
 	log := replicatest.NewMemLog(cfg(true).Segment)
 	f := newReplica(t, log, cfg(true))
@@ -107,7 +107,7 @@ func TestFollowerResetToTheLeadersLogStart(t *testing.T) {
 	require.NoError(t, err)
 	sync(t, f)
 	f.SetLeaderHighWatermark(2)
-	require.Error(t, f.ResetTo(1, 1000), "below the log end")
+	require.Error(t, f.ResetTo(-1, 1000), "a negative offset")
 
 	require.NoError(t, f.ResetTo(10, 1000))
 	require.EqualValues(t, 10, f.StartOffset())
@@ -122,4 +122,36 @@ func TestFollowerResetToTheLeadersLogStart(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, [][]byte{b}, log.Batches())
 	require.Equal(t, []replica.EpochEntry{{Epoch: 5, StartOffset: 10}}, f.LeaderEpochs())
+}
+
+// A follower whose log diverges from its leader's below its own log start empties its
+// log at the divergence point, below its old start and end: no epochs are left (kept,
+// the leader would answer every fetch with the same divergence), the high-water mark
+// is the new start, and it appends the leader's batches from there.
+func TestFollowerResetBelowItsLogStart(t *testing.T) {
+	log := replicatest.NewMemLog(cfg(true).Segment)
+	f := newReplica(t, log, cfg(true))
+	f.BecomeFollower(3)
+	_, err := f.AppendReplicated(1000, leaderBatch(t, plain("a", "b"), 0, 3))
+	require.NoError(t, err)
+	_, err = f.AppendReplicated(1000, leaderBatch(t, plain("c", "d"), 2, 4))
+	require.NoError(t, err)
+	sync(t, f)
+	f.SetLeaderHighWatermark(4)
+	_, code := f.DeleteRecordsBefore(3)
+	require.Zero(t, code)
+	require.EqualValues(t, 3, f.StartOffset())
+
+	require.NoError(t, f.ResetTo(2, 1000))
+	require.EqualValues(t, 2, f.StartOffset())
+	require.EqualValues(t, 2, f.EndOffset())
+	require.EqualValues(t, 2, f.HighWatermark())
+	require.Empty(t, f.LeaderEpochs())
+	off, last, ok := f.FetchPosition()
+	require.True(t, ok)
+	require.Equal(t, []int64{2, -1}, []int64{off, int64(last)})
+	b := leaderBatch(t, plain("x"), 2, 5)
+	_, err = f.AppendReplicated(1000, b)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{b}, log.Batches())
 }

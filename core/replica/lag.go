@@ -25,7 +25,9 @@ type FollowerFetch struct {
 	// CurrentLeaderEpoch is the epoch the follower believes this leader has; -1: not
 	// checked.
 	CurrentLeaderEpoch int32
-	NowMs              int64
+	// LogStartOffset is the follower's log start (Fetch v5+); -1: not sent.
+	LogStartOffset int64
+	NowMs          int64
 }
 
 // FollowerCheck is the leader's verdict on a follower's fetch, before it reads.
@@ -47,6 +49,7 @@ type followerFetchState struct {
 	lastFetchMs        int64 // when it last fetched
 	lastFetchLeaderEnd int64 // the leader's log end at that fetch
 	caughtUpMs         int64 // the last time its log reached the leader's end
+	logStart           int64 // its log start at its last fetch; -1: not known
 }
 
 // CheckFollowerFetch validates a follower's fetch position against this leader's log,
@@ -92,6 +95,7 @@ func (r *Replica) FollowerFetched(f FollowerFetch) bool {
 		s = &followerFetchState{}
 		r.fetchState[f.Replica] = s
 	}
+	s.logStart = f.LogStartOffset
 	end := r.log.EndOffset()
 	switch {
 	case f.FetchOffset >= end:
@@ -103,6 +107,23 @@ func (r *Replica) FollowerFetched(f FollowerFetch) bool {
 	return r.FollowerReplicated(f.Replica, f.FetchOffset)
 }
 
+// LowWatermark is the smallest log start of this leader and its ISR followers, each
+// as it reported it with its last fetch (Kafka's lowWatermarkIfLeader, over the ISR:
+// the replicas a new leader comes from); -1 while an ISR follower has reported none.
+// A DeleteRecords is acknowledged once it reached the requested offset: a new leader
+// then serves nothing below it.
+func (r *Replica) LowWatermark() int64 {
+	low := r.log.StartOffset()
+	for id := range r.isr {
+		s := r.fetchState[id]
+		if s == nil || s.logStart < 0 {
+			return -1
+		}
+		low = min(low, s.logStart)
+	}
+	return low
+}
+
 // ResetFollowers starts the leader's tracking of its followers afresh, as a new leader
 // does: members of the ISR count as caught up now (they get replica.lag.time.max.ms to
 // fetch from it), the others as never.
@@ -110,7 +131,7 @@ func (r *Replica) ResetFollowers(followers []int32, nowMs int64) {
 	r.fetchState = make(map[int32]*followerFetchState, len(followers))
 	end := r.log.EndOffset()
 	for _, id := range followers {
-		s := &followerFetchState{lastFetchMs: nowMs, lastFetchLeaderEnd: end}
+		s := &followerFetchState{lastFetchMs: nowMs, lastFetchLeaderEnd: end, logStart: -1}
 		if _, in := r.isr[id]; in {
 			s.caughtUpMs = nowMs
 		}

@@ -60,12 +60,13 @@ type Log interface {
 	// return the cut and everything below the new end are durable.
 	TruncateTo(offset int64) (int64, error)
 
-	// ResetTo empties the log and starts it over at offset, which must be at least
-	// EndOffset: a follower behind its leader's log start restarts there (Kafka's
-	// truncateFullyAndStartAt). Producer snapshots go with the records. On return the
-	// log is empty at offset, durably; a crash part way leaves either the old log or
-	// the empty one at offset (the start offset is stored first, and recovery empties a
-	// log whose stored start is past its end).
+	// ResetTo empties the log and starts it over at offset (Kafka's
+	// truncateFullyAndStartAt): a follower behind its leader's log start restarts
+	// there, one whose log diverges from its leader's below its own start restarts at
+	// the divergence point (offset below EndOffset, maybe below StartOffset). Producer
+	// snapshots go with the records. On return the log is empty at offset, durably; a
+	// crash part way leaves the old log (or a suffix of it, under its old start) or an
+	// empty one, at offset or, below the old end, at the old start.
 	ResetTo(offset int64, nowMs int64) error
 
 	// SetStartOffset raises the log start offset (DeleteRecords) durably. It may only

@@ -322,8 +322,8 @@ func (l *MemLog) ResetTo(offset int64, nowMs int64) error {
 	if l.Closed {
 		return ErrClosed
 	}
-	if offset < l.EndOffset() {
-		return fmt.Errorf("memlog: reset to %d below the end offset %d", offset, l.EndOffset())
+	if offset < 0 {
+		return fmt.Errorf("memlog: reset to a negative offset %d", offset)
 	}
 	l.segments = []*segment{{base: offset, createdMs: nowMs}}
 	l.start, l.synced, l.snapshots = offset, offset, nil
