@@ -71,7 +71,7 @@ type node struct {
 	metaErrUntil                   int64 // MetaErrors spell: proposals may fail
 	readErrUntil                   int64 // ReadErrors spell: reads may fail
 	hadDiskErr                     bool
-	wiped                          bool // its disk was lost and it has not caught up since
+	wiped                          bool           // its disk was lost and it has not caught up since
 	applied                        map[string]int // TopicDeleted records applied, by topic
 	syncs                          map[replica.Log]*syncQueue
 	timerEv                        map[uint64]uint64 // pending broker timers' event keys
