@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/sluicemq/sluice/core"
-	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/disk"
 )
 
@@ -231,9 +230,9 @@ func (w *World) loseDisk(d int64) bool {
 		return false
 	}
 	n := ok[w.faultR.Intn(len(ok))]
+	w.noteWiped(n)
 	n.stop("disk lost")
 	n.wipe()
-	n.wiped = true
 	w.meta.loseDisk(n)
 	w.hist.Crashes = append(w.hist.Crashes, linearizabilityCrash(n.id, w.now))
 	gen := n.gen
@@ -245,11 +244,13 @@ func (w *World) loseDisk(d int64) bool {
 	return true
 }
 
-// diskLossPending says whether a node whose disk was lost has not yet caught up: it
-// is not in the ISR of every partition it holds, in the committed metadata. One disk is
-// lost at a time: with three replicas and min.insync.replicas=2 a cluster survives one
-// lost disk, and losing a second before the first node caught up loses acknowledged
-// records in any replicated log.
+// diskLossPending says whether a node whose disk was lost has not caught up yet: some
+// partition it replicates has a log on it ending below the high-water mark the
+// partition had elsewhere when the disk was lost. One disk is lost at a time: with
+// three replicas and min.insync.replicas=2 a cluster survives one lost disk, and
+// losing a second before the first node caught up loses acknowledged records in any
+// replicated log. (Whether the node is back in the ISR says nothing: a broker may keep
+// a wiped node in an ISR, which is what the checks are for.)
 func (w *World) diskLossPending() bool {
 	im := w.controllerImage()
 	if im == nil {
@@ -257,26 +258,46 @@ func (w *World) diskLossPending() bool {
 	}
 	pending := false
 	for _, n := range w.nodes {
-		if !n.wiped {
-			continue
+		for tp, need := range n.wipedNeed {
+			st, assigned, _ := im.Partition(tp.Topic, tp.Partition)
+			r := w.hosted(n.id+1, tp)
+			switch {
+			case !assigned || !slices.Contains(st.Replicas, n.id+1):
+				delete(n.wipedNeed, tp) // moved or deleted since
+			case r != nil && r.EndOffset() >= need:
+				delete(n.wipedNeed, tp)
+			default:
+				pending = true
+			}
 		}
-		n.wiped = !n.up || !inEveryISR(im, n.id+1)
-		pending = pending || n.wiped
 	}
 	return pending
 }
 
-// inEveryISR says whether broker id is in the ISR of every partition it replicates.
-func inEveryISR(im *meta.Image, id int32) bool {
+// noteWiped records, for each partition n replicates, the high-water mark the other
+// nodes' replicas have: n has caught up once its own log reaches it.
+func (w *World) noteWiped(n *node) {
+	n.wipedNeed = map[core.TopicPartition]int64{}
+	im := w.controllerImage()
+	if im == nil {
+		return
+	}
 	for _, name := range im.TopicNames() {
 		for p := int32(0); p < im.Topic(name).Partitions; p++ {
 			st, assigned, _ := im.Partition(name, p)
-			if assigned && slices.Contains(st.Replicas, id) && !slices.Contains(st.ISR, id) {
-				return false
+			if !assigned || !slices.Contains(st.Replicas, n.id+1) {
+				continue
 			}
+			tp := core.TopicPartition{Topic: name, Partition: p}
+			need := int64(0)
+			for _, id := range st.Replicas {
+				if r := w.hosted(id, tp); r != nil && id != n.id+1 {
+					need = max(need, r.HighWatermark())
+				}
+			}
+			n.wipedNeed[tp] = need
 		}
 	}
-	return true
 }
 
 // safeToWipe says whether n is not the only ISR member of a partition whose ISR is
