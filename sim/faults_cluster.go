@@ -31,6 +31,40 @@ const clusterFaultsByDefault = true
 
 func isClusterFault(k faultKind) bool { return k >= fSplit }
 
+// drawClusterFaults draws the cluster fault kinds (faults_cluster.go), after every older
+// choice; they act only when the world has more than one node, and only when
+// clusterFaultsByDefault (the chances are drawn either way).
+func drawClusterFaults(r *Rand, c *Config) {
+	f := Faults{
+		Split:        drawSpell(r, 0.25, 1000, 4000, 100, 2000),
+		OneWay:       drawSpell(r, 0.2, 1000, 4000, 100, 2000),
+		QuorumLeader: drawSpell(r, 0.25, 1000, 4000, 100, 2000),
+		LeaderPeers:  drawSpell(r, 0.25, 1000, 4000, 100, 2000),
+		DiskLoss:     drawSpell(r, 0.2, 2000, 6000, 50, 1500),
+		PowerLoss:    drawSpell(r, 0.15, 2000, 6000, 50, 1000),
+	}
+	if !clusterFaultsByDefault {
+		return
+	}
+	c.Faults.Split, c.Faults.OneWay = f.Split, f.OneWay
+	c.Faults.QuorumLeader, c.Faults.LeaderPeers = f.QuorumLeader, f.LeaderPeers
+	c.Faults.DiskLoss, c.Faults.PowerLoss = f.DiskLoss, f.PowerLoss
+}
+
+// setUnsafe handles faults.diskloss.lastisr and acks (options.go setSim).
+func (c *Config) setUnsafe(name, value string) error {
+	if name == "acks" {
+		if err := c.setProducers("producer.acks", value); err != nil {
+			return fmt.Errorf("acks: %w", err)
+		}
+		c.StrictAcks1 = value == "1"
+		return nil
+	}
+	on, err := onOff(value)
+	c.Faults.DiskLossLastISR = on
+	return err
+}
+
 // injectClusterFault applies one arrival of a cluster fault kind; false if it found
 // nothing to act on (no leader, no eligible node).
 func (w *World) injectClusterFault(k faultKind) bool {

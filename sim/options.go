@@ -314,26 +314,6 @@ func Draw(seed uint64) Config {
 	return c
 }
 
-// drawClusterFaults draws the cluster fault kinds (faults_cluster.go), after every older
-// choice; they act only when the world has more than one node, and only when
-// clusterFaultsByDefault (the chances are drawn either way).
-func drawClusterFaults(r *Rand, c *Config) {
-	f := Faults{
-		Split:        drawSpell(r, 0.25, 1000, 4000, 100, 2000),
-		OneWay:       drawSpell(r, 0.2, 1000, 4000, 100, 2000),
-		QuorumLeader: drawSpell(r, 0.25, 1000, 4000, 100, 2000),
-		LeaderPeers:  drawSpell(r, 0.25, 1000, 4000, 100, 2000),
-		DiskLoss:     drawSpell(r, 0.2, 2000, 6000, 50, 1500),
-		PowerLoss:    drawSpell(r, 0.15, 2000, 6000, 50, 1000),
-	}
-	if !clusterFaultsByDefault {
-		return
-	}
-	c.Faults.Split, c.Faults.OneWay = f.Split, f.OneWay
-	c.Faults.QuorumLeader, c.Faults.LeaderPeers = f.QuorumLeader, f.LeaderPeers
-	c.Faults.DiskLoss, c.Faults.PowerLoss = f.DiskLoss, f.PowerLoss
-}
-
 func drawVandal(r *Rand, topic string) VandalSpec {
 	return VandalSpec{Topic: topic, Acks: Pick[int16](r, 1, -1),
 		EveryMs: Pick[int64](r, 20, 200, 1000), TimeoutMs: Pick[int64](r, 500, 3000)}
@@ -569,16 +549,8 @@ func (c *Config) setSim(name, value string) (bool, error) {
 		}
 		c.Faults.MetaUnknownChance = p
 		return true, nil
-	case name == "faults.diskloss.lastisr":
-		on, err := onOff(value)
-		c.Faults.DiskLossLastISR = on
-		return true, err
-	case name == "acks":
-		if err := c.setProducers("producer.acks", value); err != nil {
-			return true, fmt.Errorf("acks: %w", err)
-		}
-		c.StrictAcks1 = value == "1"
-		return true, nil
+	case name == "faults.diskloss.lastisr" || name == "acks":
+		return true, c.setUnsafe(name, value)
 	case name == "faults.skew.ms":
 		return true, setInt64(&c.Faults.ClockSkewMs, value)
 	case strings.HasPrefix(name, "faults."):
