@@ -230,7 +230,7 @@ func (v *view) checkAcked() {
 			if a.Outcome != OK || a.Acks == 0 {
 				continue
 			}
-			durable := a.Acks == -1
+			durable := a.Acks == -1 || (a.Acks == 1 && v.h.Acks1Durable)
 			if !durable && v.h.crashAfter(a.Call) {
 				continue // acks=1 promises nothing across a power loss or a failed fsync that began after it was sent
 			}

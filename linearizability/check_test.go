@@ -94,6 +94,21 @@ func TestCheckAcks1LossIsAllowedOnlyAcrossACrash(t *testing.T) {
 	}
 }
 
+// With Acks1Durable (the simulator's --set acks=1) an acknowledged acks=1 write lost
+// across a crash is a lost write, as an acks=all one is.
+func TestCheckAcks1DurableHoldsAcks1ToAcksAllsPromise(t *testing.T) {
+	var b builder
+	b.appendOp("a", 1, 10, 20, OK, 1, 0)
+	b.appendOp("b", 1, 40, 50, OK, -1, 0)
+	b.read(60, 70, 0, 1, "b.0")
+	b.h.Crashes = []Crash{{Node: 1, At: 30}}
+	kafka := check(t, &b.h)
+	require.True(t, kafka.OK(), "Kafka's acks=1 promise holds: %v", kafka.Summary(10))
+	b.h.Acks1Durable = true
+	rep := check(t, &b.h)
+	require.Positive(t, rep.Counts[LostWrite], "%v", rep.Summary(10))
+}
+
 func TestCheckFindsReadPastHWMAndGaps(t *testing.T) {
 	var b builder
 	b.appendOp("a", 3, 10, 20, OK, -1, 0)

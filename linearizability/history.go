@@ -156,6 +156,9 @@ type History struct {
 	// FlushNever says some topic may run with log.flush.policy=never.
 	TimeLookups []TimeLookup
 	FlushNever  bool
+	// Acks1Durable holds acknowledged acks=1 writes to acks=all's promise: never lost,
+	// crashes or leader changes or not (the simulator's check that acks=1 is unsafe).
+	Acks1Durable bool
 }
 
 // Add appends op, giving it the next ID, and returns that ID.

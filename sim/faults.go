@@ -19,19 +19,31 @@ const (
 	fMetaErrors
 	fReadErrors
 	fRot
+	// The cluster kinds (faults_cluster.go): only in worlds of more than one node.
+	fSplit
+	fOneWay
+	fQuorumLeader
+	fLeaderPeers
+	fDiskLoss
+	fPowerLoss
 )
 
 var faultNames = [...]string{"crash", "slowdisk", "diskerrors", "clog", "reset",
-	"partition", "pause", "restart", "metaerrors", "readerrors", "rot"}
+	"partition", "pause", "restart", "metaerrors", "readerrors", "rot",
+	"split", "oneway", "quorumleader", "leaderpeers", "diskloss", "powerloss"}
 
 func (w *World) spell(k faultKind) Spell {
 	f := w.cfg.Faults
 	return [...]Spell{f.Crash, f.SlowDisk, f.DiskErrors, f.Clog, f.Reset, f.Partition,
-		f.Pause, f.Restart, f.MetaErrors, f.ReadErrors, f.Rot}[k]
+		f.Pause, f.Restart, f.MetaErrors, f.ReadErrors, f.Rot, f.Split, f.OneWay,
+		f.QuorumLeader, f.LeaderPeers, f.DiskLoss, f.PowerLoss}[k]
 }
 
 func (w *World) startFaults() {
-	for k := fCrash; k <= fRot; k++ {
+	for k := fCrash; k <= fPowerLoss; k++ {
+		if isClusterFault(k) && len(w.nodes) < 2 {
+			continue
+		}
 		if s := w.spell(k); s.On && s.EveryMs > 0 {
 			w.scheduleFault(k)
 		}
@@ -55,6 +67,12 @@ func (w *World) duration(k faultKind) int64 {
 }
 
 func (w *World) injectFault(k faultKind) {
+	if isClusterFault(k) {
+		if w.injectClusterFault(k) {
+			w.stats.Faults[faultNames[k]]++
+		}
+		return
+	}
 	n := w.nodes[w.faultR.Intn(len(w.nodes))]
 	switch k {
 	case fCrash:
@@ -149,6 +167,10 @@ func (w *World) heal() {
 	w.tlMark(-1, "heal", "faults stop: spells end, nodes restart, producers drain")
 	for _, b := range w.blocked {
 		b[toNode], b[toClient] = min(b[toNode], w.now), min(b[toClient], w.now)
+	}
+	if w.cutsActive() {
+		w.cutUntil = w.now
+		w.meta.netChanged() // cuts between nodes end: the quorum reaches everyone again
 	}
 	for _, n := range w.nodes {
 		n.slowUntil, n.errUntil, n.clogUntil = w.now, w.now, w.now

@@ -89,8 +89,20 @@ func (m *metaLog) leaderID() int32 {
 	return m.nodes[m.leader].metaID() + 1
 }
 
-// quorum says whether a majority of the nodes is up.
+// quorum says whether a majority of the nodes is up (and, while nodes are cut from
+// each other, whether the leader, or with none some node, reaches a majority).
 func (m *metaLog) quorum() bool {
+	if m.w.cutsActive() {
+		if m.leader >= 0 {
+			return m.reaches(m.leader)
+		}
+		for i := range m.nodes {
+			if m.reaches(i) {
+				return true
+			}
+		}
+		return false
+	}
 	up := 0
 	for _, n := range m.nodes {
 		if n.metaUp() {
@@ -98,6 +110,54 @@ func (m *metaLog) quorum() bool {
 		}
 	}
 	return 2*up > len(m.nodes)
+}
+
+// reaches says whether node i is up and talks both ways with a majority of the nodes
+// (itself included) that are up.
+func (m *metaLog) reaches(i int) bool {
+	if !m.nodes[i].metaUp() {
+		return false
+	}
+	k := 0
+	for j, n := range m.nodes {
+		if n.metaUp() && (j == i || !m.w.peerCut(m.nodes[i].metaID(), n.metaID())) {
+			k++
+		}
+	}
+	return 2*k > len(m.nodes)
+}
+
+// cutFromLeader says whether node i cannot hear from the leader now.
+func (m *metaLog) cutFromLeader(i int) bool {
+	return m.leader >= 0 && i != m.leader &&
+		m.w.peerCut(m.nodes[i].metaID(), m.nodes[m.leader].metaID())
+}
+
+// netChanged follows a change of the cuts between nodes (faults_cluster.go): a leader
+// that no longer reaches a majority steps down, an election is queued when none leads,
+// and the nodes that hear the leader again learn who leads and catch up.
+func (m *metaLog) netChanged() {
+	if !m.multi() {
+		return
+	}
+	if m.leader >= 0 && !m.reaches(m.leader) {
+		m.w.stats.Faults["meta-leader-cut-off"]++
+		m.depose()
+	}
+	if m.leader < 0 {
+		m.electSoon()
+	}
+	for i := range m.nodes {
+		m.tell(i)
+		m.lagOrApply(i)
+	}
+}
+
+// loseDisk marks n's metadata log lost: its next start installs the committed log.
+func (m *metaLog) loseDisk(n metaNode) {
+	if m.multi() {
+		m.q[m.at(n)].lost = true
+	}
 }
 
 // startQuorum is start for a node of a quorum: its own durable log, after installing
@@ -166,7 +226,8 @@ func (m *metaLog) booted(n metaNode) {
 // tell delivers the current leadership to node i unless it knows it or hears late.
 func (m *metaLog) tell(i int) {
 	q, n := m.q[i], m.nodes[i]
-	if !n.metaUp() || q.gen != n.metaGen() || q.deaf || q.toldEpoch >= m.epoch {
+	if !n.metaUp() || q.gen != n.metaGen() || q.deaf || q.toldEpoch >= m.epoch ||
+		m.cutFromLeader(i) {
 		return
 	}
 	q.toldLeader, q.toldEpoch = m.leaderID(), m.epoch
@@ -257,7 +318,7 @@ func (m *metaLog) elect(not int) {
 	}
 	var ups []int
 	for i, n := range m.nodes {
-		if n.metaUp() && i != not {
+		if n.metaUp() && i != not && (!m.w.cutsActive() || m.reaches(i)) {
 			ups = append(ups, i)
 		}
 	}
@@ -323,7 +384,7 @@ func (m *metaLog) spread() {
 // lagOrApply catches node i up now, or after a drawn lag.
 func (m *metaLog) lagOrApply(i int) {
 	q, n := m.q[i], m.nodes[i]
-	if q.catchup || !n.metaUp() || q.gen != n.metaGen() {
+	if q.catchup || !n.metaUp() || q.gen != n.metaGen() || m.cutFromLeader(i) {
 		return
 	}
 	if !m.lagR.Chance(metaLagChance) {
@@ -346,7 +407,8 @@ func (m *metaLog) lagOrApply(i int) {
 // storing each in its log first.
 func (m *metaLog) catchUp(i int) {
 	q, n := m.q[i], m.nodes[i]
-	for q.applied < uint64(len(m.recs)) && n.metaUp() && q.gen == n.metaGen() {
+	for q.applied < uint64(len(m.recs)) && n.metaUp() && q.gen == n.metaGen() &&
+		!m.cutFromLeader(i) {
 		rec := m.recs[q.applied]
 		q.applied++
 		if m.plantSkip && i != m.leader && q.applied > 1 && q.applied%5 == 0 {

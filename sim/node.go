@@ -71,10 +71,14 @@ type node struct {
 	metaErrUntil                   int64 // MetaErrors spell: proposals may fail
 	readErrUntil                   int64 // ReadErrors spell: reads may fail
 	hadDiskErr                     bool
-	applied                        map[string]int // TopicDeleted records applied, by topic
-	syncs                          map[replica.Log]*syncQueue
-	timerEv                        map[uint64]uint64 // pending broker timers' event keys
-	conns                          map[uint64]*conn
+	// wipedNeed: after a disk loss, the log end each partition must reach on this node
+	// before another disk may be lost (faults_cluster.go).
+	wipedNeed map[core.TopicPartition]int64
+	wiped     bool           // its disk was lost and it has not caught up since
+	applied   map[string]int // TopicDeleted records applied, by topic
+	syncs     map[replica.Log]*syncQueue
+	timerEv   map[uint64]uint64 // pending broker timers' event keys
+	conns     map[uint64]*conn
 	// armed: a crash waits for the disk to freeze (MemFS.FreezeAfter); held buffers
 	// the effects of the step running meanwhile, dropped if the step froze the disk.
 	armed bool

@@ -80,6 +80,20 @@ type Faults struct {
 	Rot              Spell
 	StaleWrites      Spell
 	StaleWriteChance float64
+	// The cluster kinds (faults_cluster.go), only in worlds of more than one node.
+	// Split: the nodes fall into two drawn sides that cannot reach each other, both
+	// ways, for a spell. OneWay: one drawn node's messages to another are dropped (the
+	// other direction works). QuorumLeader: the metadata quorum leader is cut off from
+	// every other node, both ways. LeaderPeers: a drawn partition's leader is cut off
+	// from its followers, both ways. Clients reach every node throughout.
+	Split, OneWay, QuorumLeader, LeaderPeers Spell
+	// DiskLoss: a node's machine dies and restarts ~ForMs later over an empty disk
+	// (data, state store, metadata log); DiskLossLastISR lets it strike the only ISR
+	// member of a partition whose ISR is below min.insync.replicas too. PowerLoss:
+	// every node loses power at the same instant and restarts ~ForMs later.
+	DiskLoss        Spell
+	DiskLossLastISR bool
+	PowerLoss       Spell
 	// ClockSkewMs: each node incarnation's wall clock is offset by up to ±ClockSkewMs
 	// (0: off). Virtual monotonic time never goes back within one incarnation.
 	ClockSkewMs int64
@@ -224,6 +238,10 @@ type Config struct {
 	Vandals    []VandalSpec
 	Audit      AuditSpec  // auditor.go
 	Zombie     ZombieSpec // zombie.go
+	// StrictAcks1 (--set acks=1): the checker holds acknowledged acks=1 writes to
+	// acks=all's promise, never lost, which a leader failover breaks (the unsafe-settings
+	// check; producer.acks=1 keeps Kafka's weaker acks=1 promise).
+	StrictAcks1 bool
 }
 
 // DefaultSafetyMs is the default virtual run time of the safety phase.
@@ -292,6 +310,7 @@ func Draw(seed uint64) Config {
 	// Unknown metadata outcomes (metalog.go), drawn after every older choice.
 	c.Faults.MetaUnknownChance = Pick(r, 0.0, 0.0, 0.02, 0.1)
 	drawSyncStalls(r, &c) // member_stall.go, after every older choice
+	drawClusterFaults(r, &c)
 	return c
 }
 
@@ -438,7 +457,9 @@ func (c *Config) faultSpells() map[string]*Spell {
 		"diskerrors": &f.DiskErrors, "clog": &f.Clog, "reset": &f.Reset,
 		"partition": &f.Partition, "pause": &f.Pause, "restart": &f.Restart,
 		"metaerrors": &f.MetaErrors, "readerrors": &f.ReadErrors, "rot": &f.Rot,
-		"stalewrites": &f.StaleWrites}
+		"stalewrites": &f.StaleWrites, "split": &f.Split, "oneway": &f.OneWay,
+		"quorumleader": &f.QuorumLeader, "leaderpeers": &f.LeaderPeers,
+		"diskloss": &f.DiskLoss, "powerloss": &f.PowerLoss}
 }
 
 // SettingHelp lists the simulator's own --set names (broker and topic settings are
@@ -447,7 +468,13 @@ var SettingHelp = []string{
 	"faults=off                     no faults at all",
 	"faults.<kind>=on|off           kind: crash restart slowdisk diskerrors clog reset",
 	"                                     partition pause metaerrors readerrors rot",
-	"                                     stalewrites",
+	"                                     stalewrites; clusters (nodes>1) only:",
+	"                                     split oneway quorumleader leaderpeers",
+	"                                     diskloss powerloss (faults_cluster.go)",
+	"faults.diskloss.lastisr=on|off disk loss may strike the only ISR member of a",
+	"                                     partition below min.insync.replicas",
+	"acks=0|1|all                   every producer; acks=1 is held to acks=all's",
+	"                                     promise (the unsafe-settings check)",
 	"faults.<kind>.every.ms=N       mean interval between faults of a kind",
 	"faults.<kind>.for.ms=N         mean duration of one fault (downtime, spell)",
 	"faults.skew.ms=N               wall-clock skew bound per node (0 = off)",
@@ -522,6 +549,8 @@ func (c *Config) setSim(name, value string) (bool, error) {
 		}
 		c.Faults.MetaUnknownChance = p
 		return true, nil
+	case name == "faults.diskloss.lastisr" || name == "acks":
+		return true, c.setUnsafe(name, value)
 	case name == "faults.skew.ms":
 		return true, setInt64(&c.Faults.ClockSkewMs, value)
 	case strings.HasPrefix(name, "faults."):
@@ -742,6 +771,10 @@ func (c Config) Summary() []string {
 			f.ReadErrorChance),
 		fmt.Sprintf("faults: rot=%s stalewrites=%s(p=%.2f)", f.Rot, f.StaleWrites,
 			f.StaleWriteChance),
+		fmt.Sprintf("faults (nodes>1): split=%s oneway=%s quorumleader=%s leaderpeers=%s",
+			f.Split, f.OneWay, f.QuorumLeader, f.LeaderPeers),
+		fmt.Sprintf("faults (nodes>1): diskloss=%s(lastisr=%v) powerloss=%s", f.DiskLoss,
+			f.DiskLossLastISR, f.PowerLoss),
 		fmt.Sprintf("timing: net=%d+~%dus fsync=%d+~%dus meta=%d+~%dus io=%d/op+~%dus",
 			c.Timing.NetFloorUs, c.Timing.NetMeanUs, c.Timing.FsyncFloorUs,
 			c.Timing.FsyncMeanUs, c.Timing.MetaFloorUs, c.Timing.MetaMeanUs,

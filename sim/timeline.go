@@ -126,6 +126,9 @@ func (w *World) tlNodeDown(n *node, why string) {
 	case "process killed":
 		why = "process killed (kill -9): the page cache survives; restart after a drawn " +
 			"downtime"
+	case "disk lost":
+		kind, why = "crash", "disk lost: the machine dies and restarts with an empty data "+
+			"directory, state store and metadata log"
 	case "process restart":
 		why = "process restarted at the heal (after disk or read errors)"
 	}

@@ -70,6 +70,7 @@ type World struct {
 	conns     map[uint64]*conn
 	nextConn  uint64
 	blocked   map[int32]*[2]int64 // client actor → [toNode, toClient] blocked until
+	cutUntil  int64               // cuts between nodes may be in force until then
 
 	// links are the nodes' inter-broker connections (peers.go); onPeerReply, when a
 	// test sets it, sees every PeerReply before the broker does.
@@ -130,6 +131,7 @@ func New(cfg Config, opts Options) (*World, error) {
 	}
 	w.netR = newStream(cfg.Seed, "net")
 	w.faultR = newStream(cfg.Seed, "faults")
+	w.hist.Acks1Durable = cfg.StrictAcks1
 	w.stats.Faults = map[string]int{}
 	w.stats.Codes = map[string]int{}
 	if opts.Verbose != nil {
