@@ -182,6 +182,7 @@ func Check(h *History, opt Options) Report {
 		v.observe()
 		v.checkValues()
 		v.checkAcked()
+		v.checkReadsKept()
 		v.checkOrder()
 		v.checkStale()
 		v.checkGaps()
@@ -259,7 +260,7 @@ func (r *Report) countTimeouts(n int) {
 
 // kindRank orders anomalies for reports: broken promises to writers first.
 func kindRank(kind string) int {
-	for i, k := range []string{LostWrite, StaleRead, Duplicate, OutOfOrder, SequenceGap,
+	for i, k := range []string{LostWrite, LostRead, StaleRead, Duplicate, OutOfOrder, SequenceGap,
 		SequenceRefused, LogStartTooFar, BelowLogStart, TimeMismatch, WrongOffset,
 		Inconsistent, ReadPastHWM, SkippedRead, RejectedVisible, PhantomRead,
 		StaleCommitAccepted, SplitBrain, GenerationRegressed} {

@@ -71,6 +71,9 @@ var Catalogue = []Mutant{
 	{"broker/hwm-ignores-isr", "core/broker", "replication",
 		"the leader's high-water mark ignores its followers: acks=all answered once the " +
 			"leader alone holds the batch", "./core/broker/"},
+	{"replica/keeps-recovered-hwm", "core/replica", "replication",
+		"a restarted replica keeps its recovered log end as its high-water mark when it " +
+			"takes a role in a replicated partition", "./core/replica/"},
 	{"broker/hwm-ignores-pending-isr", "core/broker", "replication",
 		"while an ISR expansion is pending the high-water mark ignores the follower being " +
 			"added (Kafka's maximal ISR)", "./core/broker/"},

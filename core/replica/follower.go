@@ -24,6 +24,7 @@ var ErrNotFollower = errors.New("replica is not a follower")
 // the high-water mark moves only with SetLeaderHighWatermark, never with its own
 // fsyncs.
 func (r *Replica) BecomeFollower(epoch int32) {
+	r.forgetRecoveredHighWatermark()
 	r.follower = true
 	r.leaderEpoch = max(r.leaderEpoch, epoch)
 }
@@ -36,10 +37,27 @@ func (r *Replica) BecomeLeader(epoch int32) error {
 		return fmt.Errorf("%s: lead in epoch %d, log has epoch %d: %w", r.tp, epoch,
 			last.Epoch, ErrEpochWentBack)
 	}
+	r.forgetRecoveredHighWatermark()
 	r.follower = false
 	r.leaderEpoch = epoch
 	r.leadFrom(r.log.EndOffset())
 	return nil
+}
+
+// forgetRecoveredHighWatermark lowers the high-water mark New took from the recovered
+// log's end to the log start, the first time the replica takes a role in a replicated
+// partition. The tail it recovered reached this node but maybe not the rest of the
+// ISR: exposed now, it could be read and then lost with this node (docs/replication.md,
+// "The high-water mark after a restart"). A follower learns the mark again from its
+// leader's answers; a leader from its followers' fetches (at once with an ISR of one).
+// Kafka reads it from a checkpoint file instead, which can only be lower than the true
+// mark as well; starting from the log start costs one fetch round and no file.
+func (r *Replica) forgetRecoveredHighWatermark() {
+	if !r.hwmRecovered || mutantOn("keeps-recovered-hwm") {
+		return
+	}
+	r.hwmRecovered = false
+	r.hwm = r.log.StartOffset()
 }
 
 // Follower reports whether the replica follows another.

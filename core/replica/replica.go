@@ -84,6 +84,10 @@ type Replica struct {
 	epochs      epochCache
 	epochsDirty bool // epochs changed since last stored
 	follower    bool // follows another replica (follower.go): HWM from the leader only
+	// hwmRecovered: the high-water mark is the recovered log's end, right for a replica
+	// that leads alone but unknown in a replicated partition; the first role change
+	// forgets it (forgetRecoveredHighWatermark).
+	hwmRecovered bool
 
 	producers     map[int64]*producerEntry
 	snapOffset    int64 // offset of the last saved producer snapshot
@@ -127,6 +131,7 @@ func New(tp core.TopicPartition, incarnation uint64, log Log, cfg Config,
 	r.leadFrom(log.EndOffset())
 	r.durable = log.EndOffset()
 	r.hwm = r.durable
+	r.hwmRecovered = true
 	r.checkOffsets()
 	return r, nil
 }
