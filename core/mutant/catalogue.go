@@ -62,7 +62,7 @@ var Catalogue = []Mutant{
 		"an incremental response lists a partition only when it has records",
 		"./core/broker/"},
 	{"broker/fetcher-session-forgets-resend", "core/broker", "replication",
-		"a follower's session forgets a partition that backs off but still takes it as "+
+		"a follower's session forgets a partition that backs off but still takes it as " +
 			"held, so it is never sent again once ready",
 		"./core/broker/"},
 	{"broker/leader-epoch-inverted", "core/broker", "fencing",
