@@ -18,8 +18,9 @@ import (
 // serves it, without bounds): sessions by id, each holding its partitions' request
 // fields and what the follower was last told of each.
 type testSessions struct {
-	next int32
-	byID map[int32]*testSession
+	next     int32
+	byID     map[int32]*testSession
+	notFound int // incremental fetches of a session it no longer has
 }
 
 type testSession struct {
@@ -57,6 +58,7 @@ func (l *testLeader) sessionFetch(m *kmsg.FetchRequest) *kmsg.FetchResponse {
 	s := ss.byID[m.SessionID]
 	switch {
 	case s == nil:
+		ss.notFound++
 		resp := m.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp
