@@ -12,7 +12,9 @@ package broker
 //     named, if any). The response carries the new session's id, or 0 when the cache has
 //     no room: the client then keeps sending full fetches.
 //   - SessionEpoch n > 0: an incremental fetch of session SessionID, which must exist
-//     (else FETCH_SESSION_ID_NOT_FOUND) and expect epoch n (else
+//     and have been opened by the same ReplicaID (a follower's session by that
+//     follower, a consumer's by a consumer; else FETCH_SESSION_ID_NOT_FOUND: a follower
+//     must never be credited with another replica's fetch offsets) and expect epoch n (else
 //     INVALID_FETCH_SESSION_EPOCH). Topics add or update partitions (their fetch offset
 //     and limits), ForgottenTopics remove them; the fetch covers every partition of the
 //     session. Any other epoch is read the same way: it never matches.
@@ -68,6 +70,7 @@ type fetchSession struct {
 	id         int32
 	epoch      int32 // the epoch the next incremental fetch must carry
 	privileged bool  // a follower's
+	owner      int32 // the ReplicaID that opened it (-1: a consumer); only it may use it
 	parts      map[core.TopicPartition]*sessionPart
 	order      []core.TopicPartition
 	lastUsed   core.Time
@@ -95,7 +98,9 @@ func (rm *replicaManager) resolveFetch(m *kmsg.FetchRequest) (*kmsg.FetchRequest
 		return m, rm.newSession(m), 0
 	}
 	s := c.byID[m.SessionID]
-	if s == nil {
+	if s == nil || s.owner != max(fetchReplicaID(m), -1) {
+		// Another replica's session is not found either: a follower whose fetch
+		// named it would be credited with that replica's fetch offsets.
 		rm.hit(pFetchSessionNotFound)
 		return nil, nil, kerr.FetchSessionIDNotFound.Code
 	}
@@ -129,7 +134,7 @@ func (rm *replicaManager) newSession(m *kmsg.FetchRequest) *fetchSession {
 	for _, t := range m.Topics {
 		n += len(t.Partitions)
 	}
-	privileged := m.ReplicaID >= 0 // a follower (Fetch v15's ReplicaState is not served)
+	privileged := fetchReplicaID(m) >= 0 // a follower
 	limits := rm.cfg.Limits
 	if limits.FetchSessionCacheSlots <= 0 || n > limits.FetchSessionCacheMaxPartitions {
 		rm.hit(pFetchSessionNoRoom)
@@ -149,7 +154,7 @@ func (rm *replicaManager) newSession(m *kmsg.FetchRequest) *fetchSession {
 			zap.Bool("for_follower", privileged))
 		rm.closeSession(victim.id)
 	}
-	s := &fetchSession{id: id, epoch: 1, privileged: privileged,
+	s := &fetchSession{id: id, epoch: 1, privileged: privileged, owner: max(fetchReplicaID(m), -1),
 		parts: map[core.TopicPartition]*sessionPart{}, lastUsed: rm.now, created: rm.now}
 	if c.byID == nil {
 		c.byID = map[int32]*fetchSession{}

@@ -337,3 +337,30 @@ func TestFetchSessionEvictionKeepsFollowersAndLargeSessions(t *testing.T) {
 	require.NotZero(t, open(-1, 3))
 	require.Nil(t, h.b.sessions.byID[follower], "the idle follower session went")
 }
+
+// A session serves only the replica that opened it: a follower naming another
+// follower's (or a consumer's) session, or a consumer naming a follower's, gets
+// FETCH_SESSION_ID_NOT_FOUND; the leader would otherwise record the other replica's
+// cached fetch offsets as this follower's and could count it caught up.
+func TestFetchSessionServesOnlyItsOwner(t *testing.T) {
+	h := leaderHarness(t, ids(1, 2, 3), "1")
+	requireCode(t, nil, producePart(t, h.do(produceReq(1, "r", 0, values("a")))).ErrorCode)
+	open := func(replica int32) int32 {
+		req := inSession(fetchReq("r", 0, 1, 0, 1), 0, 0)
+		req.ReplicaID = replica
+		resp := h.do(req).(*kmsg.FetchResponse)
+		require.NotZero(t, resp.SessionID)
+		return resp.SessionID
+	}
+	follower2, consumer := open(2), open(-1)
+	use := func(replica, id int32) int16 {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.ReplicaID, req.MaxBytes = maxVersion(kmsg.Fetch), replica, 1<<20
+		return h.do(inSession(req, id, 1)).(*kmsg.FetchResponse).ErrorCode
+	}
+	requireCode(t, kerr.FetchSessionIDNotFound, use(3, follower2), "another follower's")
+	requireCode(t, kerr.FetchSessionIDNotFound, use(-1, follower2), "a consumer")
+	requireCode(t, kerr.FetchSessionIDNotFound, use(3, consumer), "a consumer's")
+	requireCode(t, nil, use(2, follower2), "its owner")
+	requireCode(t, nil, use(-1, consumer), "its owner")
+}

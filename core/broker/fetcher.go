@@ -198,6 +198,11 @@ func (rm *replicaManager) unfollow(tp core.TopicPartition) {
 	rm.lg.Info("stopped following partition", zap.Stringer("tp", tp),
 		zap.Int32("leader", fp.leader))
 	rm.maybeDropLink(link)
+	if rm.fetcher.links[fp.leader] == link {
+		// The link may have waited for this partition's sync (F2): nothing else
+		// would wake it.
+		rm.pumpLink(link)
+	}
 }
 
 // maybeDropLink forgets a link with no partitions and no request in flight.

@@ -447,3 +447,31 @@ func sortedSessions(m map[int32]*fetchSession) []*fetchSession {
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out
 }
+
+// A link waiting for a partition's fsync before its next Fetch (F2) is woken when that
+// partition stops being followed from it (it moved to another leader): the link's other
+// partitions are fetched again. Found by TestFollowerInSessionsConvergesOnTheLeadersLogs;
+// sessionless fetching had the same hole.
+func TestLinkWaitingOnAMovedPartitionsSyncFetchesAgain(t *testing.T) {
+	h, l, tps := sessionFollower(t, 2)
+	h.serveUntilEqual(l, tps, 20)
+	l.produce(tps[0], values("x"))
+	h.holdSyncs = true
+	h.serve(map[int32]*testLeader{2: l}) // t-0 appended: the link waits for its fsync
+	require.Empty(t, h.env.peerReqs)
+	other := newTestLeader(t, 3, l.cfg)
+	other.lead(tps[0], 2, l.logs[tps[0]].Batches(), 1)
+	l.reps[tps[0]].BecomeFollower(2)
+	h.b.follow(tps[0], 3, 2) // t-0 moves to node 3 (its sync still held)
+	l.produce(tps[1], values("y"))
+	var toLeader2 int
+	for _, p := range h.env.peerReqs {
+		if p.Node == 2 {
+			toLeader2++
+		}
+	}
+	require.Equal(t, 1, toLeader2, "the link to node 2 fetches t-1 again")
+	h.holdSyncs = false
+	h.settle()
+	h.catchUpWith(map[int32]*testLeader{2: l, 3: other}, l, tps[1], 20)
+}
