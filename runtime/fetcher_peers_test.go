@@ -31,7 +31,8 @@ func peerRoundTrip(t *testing.T, p *kafkanet.Peers, ch chan broker.PeerReply, id
 // The requests the follower fetcher sends (core/broker/fetcher.go) travel over the
 // inter-broker client to a real node at the versions it negotiates: OffsetForLeaderEpoch
 // and ListOffsets with a ReplicaID, and a sessionless Fetch with a ReplicaID and
-// LastFetchedEpoch (v12), whose records a follower replica takes as they are.
+// LastFetchedEpoch (v12), whose records a follower replica takes as they are; then the
+// Fetches of a follower's incremental session.
 func TestFollowerRequestsReachARealNode(t *testing.T) {
 	b := startPeerNode(t, 2, nil, zap.NewNop())
 	ch := make(chan broker.PeerReply, 8)
@@ -109,4 +110,19 @@ func TestFollowerRequestsReachARealNode(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, part.RecordBatches, n)
 	require.EqualValues(t, 3, follower.EndOffset(), "the follower holds the leader's records")
+
+	// The fetcher's session (fetcher_session.go): a full Fetch at epoch 0 opens one, an
+	// incremental Fetch naming nothing is served over the session's partitions.
+	f.SessionID, f.SessionEpoch, f.MaxWaitMillis = 0, 0, 0
+	f.Topics[0].Partitions[0].FetchOffset = 3
+	fr = peerRoundTrip(t, p, ch, 23, f).(*kmsg.FetchResponse)
+	require.Zero(t, fr.ErrorCode)
+	require.NotZero(t, fr.SessionID, "a session for the follower")
+	inc := kmsg.NewPtrFetchRequest()
+	inc.ReplicaID, inc.MaxBytes = 1, 10<<20
+	inc.SessionID, inc.SessionEpoch = fr.SessionID, 1
+	ir := peerRoundTrip(t, p, ch, 24, inc).(*kmsg.FetchResponse)
+	require.Zero(t, ir.ErrorCode)
+	require.Equal(t, fr.SessionID, ir.SessionID)
+	require.Empty(t, ir.Topics, "nothing new since the full fetch")
 }

@@ -35,6 +35,8 @@ type testCluster struct {
 	// driver's timeout would: E7).
 	cut     map[int32]bool
 	cutHeld []peerCall
+	// observe, when set, sees every peer request as it is sent.
+	observe func(from int32, p PeerRequest)
 }
 
 // peerCall is a SendPeer delivered to a peer broker as request reqID there.
@@ -99,6 +101,9 @@ func (c *testCluster) deliverPeers() int {
 	for _, id := range c.ids {
 		for _, p := range c.nodes[id].takePeer() {
 			n++
+			if c.observe != nil {
+				c.observe(id, p)
+			}
 			if _, ok := p.Msg.(*kmsg.AlterPartitionRequest); ok {
 				c.answerAlter(id, p)
 				continue

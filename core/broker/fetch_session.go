@@ -12,29 +12,39 @@ package broker
 //     named, if any). The response carries the new session's id, or 0 when the cache has
 //     no room: the client then keeps sending full fetches.
 //   - SessionEpoch n > 0: an incremental fetch of session SessionID, which must exist
-//     (else FETCH_SESSION_ID_NOT_FOUND) and expect epoch n (else
+//     and have been opened by the same ReplicaID (a follower's session by that
+//     follower, a consumer's by a consumer; else FETCH_SESSION_ID_NOT_FOUND: a follower
+//     must never be credited with another replica's fetch offsets) and expect epoch n (else
 //     INVALID_FETCH_SESSION_EPOCH). Topics add or update partitions (their fetch offset
 //     and limits), ForgottenTopics remove them; the fetch covers every partition of the
 //     session. Any other epoch is read the same way: it never matches.
 //
-// An incremental response lists a partition when it has records or an error, or when
-// its high-water mark, last stable offset or log start offset differs from what this
-// session last told the client. Partitions that returned records move to the end of the
+// An incremental response lists a partition when it has records, an error or a
+// diverging epoch (a follower must truncate), or when its high-water mark, last stable
+// offset or log start offset differs from what this session last told the client; after
+// an error, its next answer is listed whatever it holds (Kafka's rule). Partitions that returned records move to the end of the
 // session's order, so a large session cannot starve its last partitions under the
 // response size cap.
 //
 // Bounds (docs/limits.md, Fetch sessions): at most max.incremental.fetch.session.cache.slots
 // sessions (Kafka's setting and default, 1,000) and sluice.fetch.session.cache.max.partitions
 // partitions over all of them. A new session takes a free slot, else the slot of the
-// least recently used session idle for sessionEvictionMs; a follower's session
-// (privileged, as in Kafka) may also take the least recently used consumer session's.
-// Otherwise no session is made (SessionID 0) and the client fetches in full. An update
+// least recently used session idle for sessionEvictionMs; failing that, the least
+// valuable session that is evictable, as Kafka's FetchSessionCache ranks them (a
+// session's worth is (privileged, partitions): a follower's session is privileged and
+// outranks every consumer's; among equals the larger session is kept). A follower's
+// newcomer may take any consumer session's slot, and a privileged session's once that
+// one is sessionEvictionMs old (since creation); a consumer's newcomer only a consumer
+// session that is that old. The victim must be worth no more than the newcomer (ties go
+// by session id, as in Kafka). Otherwise no session is made (SessionID 0) and the
+// client fetches in full. Followers' sessions count against the same slots. An update
 // that would take the cache past its partition bound closes the session:
 // FETCH_SESSION_ID_NOT_FOUND, and the client starts over with a full fetch.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core"
 )
@@ -60,9 +70,11 @@ type fetchSession struct {
 	id         int32
 	epoch      int32 // the epoch the next incremental fetch must carry
 	privileged bool  // a follower's
+	owner      int32 // the ReplicaID that opened it (-1: a consumer); only it may use it
 	parts      map[core.TopicPartition]*sessionPart
 	order      []core.TopicPartition
 	lastUsed   core.Time
+	created    core.Time
 	closed     bool // removed from the cache; a parked fetch of it still holds it
 }
 
@@ -86,7 +98,9 @@ func (rm *replicaManager) resolveFetch(m *kmsg.FetchRequest) (*kmsg.FetchRequest
 		return m, rm.newSession(m), 0
 	}
 	s := c.byID[m.SessionID]
-	if s == nil {
+	if s == nil || s.owner != max(fetchReplicaID(m), -1) {
+		// Another replica's session is not found either: a follower whose fetch
+		// named it would be credited with that replica's fetch offsets.
 		rm.hit(pFetchSessionNotFound)
 		return nil, nil, kerr.FetchSessionIDNotFound.Code
 	}
@@ -120,24 +134,28 @@ func (rm *replicaManager) newSession(m *kmsg.FetchRequest) *fetchSession {
 	for _, t := range m.Topics {
 		n += len(t.Partitions)
 	}
-	privileged := m.ReplicaID >= 0 // a follower (Fetch v15's ReplicaState is not served)
+	privileged := fetchReplicaID(m) >= 0 // a follower
 	limits := rm.cfg.Limits
 	if limits.FetchSessionCacheSlots <= 0 || n > limits.FetchSessionCacheMaxPartitions {
 		rm.hit(pFetchSessionNoRoom)
 		return nil
 	}
+	id := rm.sessionID()
 	for len(c.byID) >= limits.FetchSessionCacheSlots ||
 		c.partitions+n > limits.FetchSessionCacheMaxPartitions {
-		victim := rm.evictable(privileged)
+		victim := rm.evictable(evictKey{privileged, n, id})
 		if victim == nil {
 			rm.hit(pFetchSessionNoRoom)
 			return nil
 		}
 		rm.hit(pFetchSessionEvicted)
+		rm.lg.Debug("fetch session evicted", zap.Int32("session", victim.id),
+			zap.Bool("privileged", victim.privileged), zap.Int("partitions", len(victim.parts)),
+			zap.Bool("for_follower", privileged))
 		rm.closeSession(victim.id)
 	}
-	s := &fetchSession{id: rm.sessionID(), epoch: 1, privileged: privileged,
-		parts: map[core.TopicPartition]*sessionPart{}, lastUsed: rm.now}
+	s := &fetchSession{id: id, epoch: 1, privileged: privileged, owner: max(fetchReplicaID(m), -1),
+		parts: map[core.TopicPartition]*sessionPart{}, lastUsed: rm.now, created: rm.now}
 	if c.byID == nil {
 		c.byID = map[int32]*fetchSession{}
 	}
@@ -161,23 +179,61 @@ func (rm *replicaManager) sessionID() int32 {
 	return 0
 }
 
-// evictable picks the session a new one may replace: the least recently used session
-// idle for sessionEvictionMs, or, for a privileged newcomer, the least recently used
-// unprivileged one. Ties go to the smaller id, so the choice does not depend on map order.
-func (rm *replicaManager) evictable(privileged bool) *fetchSession {
-	var best *fetchSession
+// evictKey is what a session is worth keeping, in Kafka's order: a follower's
+// (privileged) session over a consumer's, then the larger, then the larger id.
+type evictKey struct {
+	privileged bool
+	size       int
+	id         int32
+}
+
+func (k evictKey) less(o evictKey) bool {
+	if k.privileged != o.privileged {
+		return !k.privileged
+	}
+	if k.size != o.size {
+		return k.size < o.size
+	}
+	return k.id < o.id
+}
+
+// evictable picks the session a newcomer worth newcomer may replace (Kafka's
+// FetchSessionCache.tryEvict): the least recently used session idle for
+// sessionEvictionMs; else the least worth among those the newcomer may take (a
+// follower's newcomer: any consumer session, or a privileged one created
+// sessionEvictionMs ago; a consumer's: any session created that long ago that is not
+// privileged), provided it is worth less than the newcomer. Ties go to the smaller id,
+// so the choice does not depend on map order.
+func (rm *replicaManager) evictable(newcomer evictKey) *fetchSession {
+	var stale, least *fetchSession
 	for _, s := range rm.sessions.byID {
-		idle := rm.now.Millis()-s.lastUsed.Millis() >= sessionEvictionMs
-		if !idle && !(privileged && !s.privileged) {
+		if rm.now.Millis()-s.lastUsed.Millis() >= sessionEvictionMs {
+			if stale == nil || s.lastUsed < stale.lastUsed ||
+				(s.lastUsed == stale.lastUsed && s.id < stale.id) {
+				stale = s
+			}
 			continue
 		}
-		if best == nil || s.lastUsed < best.lastUsed ||
-			(s.lastUsed == best.lastUsed && s.id < best.id) {
-			best = s
+		old := rm.now.Millis()-s.created.Millis() >= sessionEvictionMs
+		mayTake := old && !s.privileged
+		if newcomer.privileged {
+			mayTake = !s.privileged || old
+		}
+		if mayTake && (least == nil || s.key().less(least.key())) {
+			least = s
 		}
 	}
-	return best
+	switch {
+	case stale != nil:
+		return stale
+	case least != nil && least.key().less(newcomer):
+		return least
+	default:
+		return nil
+	}
 }
+
+func (s *fetchSession) key() evictKey { return evictKey{s.privileged, len(s.parts), s.id} }
 
 func (rm *replicaManager) closeSession(id int32) {
 	s := rm.sessions.byID[id]
@@ -300,7 +356,9 @@ func (rm *replicaManager) sessionResponse(s *fetchSession, incremental bool,
 			sp := s.parts[tp]
 			news := sp == nil || sp.news(&p)
 			if sp != nil {
-				sp.sent, sp.hwm, sp.lso, sp.logStart = true, p.HighWatermark,
+				// After an error the partition is listed again once it clears, as
+				// Kafka does (its cached high-water mark becomes -1).
+				sp.sent, sp.hwm, sp.lso, sp.logStart = p.ErrorCode == 0, p.HighWatermark,
 					p.LastStableOffset, p.LogStartOffset
 				if len(p.RecordBatches) > 0 {
 					moved = append(moved, tp)
@@ -325,8 +383,8 @@ func (sp *sessionPart) news(p *kmsg.FetchResponseTopicPartition) bool {
 		return len(p.RecordBatches) > 0 || !sp.sent
 	}
 	return len(p.RecordBatches) > 0 || p.ErrorCode != 0 || !sp.sent ||
-		p.HighWatermark != sp.hwm || p.LastStableOffset != sp.lso ||
-		p.LogStartOffset != sp.logStart
+		p.DivergingEpoch.Epoch >= 0 || p.HighWatermark != sp.hwm ||
+		p.LastStableOffset != sp.lso || p.LogStartOffset != sp.logStart
 }
 
 // rotate moves the given partitions, in their order, to the end of the session's order.

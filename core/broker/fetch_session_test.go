@@ -251,3 +251,116 @@ func decodeFrom(t *testing.T, batches []byte, offset int64) ([]string, int64) {
 	}))
 	return out, offset
 }
+
+// inSession sets a fetch's session fields.
+func inSession(req *kmsg.FetchRequest, id, epoch int32) *kmsg.FetchRequest {
+	req.SessionID, req.SessionEpoch = id, epoch
+	return req
+}
+
+// A follower told its log diverges (DivergingEpoch, no records, nothing else new) is
+// told so in an incremental answer too, as Kafka's session does: left out, it would
+// fetch the same position for ever. And a partition whose error cleared is listed
+// again although its high-water mark did not move (Kafka resets what it told).
+func TestFetchSessionListsDivergenceAndClearedErrors(t *testing.T) {
+	h := leaderHarness(t, ids(1, 2), "1")
+	requireCode(t, nil, producePart(t, h.do(produceReq(1, "r", 0, values("a")))).ErrorCode)
+	_ = h.do(followerFetch(2, "r", 0, 1, 2, 2, 0))
+	requireCode(t, nil, producePart(t, h.do(produceReq(1, "r", 0, values("b")))).ErrorCode)
+
+	// Node 3 at offset 3 with last epoch 2: its log diverges at 2 (follower_fetch_test).
+	resp := h.do(inSession(followerFetch(3, "r", 0, 3, 2, 2, 0), 0, 0)).(*kmsg.FetchResponse)
+	id := resp.SessionID
+	require.NotZero(t, id)
+	require.True(t, h.b.sessions.byID[id].privileged, "a follower's session")
+	require.EqualValues(t, 2, fetchOne(t, resp).DivergingEpoch.EndOffset)
+	inc := kmsg.NewPtrFetchRequest()
+	inc.Version, inc.ReplicaID, inc.MaxBytes = maxVersion(kmsg.Fetch), 3, 1<<20
+	inc = inSession(inc, id, 1)
+	f := fetchOne(t, h.do(inc))
+	require.EqualValues(t, 2, f.DivergingEpoch.EndOffset, "still diverging: listed")
+
+	// A consumer past the end gets OFFSET_OUT_OF_RANGE; moved back to the end, it is
+	// listed (no records, the same high-water mark) so it learns the error cleared.
+	resp = h.do(inSession(fetchReq("r", 0, 9, 0, 1), 0, 0)).(*kmsg.FetchResponse)
+	cid := resp.SessionID
+	requireCode(t, kerr.OffsetOutOfRange, fetchOne(t, resp).ErrorCode)
+	cf := fetchOne(t, h.do(inSession(fetchReq("r", 0, 2, 0, 1), cid, 1)))
+	requireCode(t, nil, cf.ErrorCode)
+	require.Empty(t, partsOf(t, h.do(inSession(fetchReq("r", 0, 2, 0, 1), cid, 2))),
+		"then nothing new")
+}
+
+// Eviction as Kafka's FetchSessionCache ranks sessions: a follower's (privileged)
+// newcomer takes the smallest consumer session's slot however recently it was used; a
+// consumer's newcomer cannot take a follower's, nor a young session's; once sessions
+// are sessionEvictionMs old a larger consumer session takes a smaller one's slot, and
+// one idle that long goes first.
+func TestFetchSessionEvictionKeepsFollowersAndLargeSessions(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Limits.FetchSessionCacheSlots = 2 })
+	h.mustCreate("t", 4)
+	open := func(replica int32, parts ...int32) int32 {
+		offsets := map[int32]int64{}
+		for _, p := range parts {
+			offsets[p] = 0
+		}
+		req := sessionFetch(0, 0, "t", offsets)
+		req.ReplicaID = replica
+		return h.do(req).(*kmsg.FetchResponse).SessionID
+	}
+	small := open(-1, 0)
+	large := open(-1, 0, 1, 2)
+	require.NotZero(t, small)
+	require.NotZero(t, large)
+	require.Zero(t, open(-1, 0, 1, 2, 3), "young sessions are not taken by a consumer")
+	follower := open(5, 0)
+	require.NotZero(t, follower, "a follower's session takes a consumer's slot")
+	require.Nil(t, h.b.sessions.byID[small], "the smallest went")
+	require.NotNil(t, h.b.sessions.byID[large])
+
+	// Both old now, both used just now: a consumer may take only a smaller consumer
+	// session, never the follower's.
+	h.advance(sessionEvictionMs * time.Millisecond)
+	for _, id := range []int32{large, follower} {
+		h.b.sessions.byID[id].lastUsed = h.now
+	}
+	require.Zero(t, open(-1, 0, 1), "smaller than every session it may take")
+	bigger := open(-1, 0, 1, 2, 3)
+	require.NotZero(t, bigger, "a larger consumer session takes the smaller's slot")
+	require.Nil(t, h.b.sessions.byID[large])
+	require.NotNil(t, h.b.sessions.byID[follower], "the follower's session is kept")
+
+	// Idle for the eviction time: the least recently used goes first, whatever it is.
+	h.b.sessions.byID[bigger].lastUsed = h.now
+	h.advance(sessionEvictionMs * time.Millisecond)
+	h.b.sessions.byID[bigger].lastUsed = h.now
+	require.NotZero(t, open(-1, 3))
+	require.Nil(t, h.b.sessions.byID[follower], "the idle follower session went")
+}
+
+// A session serves only the replica that opened it: a follower naming another
+// follower's (or a consumer's) session, or a consumer naming a follower's, gets
+// FETCH_SESSION_ID_NOT_FOUND; the leader would otherwise record the other replica's
+// cached fetch offsets as this follower's and could count it caught up.
+func TestFetchSessionServesOnlyItsOwner(t *testing.T) {
+	h := leaderHarness(t, ids(1, 2, 3), "1")
+	requireCode(t, nil, producePart(t, h.do(produceReq(1, "r", 0, values("a")))).ErrorCode)
+	open := func(replica int32) int32 {
+		req := inSession(fetchReq("r", 0, 1, 0, 1), 0, 0)
+		req.ReplicaID = replica
+		resp := h.do(req).(*kmsg.FetchResponse)
+		require.NotZero(t, resp.SessionID)
+		return resp.SessionID
+	}
+	follower2, consumer := open(2), open(-1)
+	use := func(replica, id int32) int16 {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.ReplicaID, req.MaxBytes = maxVersion(kmsg.Fetch), replica, 1<<20
+		return h.do(inSession(req, id, 1)).(*kmsg.FetchResponse).ErrorCode
+	}
+	requireCode(t, kerr.FetchSessionIDNotFound, use(3, follower2), "another follower's")
+	requireCode(t, kerr.FetchSessionIDNotFound, use(-1, follower2), "a consumer")
+	requireCode(t, kerr.FetchSessionIDNotFound, use(3, consumer), "a consumer's")
+	requireCode(t, nil, use(2, follower2), "its owner")
+	requireCode(t, nil, use(-1, consumer), "its owner")
+}

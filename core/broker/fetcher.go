@@ -13,8 +13,10 @@ package broker
 //     KIP-101/KIP-279), and fetches once the cut is complete;
 //   - ListOffsets (latest) for the partitions in phaseOutOfRange: the leader said
 //     OFFSET_OUT_OF_RANGE, and a follower ahead of its leader's end cuts back to it;
-//   - otherwise Fetch for the partitions in phaseFetching (a sessionless full fetch:
-//     SessionEpoch -1), from each one's log end with its latest epoch (FetchPosition).
+//   - otherwise Fetch for the partitions in phaseFetching, from each one's log end with
+//     its latest epoch (FetchPosition), in the link's incremental fetch session
+//     (KIP-227, fetcher_session.go): after the first full Fetch only the partitions
+//     whose position changed, were added or came back are listed.
 //
 // Ordering rules (docs/replication.md, "Follower fetcher"):
 //   - F1: truncate before fetching from a new leader or epoch: follow puts a partition
@@ -96,6 +98,7 @@ type leaderLink struct {
 	// next Fetch waits until it is empty (F2), so a round costs one scan, not one per
 	// SyncDone.
 	syncing map[core.TopicPartition]bool
+	session linkSession // the fetch session with this leader (fetcher_session.go)
 }
 
 // requestKind is what a fetcher request asks. The set is closed.
@@ -114,6 +117,8 @@ type fetcherRequest struct {
 	kind  requestKind
 	parts map[core.TopicPartition]*followedPartition
 	since core.Time
+	// sessionEpoch is a Fetch's SessionEpoch (0: full, asking for a session).
+	sessionEpoch int32
 }
 
 // fetcherState is the replica manager's follower side.
@@ -193,6 +198,11 @@ func (rm *replicaManager) unfollow(tp core.TopicPartition) {
 	rm.lg.Info("stopped following partition", zap.Stringer("tp", tp),
 		zap.Int32("leader", fp.leader))
 	rm.maybeDropLink(link)
+	if rm.fetcher.links[fp.leader] == link {
+		// The link may have waited for this partition's sync (F2): nothing else
+		// would wake it.
+		rm.pumpLink(link)
+	}
 }
 
 // maybeDropLink forgets a link with no partitions and no request in flight.
@@ -419,6 +429,9 @@ func (rm *replicaManager) fetcherReply(in PeerReply) bool {
 // unknown: it may have reached the leader, which is harmless for these reads).
 func (rm *replicaManager) transportFailed(link *leaderLink, req *fetcherRequest, in PeerReply) {
 	rm.hit(pFetcherTransportError)
+	if req.kind == reqFetch {
+		link.session.reset(true) // it may or may not have reached the leader's session
+	}
 	rm.lg.Warn("request to leader failed; backing off", zap.Int32("leader", link.leader),
 		zap.Int("partitions", len(req.parts)), zap.Int("backoff_ms", rm.cfg.Fetcher.BackoffMs),
 		zap.Error(in.Err))

@@ -100,7 +100,8 @@ func (rm *replicaManager) sendLeaderEnds(link *leaderLink, parts []*followedPart
 	rm.startRequest(link, reqLeaderEnds, parts, req)
 }
 
-// sendFetch fetches every ready partition of the link in one sessionless Fetch.
+// sendFetch fetches every ready partition of the link in one Fetch of its session
+// (fetcher_session.go): all of them when it opens a session, else those that changed.
 func (rm *replicaManager) sendFetch(link *leaderLink, parts []*followedPartition) {
 	fc := rm.cfg.Fetcher
 	req := kmsg.NewPtrFetchRequest()
@@ -108,7 +109,8 @@ func (rm *replicaManager) sendFetch(link *leaderLink, parts []*followedPartition
 	req.ReplicaState.ID = rm.cfg.NodeID // v15+ only; Sluice serves up to v12
 	req.MaxWaitMillis, req.MinBytes = int32(fc.WaitMaxMs), int32(fc.MinBytes)
 	req.MaxBytes = int32(rm.cfg.Limits.ReplicaFetchResponseMaxBytes)
-	req.SessionID, req.SessionEpoch = 0, -1
+	ready := make([]core.TopicPartition, 0, len(parts))
+	fields := make(map[core.TopicPartition]kmsg.FetchRequestTopicPartition, len(parts))
 	for _, fp := range parts {
 		rep := rm.replicas[fp.tp]
 		off, last, _ := rep.FetchPosition()
@@ -116,16 +118,12 @@ func (rm *replicaManager) sendFetch(link *leaderLink, parts []*followedPartition
 		rp.Partition, rp.CurrentLeaderEpoch = fp.tp.Partition, fp.epoch
 		rp.FetchOffset, rp.LastFetchedEpoch = off, last
 		rp.LogStartOffset, rp.PartitionMaxBytes = rep.StartOffset(), int32(fc.MaxBytes)
-		n := len(req.Topics)
-		if n == 0 || req.Topics[n-1].Topic != fp.tp.Topic {
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = fp.tp.Topic
-			req.Topics = append(req.Topics, rt)
-			n++
-		}
-		req.Topics[n-1].Partitions = append(req.Topics[n-1].Partitions, rp)
+		ready = append(ready, fp.tp)
+		fields[fp.tp] = rp
 	}
+	link.session.sessionRequest(req, ready, fields)
 	rm.startRequest(link, reqFetch, parts, req)
+	link.req.sessionEpoch = req.SessionEpoch
 }
 
 // handleFetcherAnswer applies a peer's response to the request it answers.
@@ -393,9 +391,12 @@ func errorName(code int16) string {
 func (rm *replicaManager) fetchAnswered(link *leaderLink, req *fetcherRequest,
 	resp *kmsg.FetchResponse) {
 	if resp.ErrorCode != 0 {
-		rm.transportFailed(link, req, PeerReply{Err: kerr.ErrorForCode(resp.ErrorCode)})
+		if !rm.sessionError(link, resp.ErrorCode) {
+			rm.transportFailed(link, req, PeerReply{Err: kerr.ErrorForCode(resp.ErrorCode)})
+		}
 		return
 	}
+	rm.sessionAnswered(link, req, resp)
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			fp := rm.answered(req, t.Topic, p.Partition)

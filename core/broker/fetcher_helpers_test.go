@@ -31,6 +31,12 @@ type testLeader struct {
 	inc  uint64
 	// rewrite, when set, may change a Fetch response before it is sent.
 	rewrite func(resp *kmsg.FetchResponse)
+	// sessions: the leader grants incremental fetch sessions (fetcher_session_test.go);
+	// otherwise every answer says SessionID 0 (no session) and the follower fetches in
+	// full.
+	sessions *testSessions
+	// fetches records every Fetch as received (before a session's expansion).
+	fetches []*kmsg.FetchRequest
 }
 
 func newTestLeader(t testing.TB, id int32, cfg replica.Config) *testLeader {
@@ -84,7 +90,8 @@ func (l *testLeader) answer(p PeerRequest) kmsg.Response {
 	var resp kmsg.Response
 	switch m := roundTripRequest(l.t, p.Msg).(type) {
 	case *kmsg.FetchRequest:
-		fr := l.fetch(m)
+		l.fetches = append(l.fetches, m)
+		fr := l.sessionFetch(m)
 		if l.rewrite != nil {
 			l.rewrite(fr)
 		}

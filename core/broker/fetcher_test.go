@@ -47,7 +47,8 @@ func TestFollowerCatchesUpFromEmpty(t *testing.T) {
 	require.EqualValues(t, 500, f.MaxWaitMillis)
 	require.EqualValues(t, 1, f.MinBytes)
 	require.EqualValues(t, 10<<20, f.MaxBytes)
-	require.EqualValues(t, -1, f.SessionEpoch, "sessionless full fetch")
+	require.EqualValues(t, 0, f.SessionEpoch, "a full fetch asking for a session")
+	require.EqualValues(t, 0, f.SessionID)
 	require.Len(t, f.Topics, 1)
 	fp := f.Topics[0].Partitions[0]
 	require.EqualValues(t, 1, fp.CurrentLeaderEpoch)

@@ -61,6 +61,10 @@ var Catalogue = []Mutant{
 	{"broker/fetch-session-records-only", "core/broker", "fetch",
 		"an incremental response lists a partition only when it has records",
 		"./core/broker/"},
+	{"broker/fetcher-session-forgets-resend", "core/broker", "replication",
+		"a follower's session forgets a partition that backs off but still takes it as " +
+			"held, so it is never sent again once ready",
+		"./core/broker/"},
 	{"broker/leader-epoch-inverted", "core/broker", "fencing",
 		"a fetch naming an older leader epoch is served instead of FENCED_LEADER_EPOCH",
 		"./core/broker/"},
