@@ -56,18 +56,36 @@ func (n *Node) openQuorum() (broker.Start, error) {
 	if timing == (raftmeta.Timing{}) {
 		timing = raftmeta.DefaultTiming()
 	}
-	m, start, err := raftmeta.Open(raftmeta.Config{
+	cfg := raftmeta.Config{
 		NodeID: n.opts.Config.NodeID, Voters: n.opts.Voters, Bind: n.opts.ControllerListen,
 		State: n.state, SnapshotDir: filepath.Join(n.opts.DataDir, "raft-snapshots"),
 		Logger: n.lg.Named("quorum"), Timing: timing, OnFatal: n.onFatal,
-	})
+	}
+	if !n.isVoter() {
+		// A non-voter joins the quorum at its --controller-listen address (raftmeta's
+		// join.go); the voters dial it there.
+		cfg.Addr = n.opts.ControllerListen
+	}
+	m, start, err := raftmeta.Open(cfg)
 	if err != nil {
 		return broker.Start{}, err
 	}
 	n.quorum = m
 	n.lg.Info("metadata quorum", zap.Int("voters", len(n.opts.Voters)),
+		zap.Bool("voter", n.isVoter()),
 		zap.String("controller_listen", m.Addr()), zap.Uint64("records", start.LastIndex()))
 	return start, nil
+}
+
+// isVoter says whether this node is one of Options.Voters (else a non-voter: it follows
+// the metadata log and never votes).
+func (n *Node) isVoter() bool {
+	for _, v := range n.opts.Voters {
+		if v.ID == n.opts.Config.NodeID {
+			return true
+		}
+	}
+	return false
 }
 
 // awaitQuorumLeader waits, before clients are let in, until the quorum has a leader,

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,7 +66,8 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 	voters := fs.String("voters", "", "the metadata quorum, `ID@HOST:PORT,...` (raft "+
 		"transport addresses; default: none, the node keeps its own metadata log)")
 	controllerListen := fs.String("controller-listen", "", "`HOST:PORT` for this node's "+
-		"quorum transport (default: its address in --voters)")
+		"quorum transport (default: its address in --voters; required for a node outside "+
+		"--voters, which joins as a non-voter)")
 	httpListen := fs.String("http-listen", "127.0.0.1:9644", "`HOST:PORT` for /healthz, "+
 		"/readyz, /metrics and the web console (\"\": none)")
 	rack := fs.String("rack", "", "the `RACK` this node is in (broker.rack): replicas of a "+
@@ -160,6 +162,12 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 			return usageNode(fs, "--voters: %v", err)
 		}
 		opts.Voters = vs
+		if !slices.ContainsFunc(vs, func(v raftmeta.Voter) bool { return v.ID == cfg.NodeID }) &&
+			*controllerListen == "" {
+			return usageNode(fs, "node %d is not one of --voters: it joins the quorum as a "+
+				"non-voter and needs --controller-listen HOST:PORT (its own quorum transport, "+
+				"which the voters reach)", cfg.NodeID)
+		}
 	} else if *controllerListen != "" {
 		return usageNode(fs, "--controller-listen needs --voters")
 	}

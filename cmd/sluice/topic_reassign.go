@@ -35,7 +35,8 @@ func parseReassign(args []string, stderr io.Writer) (reassignOptions, error) {
 	var o reassignOptions
 	var replicas string
 	fs := newFlagSet("sluice topic reassign", "sluice topic reassign NAME --partition N "+
-		"(--replicas ID,ID,... [--wait] | --cancel)", stderr)
+		"(--replicas ID,ID,... [--wait] | --cancel); or sluice topic reassign --rebalance "+
+		"[NAME...] [--brokers ID,...] [--dry-run] [--wait]", stderr)
 	o.client.register(fs)
 	fs.IntVar(&o.partition, "partition", -1, "the partition to move")
 	fs.StringVar(&replicas, "replicas", "",
@@ -78,6 +79,9 @@ func parseBrokerIDs(s string) ([]int32, error) {
 }
 
 func topicReassign(args []string, stdout, stderr io.Writer) error {
+	if wantsRebalance(args) {
+		return topicRebalance(args, stdout, stderr) // topic_rebalance.go
+	}
 	o, err := parseReassign(args, stderr)
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ type Meta struct {
 	logs  raft.LogStore
 	snaps *raft.FileSnapshotStore
 	trans *raft.NetworkTransport
+	layer *joinLayer // the transport's listener, which also answers joins (join.go)
 	start broker.Start
 
 	out      *outbox
@@ -36,6 +37,8 @@ type Meta struct {
 	r        *raft.Raft
 	prop     *proposer
 	watch    *watcher
+	joinQuit chan struct{} // ends joinLoop (a non-voter's)
+	joinDone chan struct{}
 	fatalMu  sync.Once
 	closeMu  sync.Once
 	closeErr error
@@ -82,11 +85,14 @@ func (m *Meta) listen() error {
 	if err != nil {
 		return fmt.Errorf("node %d transport address %q: %w", m.cfg.NodeID, m.cfg.Addr, err)
 	}
-	m.trans, err = raft.NewTCPTransportWithLogger(bind, adv, 3, 10*time.Second,
-		m.hlog.Named("transport"))
+	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return fmt.Errorf("metadata quorum: listen on %s: %w", bind, err)
 	}
+	m.layer = newJoinLayer(ln, adv, m.lg.Named("join"))
+	m.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: m.layer, MaxPool: 3, Timeout: 10 * time.Second,
+		Logger: m.hlog.Named("transport")})
 	return nil
 }
 
@@ -124,6 +130,15 @@ func (m *Meta) Run(deliver func(broker.Input) bool) error {
 	}
 	m.watch.run(m.r, m.cfg.Timing.Heartbeat/2)
 	m.prop = newProposer(m)
+	serve := m.serveJoin
+	m.layer.serve.Store(&serve)
+	if m.cfg.voter() == nil {
+		m.joinQuit, m.joinDone = make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(m.joinDone)
+			m.joinLoop(m.joinQuit)
+		}()
+	}
 	return nil
 }
 
@@ -193,6 +208,10 @@ func (m *Meta) Close() error {
 			m.out.end()
 		}
 		var errs []error
+		if m.joinQuit != nil {
+			close(m.joinQuit) // ends a join in flight too
+			<-m.joinDone
+		}
 		if m.r != nil {
 			errs = append(errs, m.r.Shutdown().Error())
 		}
