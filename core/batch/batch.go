@@ -186,6 +186,18 @@ func CheckStored(b []byte) (Header, error) {
 // Split cuts a Produce request's record set into its batches, checking each with Check.
 // Kafka clients send one batch per partition, but the format allows several.
 func Split(records []byte, fn func(h Header, b []byte) error) error {
+	return split(records, Check, fn)
+}
+
+// SplitStored is Split for batches a log holds, checking each with CheckStored: a
+// follower replicating a compacted leader's log gets batches the cleaner emptied or
+// thinned (record count below lastOffsetDelta+1), which Check refuses.
+func SplitStored(records []byte, fn func(h Header, b []byte) error) error {
+	return split(records, CheckStored, fn)
+}
+
+func split(records []byte, check func([]byte) (Header, error),
+	fn func(h Header, b []byte) error) error {
 	for len(records) > 0 {
 		h, err := ParseHeader(records)
 		if err != nil {
@@ -195,7 +207,7 @@ func Split(records []byte, fn func(h Header, b []byte) error) error {
 			return fmt.Errorf("%w: batch of %d bytes, %d left", ErrBadLength, h.Size(), len(records))
 		}
 		one := records[:h.Size()]
-		if _, err := Check(one); err != nil {
+		if _, err := check(one); err != nil {
 			return err
 		}
 		if err := fn(h, one); err != nil {
