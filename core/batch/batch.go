@@ -218,6 +218,18 @@ func split(records []byte, check func([]byte) (Header, error),
 	return nil
 }
 
+// RebaseEmpty returns a copy of the empty batch b (no records: a filler the cleaner
+// left for a run of removed batches) starting at base instead, ending where b ends, its
+// CRC redone. base must lie within b's offsets.
+func RebaseEmpty(b []byte, base int64) []byte {
+	h, _ := ParseHeader(b)
+	c := append([]byte(nil), b...)
+	SetBaseOffset(c, base)
+	binary.BigEndian.PutUint32(c[23:], uint32(h.NextOffset()-1-base))
+	binary.BigEndian.PutUint32(c[17:], ComputeCRC(c))
+	return c
+}
+
 // SetBaseOffset rewrites the base offset in place. The CRC does not cover it.
 func SetBaseOffset(b []byte, off int64) { binary.BigEndian.PutUint64(b[0:], uint64(off)) }
 

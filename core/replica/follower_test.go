@@ -190,3 +190,24 @@ func TestFollowerAppendsCompactedBatches(t *testing.T) {
 	_, err = f.AppendReplicated(1000, over)
 	require.ErrorIs(t, err, batch.ErrBadRecordCount)
 }
+
+// The leader's cleaner merges a run of emptied batches into one filler batch, which may
+// begin below the follower's log end (the follower holds the original batches): the
+// follower appends the filler's part from its log end on.
+func TestFollowerTakesTheRestOfALeadersFiller(t *testing.T) {
+	log := replicatest.NewMemLog(cfg(true).Segment)
+	f := newReplica(t, log, cfg(true))
+	f.BecomeFollower(0)
+	_, err := f.AppendReplicated(1000, leaderBatch(t, plain("a", "b"), 0, 0))
+	require.NoError(t, err)
+	filler := thinned(plain("x"), 4, 0) // offsets 0..4, emptied
+	batch.SetLeaderEpoch(filler, 0)
+	n, err := f.AppendReplicated(1000, filler)
+	require.NoError(t, err)
+	require.Equal(t, len(filler), n)
+	require.EqualValues(t, 5, f.EndOffset())
+	h, err := batch.CheckStored(log.Batches()[1])
+	require.NoError(t, err)
+	require.EqualValues(t, 2, h.BaseOffset)
+	require.EqualValues(t, 5, h.NextOffset())
+}
