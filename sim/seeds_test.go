@@ -98,16 +98,24 @@ func TestSeedsPassOnDefaultConfiguration(t *testing.T) {
 		n = 20
 	}
 	seeds := append(seedRange(1, n), commitSeeds(t)...)
-	seeds = append(seeds, regressionSeeds...)
 	var virtual int64
-	for _, r := range runParallel(t, seeds, nil) {
-		virtual += r.Result.Stats.VirtualNs
-		if !r.Result.Pass {
-			t.Errorf("%s\n  %s\n  reproduce: %s", r.Result.Line(),
-				strings.Join(r.Result.Summary(), "\n  "), reproduce(r, nil))
+	// The regression seeds run with compaction=off: the compaction workload, drawn
+	// after them, is on for 283, 1084, 3756, 1055 and 4599 and moves their worlds;
+	// without it each replays the trace that found its bug.
+	for _, run := range []struct {
+		seeds []uint64
+		sets  [][2]string
+	}{{seeds, nil}, {regressionSeeds, [][2]string{{"compaction", "off"}}}} {
+		for _, r := range runParallel(t, run.seeds, run.sets) {
+			virtual += r.Result.Stats.VirtualNs
+			if !r.Result.Pass {
+				t.Errorf("%s\n  %s\n  reproduce: %s", r.Result.Line(),
+					strings.Join(r.Result.Summary(), "\n  "), reproduce(r, run.sets))
+			}
 		}
 	}
-	t.Logf("%d seeds, %.0f virtual seconds", len(seeds), float64(virtual)/1e9)
+	t.Logf("%d seeds, %.0f virtual seconds", len(seeds)+len(regressionSeeds),
+		float64(virtual)/1e9)
 }
 
 func TestSameSeedGivesSameTrace(t *testing.T) {
