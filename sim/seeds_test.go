@@ -130,7 +130,8 @@ func TestSameSeedGivesSameTrace(t *testing.T) {
 		{{"deletes", "on"}, {"deletes.every.ms", "300"}, {"members", "0"},
 			{"committers", "0"}, {"faults.crash", "on"}, {"faults.readerrors", "on"}},
 		{{"faults.rot", "on"}, {"faults.rot.every.ms", "300"}, {"faults.stalewrites", "on"},
-			{"faults.crash", "on"}, {"faults.slowdisk", "on"}, {"io.mean.us", "1000"}}}
+			{"faults.crash", "on"}, {"faults.slowdisk", "on"}, {"io.mean.us", "1000"}},
+		{{"compaction", "on"}, {"faults.crash", "on"}, {"faults.restart", "on"}}}
 	for _, sets := range variants {
 		for _, seed := range []uint64{2, 11} {
 			a := RunOne(seed, sets, 0, Options{})
