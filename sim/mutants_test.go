@@ -8,6 +8,7 @@ const (
 	mutantGroupBuild      = mutant.Build
 	mutantValidationBuild = mutant.Build
 	mutantReplicaBuild    = mutant.Build
+	mutantDiskBuild       = mutant.Build
 )
 
 // The setters plant one mutant by its catalogue name (core/mutant.Catalogue) before any
@@ -15,3 +16,11 @@ const (
 func setGroupMutant(name string)      { mutant.Name = "group/" + name }
 func setValidationMutant(name string) { mutant.Name = "batch/" + name }
 func setReplicaMutant(name string)    { mutant.Name = "replica/" + name }
+
+// setDiskMutant plants disk/<name>; "" plants none.
+func setDiskMutant(name string) {
+	mutant.Name = ""
+	if name != "" {
+		mutant.Name = "disk/" + name
+	}
+}

@@ -454,6 +454,9 @@ func (e nodeEnv) CleanLog(tp core.TopicPartition, inc uint64, req replica.CleanR
 		}); ok {
 			done.Result, done.Err = l.CleanWith(req, disk.CleanOptions{Codec: compress.Codecs{}})
 		}
+		if n.w.compact != nil && tp == compactTP && done.Err == nil {
+			n.w.compact.cleaned(done.Result.Segments, done.Result.RecordsRemoved)
+		}
 		if n.tripped() {
 			return
 		}

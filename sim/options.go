@@ -236,8 +236,9 @@ type Config struct {
 	Members    []MemberSpec
 	Deletes    DeleteSpec
 	Vandals    []VandalSpec
-	Audit      AuditSpec  // auditor.go
-	Zombie     ZombieSpec // zombie.go
+	Audit      AuditSpec   // auditor.go
+	Zombie     ZombieSpec  // zombie.go
+	Compact    CompactSpec // compact.go: the compacted topic's workload
 	// StrictAcks1 (--set acks=1): the checker holds acknowledged acks=1 writes to
 	// acks=all's promise, never lost, which a leader failover breaks (the unsafe-settings
 	// check; producer.acks=1 keeps Kafka's weaker acks=1 promise).
@@ -311,6 +312,7 @@ func Draw(seed uint64) Config {
 	c.Faults.MetaUnknownChance = Pick(r, 0.0, 0.0, 0.02, 0.1)
 	drawSyncStalls(r, &c) // member_stall.go, after every older choice
 	drawClusterFaults(r, &c)
+	drawCompact(r, &c) // compact.go, after every older choice
 	return c
 }
 
@@ -493,6 +495,7 @@ var SettingHelp = []string{
 	"deletes.every.ms=N             mean interval between topic deletions",
 	"vandals=N                      clients sending malformed-but-CRC-valid batches",
 	"audit=on|off                   the auditor: every other API, stale and hostile forms",
+	"compaction=on|off              the compacted topic's writer, reader and checker",
 	"codec=on|off                   pass messages through the wire codec",
 	"heal.ms=N                      liveness budget after faults stop",
 	"nodes=N                        cluster nodes (1..9; more than one: replicated,",
@@ -626,6 +629,10 @@ func (c *Config) setSim(name, value string) (bool, error) {
 		if c.Audit.EveryMs == 0 {
 			c.Audit.EveryMs = 100
 		}
+		return true, err
+	case name == "compaction":
+		on, err := onOff(value)
+		c.setCompact(on)
 		return true, err
 	case name == "deletes.every.ms":
 		return true, setInt64(&c.Deletes.EveryMs, value)
@@ -807,6 +814,9 @@ func (c Config) Summary() []string {
 	}
 	if c.Zombie.On {
 		lines = append(lines, fmt.Sprintf("zombie: %+v", c.Zombie))
+	}
+	if c.Compact.On {
+		lines = append(lines, "compaction: "+c.Compact.String())
 	}
 	if c.Deletes.On {
 		lines = append(lines, fmt.Sprintf("deletes: every~%dms gap~%dms topics=%v",

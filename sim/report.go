@@ -23,6 +23,8 @@ type Stats struct {
 	SessionFetches int
 	// Muted counts replies that muted their connection (client quotas, rule E8).
 	Muted int
+	// Compact counts the compaction workload's writes, reads and cleans (compact.go).
+	Compact CompactStats
 }
 
 // Result is the outcome of one run.
@@ -43,6 +45,9 @@ type Result struct {
 func (w *World) result(rep *linearizability.Report) Result {
 	w.stats.Events = w.tr.events
 	w.stats.VirtualNs = w.now
+	if w.compact != nil {
+		w.stats.Compact = w.compact.stats
+	}
 	var atEnd []string
 	if len(w.failures) > 0 {
 		atEnd = w.pendingReport("at the end of the run")
@@ -68,6 +73,12 @@ func (r *Result) Summary() []string {
 	lines := append([]string{fmt.Sprintf("seed %d", r.Seed)}, r.Config.Summary()...)
 	lines = append(lines, "injected: "+sortedCounts(r.Stats.Faults))
 	lines = append(lines, "client errors: "+sortedCounts(r.Stats.Codes))
+	if c := r.Stats.Compact; c.Writes > 0 {
+		lines = append(lines, fmt.Sprintf("compaction: %d writes (%d acknowledged, %d "+
+			"unknown), %d reads (%d checked, %d abandoned), %d cleans swapped %d segments "+
+			"in, removing %d records", c.Writes, c.Acked, c.Unknown, c.Reads, c.Checked,
+			c.Abandoned, c.Cleans, c.Segments, c.RecordsRemoved))
+	}
 	if r.Report != nil {
 		lines = append(lines, r.Report.Summary(20)...)
 	}

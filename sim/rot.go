@@ -33,8 +33,9 @@ import (
 //
 // Which bytes rot: one bit of a batch of a user topic's partition (the offsets topic's
 // committed offsets would need the register checker to know what a rot took back),
-// a batch followed by another synced batch in its segment file (rot in a segment's
-// last batch is indistinguishable from a torn write to recovery, which truncates it
+// not the compacted topic's (compact.go: its checker holds every acknowledged latest
+// value to be there, with no trim to excuse it), a batch followed by another synced
+// batch in its segment file (rot in a segment's last batch is indistinguishable from a torn write to recovery, which truncates it
 // and reuses its offsets), at most once per partition per run, in a byte the CRC covers
 // or in the base offset, not in the length, partition leader epoch or magic (a flipped
 // length loses the framing; the epoch is outside the CRC and unchecked, as in Kafka).
@@ -80,7 +81,7 @@ func (n *node) rot() bool {
 	var cands []rotCandidate
 	for _, f := range n.fs.DurableFiles("/data") {
 		tp, ok := segmentTP(f.Path)
-		if !ok || strings.HasPrefix(tp.Topic, "__") || n.rotted[tp] {
+		if !ok || strings.HasPrefix(tp.Topic, "__") || tp.Topic == compactTopic || n.rotted[tp] {
 			continue
 		}
 		b, _ := n.fs.ReadDurable(f.Path)

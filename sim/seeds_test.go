@@ -98,16 +98,24 @@ func TestSeedsPassOnDefaultConfiguration(t *testing.T) {
 		n = 20
 	}
 	seeds := append(seedRange(1, n), commitSeeds(t)...)
-	seeds = append(seeds, regressionSeeds...)
 	var virtual int64
-	for _, r := range runParallel(t, seeds, nil) {
-		virtual += r.Result.Stats.VirtualNs
-		if !r.Result.Pass {
-			t.Errorf("%s\n  %s\n  reproduce: %s", r.Result.Line(),
-				strings.Join(r.Result.Summary(), "\n  "), reproduce(r, nil))
+	// The regression seeds run with compaction=off: the compaction workload, drawn
+	// after them, is on for 283, 1084, 3756, 1055 and 4599 and moves their worlds;
+	// without it each replays the trace that found its bug.
+	for _, run := range []struct {
+		seeds []uint64
+		sets  [][2]string
+	}{{seeds, nil}, {regressionSeeds, [][2]string{{"compaction", "off"}}}} {
+		for _, r := range runParallel(t, run.seeds, run.sets) {
+			virtual += r.Result.Stats.VirtualNs
+			if !r.Result.Pass {
+				t.Errorf("%s\n  %s\n  reproduce: %s", r.Result.Line(),
+					strings.Join(r.Result.Summary(), "\n  "), reproduce(r, run.sets))
+			}
 		}
 	}
-	t.Logf("%d seeds, %.0f virtual seconds", len(seeds), float64(virtual)/1e9)
+	t.Logf("%d seeds, %.0f virtual seconds", len(seeds)+len(regressionSeeds),
+		float64(virtual)/1e9)
 }
 
 func TestSameSeedGivesSameTrace(t *testing.T) {
@@ -122,7 +130,8 @@ func TestSameSeedGivesSameTrace(t *testing.T) {
 		{{"deletes", "on"}, {"deletes.every.ms", "300"}, {"members", "0"},
 			{"committers", "0"}, {"faults.crash", "on"}, {"faults.readerrors", "on"}},
 		{{"faults.rot", "on"}, {"faults.rot.every.ms", "300"}, {"faults.stalewrites", "on"},
-			{"faults.crash", "on"}, {"faults.slowdisk", "on"}, {"io.mean.us", "1000"}}}
+			{"faults.crash", "on"}, {"faults.slowdisk", "on"}, {"io.mean.us", "1000"}},
+		{{"compaction", "on"}, {"faults.crash", "on"}, {"faults.restart", "on"}}}
 	for _, sets := range variants {
 		for _, seed := range []uint64{2, 11} {
 			a := RunOne(seed, sets, 0, Options{})

@@ -99,8 +99,9 @@ type World struct {
 	// mutantKeepLogs, set only by a test, makes removing a partition's log a no-op that
 	// reports success: a re-created topic then recovers the deleted one's records.
 	mutantKeepLogs bool
-	cov            *Coverage // nil unless Options.Coverage
-	tl             *timeline // nil unless Options.Timeline
+	compact        *compactState // nil unless Config.Compact.On (compact.go)
+	cov            *Coverage     // nil unless Options.Coverage
+	tl             *timeline     // nil unless Options.Timeline
 
 	// answering is 1 + the index of the node whose answer a client is handling
 	// (clustered worlds; 0: none), for the leader epoch the history notes (servedEpoch).
@@ -401,5 +402,8 @@ func (w *World) buildClients() {
 	if w.cfg.Zombie.On {
 		actor++
 		w.clients = append(w.clients, newZombie(w, actor, w.cfg.Zombie))
+	}
+	if w.cfg.Compact.On {
+		actor = w.buildCompact(actor)
 	}
 }

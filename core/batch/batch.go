@@ -186,6 +186,18 @@ func CheckStored(b []byte) (Header, error) {
 // Split cuts a Produce request's record set into its batches, checking each with Check.
 // Kafka clients send one batch per partition, but the format allows several.
 func Split(records []byte, fn func(h Header, b []byte) error) error {
+	return split(records, Check, fn)
+}
+
+// SplitStored is Split for batches a log holds, checking each with CheckStored: a
+// follower replicating a compacted leader's log gets batches the cleaner emptied or
+// thinned (record count below lastOffsetDelta+1), which Check refuses.
+func SplitStored(records []byte, fn func(h Header, b []byte) error) error {
+	return split(records, CheckStored, fn)
+}
+
+func split(records []byte, check func([]byte) (Header, error),
+	fn func(h Header, b []byte) error) error {
 	for len(records) > 0 {
 		h, err := ParseHeader(records)
 		if err != nil {
@@ -195,7 +207,7 @@ func Split(records []byte, fn func(h Header, b []byte) error) error {
 			return fmt.Errorf("%w: batch of %d bytes, %d left", ErrBadLength, h.Size(), len(records))
 		}
 		one := records[:h.Size()]
-		if _, err := Check(one); err != nil {
+		if _, err := check(one); err != nil {
 			return err
 		}
 		if err := fn(h, one); err != nil {
@@ -204,6 +216,18 @@ func Split(records []byte, fn func(h Header, b []byte) error) error {
 		records = records[h.Size():]
 	}
 	return nil
+}
+
+// RebaseEmpty returns a copy of the empty batch b (no records: a filler the cleaner
+// left for a run of removed batches) starting at base instead, ending where b ends, its
+// CRC redone. base must lie within b's offsets.
+func RebaseEmpty(b []byte, base int64) []byte {
+	h, _ := ParseHeader(b)
+	c := append([]byte(nil), b...)
+	SetBaseOffset(c, base)
+	binary.BigEndian.PutUint32(c[23:], uint32(h.NextOffset()-1-base))
+	binary.BigEndian.PutUint32(c[17:], ComputeCRC(c))
+	return c
 }
 
 // SetBaseOffset rewrites the base offset in place. The CRC does not cover it.

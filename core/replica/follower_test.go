@@ -1,6 +1,7 @@
 package replica_test
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -154,4 +155,59 @@ func TestFollowerResetBelowItsLogStart(t *testing.T) {
 	_, err = f.AppendReplicated(1000, b)
 	require.NoError(t, err)
 	require.Equal(t, [][]byte{b}, log.Batches())
+}
+
+// thinned is b as the cleaner leaves a batch it removed records from: the same base
+// offset and lastOffsetDelta, fewer records (here: count says so; the CRC is redone).
+func thinned(b []byte, lastDelta, count int32) []byte {
+	binary.BigEndian.PutUint32(b[23:], uint32(lastDelta))
+	binary.BigEndian.PutUint32(b[57:], uint32(count))
+	binary.BigEndian.PutUint32(b[17:], batch.ComputeCRC(b))
+	return b
+}
+
+// A compacted leader's log holds batches the cleaner thinned or emptied (record count
+// below lastOffsetDelta+1): a follower appends them as they are, as Kafka's does, where
+// a produce would be refused. It used to refuse them, and the follower of a compacted
+// partition never caught up (the simulator's compaction workload with nodes=3).
+func TestFollowerAppendsCompactedBatches(t *testing.T) {
+	log := replicatest.NewMemLog(cfg(true).Segment)
+	f := newReplica(t, log, cfg(true))
+	f.BecomeFollower(0)
+	thin := thinned(plain("a"), 2, 1) // offsets 0..2, one record left
+	batch.SetLeaderEpoch(thin, 0)
+	_, err := batch.Check(thin)
+	require.ErrorIs(t, err, batch.ErrBadRecordCount, "a produce would be refused")
+	empty := thinned(plain("b"), 1, 0) // offsets 3..4, no record left
+	batch.SetBaseOffset(empty, 3)
+	batch.SetLeaderEpoch(empty, 0)
+	n, err := f.AppendReplicated(1000, append(append([]byte{}, thin...), empty...))
+	require.NoError(t, err)
+	require.Equal(t, len(thin)+len(empty), n)
+	require.EqualValues(t, 5, f.EndOffset())
+	over := thinned(plain("c"), 0, 2) // more records than offsets: still refused
+	batch.SetBaseOffset(over, 5)
+	_, err = f.AppendReplicated(1000, over)
+	require.ErrorIs(t, err, batch.ErrBadRecordCount)
+}
+
+// The leader's cleaner merges a run of emptied batches into one filler batch, which may
+// begin below the follower's log end (the follower holds the original batches): the
+// follower appends the filler's part from its log end on.
+func TestFollowerTakesTheRestOfALeadersFiller(t *testing.T) {
+	log := replicatest.NewMemLog(cfg(true).Segment)
+	f := newReplica(t, log, cfg(true))
+	f.BecomeFollower(0)
+	_, err := f.AppendReplicated(1000, leaderBatch(t, plain("a", "b"), 0, 0))
+	require.NoError(t, err)
+	filler := thinned(plain("x"), 4, 0) // offsets 0..4, emptied
+	batch.SetLeaderEpoch(filler, 0)
+	n, err := f.AppendReplicated(1000, filler)
+	require.NoError(t, err)
+	require.Equal(t, len(filler), n)
+	require.EqualValues(t, 5, f.EndOffset())
+	h, err := batch.CheckStored(log.Batches()[1])
+	require.NoError(t, err)
+	require.EqualValues(t, 2, h.BaseOffset)
+	require.EqualValues(t, 5, h.NextOffset())
 }
