@@ -137,7 +137,8 @@ func (n *node) boot() {
 	n.host = nil
 	if n.w.clustered() {
 		n.host = n.newHost(env)
-		opts = append(opts, broker.WithController(n.host.Port()))
+		opts = append(opts, broker.WithController(n.host.Port()),
+			broker.WithQuorumSize(len(n.w.nodes)))
 	}
 	n.b = broker.New(cfg, env, n.rnd, opts...)
 	if n.host != nil {
