@@ -11,7 +11,8 @@ import (
 // promises that everything below it is committed: every member of the partition's ISR
 // holds it, so no clean election can lose it (Kafka's "only committed messages are ever
 // given out to the consumer"). When an answer arrives, the simulator looks at every
-// other ISR member of the committed metadata that is up and holds the partition, and
+// other ISR member in the newest committed metadata any node applied (latestImage)
+// that is up and holds the partition, and
 // fails the seed if one's log ends below the mark the client saw. A record below a
 // mark was on every ISR member when the mark reached it, and a member added later
 // caught up first; a member's log end goes back only by a truncation above the mark or
