@@ -235,7 +235,8 @@ func (n *Node) open(ctx context.Context) error {
 	n.marks = n.openMarks()
 	bopts := []broker.Option{broker.WithDecompressor(compress.Codecs{})}
 	if n.quorum != nil {
-		bopts = append(bopts, broker.WithController(brokerPort{n}))
+		bopts = append(bopts, broker.WithController(brokerPort{n}),
+			broker.WithQuorumSize(len(n.opts.Voters)))
 	}
 	n.configureAuthz() // authz.go
 	n.b = broker.New(n.opts.Config, env{n}, rand.New(rand.NewSource(seed())), bopts...)

@@ -278,6 +278,7 @@ func (w *World) record(op linearizability.Op) int {
 	}
 	if op.Kind == linearizability.OpRead && w.clustered() {
 		op.ServedEpoch = w.servedEpoch(op.TP)
+		w.checkReadCommitted(&op)
 	}
 	id := w.hist.Add(op)
 	w.tr.note("op", int64(op.Kind), int64(op.Client), op.Call, int64(op.TP.Partition))

@@ -26,21 +26,22 @@ const (
 	fLeaderPeers
 	fDiskLoss
 	fPowerLoss
+	fCascade
 )
 
 var faultNames = [...]string{"crash", "slowdisk", "diskerrors", "clog", "reset",
 	"partition", "pause", "restart", "metaerrors", "readerrors", "rot",
-	"split", "oneway", "quorumleader", "leaderpeers", "diskloss", "powerloss"}
+	"split", "oneway", "quorumleader", "leaderpeers", "diskloss", "powerloss", "cascade"}
 
 func (w *World) spell(k faultKind) Spell {
 	f := w.cfg.Faults
 	return [...]Spell{f.Crash, f.SlowDisk, f.DiskErrors, f.Clog, f.Reset, f.Partition,
 		f.Pause, f.Restart, f.MetaErrors, f.ReadErrors, f.Rot, f.Split, f.OneWay,
-		f.QuorumLeader, f.LeaderPeers, f.DiskLoss, f.PowerLoss}[k]
+		f.QuorumLeader, f.LeaderPeers, f.DiskLoss, f.PowerLoss, f.Cascade}[k]
 }
 
 func (w *World) startFaults() {
-	for k := fCrash; k <= fPowerLoss; k++ {
+	for k := fCrash; k <= fCascade; k++ {
 		if isClusterFault(k) && len(w.nodes) < 2 {
 			continue
 		}
@@ -175,6 +176,7 @@ func (w *World) heal() {
 	for _, n := range w.nodes {
 		n.slowUntil, n.errUntil, n.clogUntil = w.now, w.now, w.now
 		n.metaErrUntil, n.readErrUntil = w.now, w.now
+		w.stallFetcher(n, w.now) // a cascade's stuck fetcher
 		n.disarm()
 		switch {
 		case !n.up:

@@ -105,6 +105,8 @@ func (w *World) injectClusterFault(k faultKind) bool {
 	case fPowerLoss:
 		w.powerLoss()
 		return true
+	case fCascade:
+		return w.cascade() // faults_cascade.go
 	}
 	return false
 }

@@ -74,11 +74,15 @@ type node struct {
 	// wipedNeed: after a disk loss, the log end each partition must reach on this node
 	// before another disk may be lost (faults_cluster.go).
 	wipedNeed map[core.TopicPartition]int64
-	wiped     bool           // its disk was lost and it has not caught up since
-	applied   map[string]int // TopicDeleted records applied, by topic
-	syncs     map[replica.Log]*syncQueue
-	timerEv   map[uint64]uint64 // pending broker timers' event keys
-	conns     map[uint64]*conn
+	// fetchStallUntil: until then the node's replica fetcher requests are held in
+	// heldFetches, not sent (a cascade, faults_cascade.go), since fetchStallFrom.
+	fetchStallUntil, fetchStallFrom int64
+	heldFetches                     []func()
+	wiped                           bool           // its disk was lost and it has not caught up since
+	applied                         map[string]int // TopicDeleted records applied, by topic
+	syncs                           map[replica.Log]*syncQueue
+	timerEv                         map[uint64]uint64 // pending broker timers' event keys
+	conns                           map[uint64]*conn
 	// armed: a crash waits for the disk to freeze (MemFS.FreezeAfter); held buffers
 	// the effects of the step running meanwhile, dropped if the step froze the disk.
 	armed bool
@@ -133,7 +137,8 @@ func (n *node) boot() {
 	n.host = nil
 	if n.w.clustered() {
 		n.host = n.newHost(env)
-		opts = append(opts, broker.WithController(n.host.Port()))
+		opts = append(opts, broker.WithController(n.host.Port()),
+			broker.WithQuorumSize(len(n.w.nodes)))
 	}
 	n.b = broker.New(cfg, env, n.rnd, opts...)
 	if n.host != nil {

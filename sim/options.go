@@ -94,6 +94,10 @@ type Faults struct {
 	DiskLoss        Spell
 	DiskLossLastISR bool
 	PowerLoss       Spell
+	// Cascade: a follower's replica fetcher sticks, another follower restarts, then
+	// the leader is killed: the restarted one is elected with a lagging ISR member
+	// (faults_cascade.go); ForMs is how long the fetcher stays stuck after the kill.
+	Cascade Spell
 	// ClockSkewMs: each node incarnation's wall clock is offset by up to ±ClockSkewMs
 	// (0: off). Virtual monotonic time never goes back within one incarnation.
 	ClockSkewMs int64
@@ -312,7 +316,8 @@ func Draw(seed uint64) Config {
 	c.Faults.MetaUnknownChance = Pick(r, 0.0, 0.0, 0.02, 0.1)
 	drawSyncStalls(r, &c) // member_stall.go, after every older choice
 	drawClusterFaults(r, &c)
-	drawCompact(r, &c) // compact.go, after every older choice
+	drawCompact(r, &c)      // compact.go, after every older choice
+	drawCascadeFault(r, &c) // faults_cascade.go, after every older choice
 	return c
 }
 
@@ -461,7 +466,7 @@ func (c *Config) faultSpells() map[string]*Spell {
 		"metaerrors": &f.MetaErrors, "readerrors": &f.ReadErrors, "rot": &f.Rot,
 		"stalewrites": &f.StaleWrites, "split": &f.Split, "oneway": &f.OneWay,
 		"quorumleader": &f.QuorumLeader, "leaderpeers": &f.LeaderPeers,
-		"diskloss": &f.DiskLoss, "powerloss": &f.PowerLoss}
+		"diskloss": &f.DiskLoss, "powerloss": &f.PowerLoss, "cascade": &f.Cascade}
 }
 
 // SettingHelp lists the simulator's own --set names (broker and topic settings are
@@ -473,6 +478,7 @@ var SettingHelp = []string{
 	"                                     stalewrites; clusters (nodes>1) only:",
 	"                                     split oneway quorumleader leaderpeers",
 	"                                     diskloss powerloss (faults_cluster.go)",
+	"                                     cascade (faults_cascade.go)",
 	"faults.diskloss.lastisr=on|off disk loss may strike the only ISR member of a",
 	"                                     partition below min.insync.replicas",
 	"acks=0|1|all                   every producer; acks=1 is held to acks=all's",
@@ -780,8 +786,8 @@ func (c Config) Summary() []string {
 			f.StaleWriteChance),
 		fmt.Sprintf("faults (nodes>1): split=%s oneway=%s quorumleader=%s leaderpeers=%s",
 			f.Split, f.OneWay, f.QuorumLeader, f.LeaderPeers),
-		fmt.Sprintf("faults (nodes>1): diskloss=%s(lastisr=%v) powerloss=%s", f.DiskLoss,
-			f.DiskLossLastISR, f.PowerLoss),
+		fmt.Sprintf("faults (nodes>1): diskloss=%s(lastisr=%v) powerloss=%s cascade=%s",
+			f.DiskLoss, f.DiskLossLastISR, f.PowerLoss, f.Cascade),
 		fmt.Sprintf("timing: net=%d+~%dus fsync=%d+~%dus meta=%d+~%dus io=%d/op+~%dus",
 			c.Timing.NetFloorUs, c.Timing.NetMeanUs, c.Timing.FsyncFloorUs,
 			c.Timing.FsyncMeanUs, c.Timing.MetaFloorUs, c.Timing.MetaMeanUs,

@@ -75,6 +75,9 @@ func (w *World) sendPeer(n *node, gen uint64, p broker.PeerRequest) {
 		})
 		return
 	}
+	if w.holdFetch(n, gen, p) {
+		return
+	}
 	l := w.link(n, to)
 	l.send(p.Msg, p.TimeoutMs, func(resp kmsg.Response, err error) {
 		reply(broker.PeerReply{Node: p.Node, ID: p.ID, Msg: resp, Err: err})

@@ -56,15 +56,22 @@ func TestReplicaMutantsAreCaught(t *testing.T) {
 }
 
 // TestReplicaMutantBuild builds the sim tests with the replica mutant tag and runs
-// TestReplicaMutantsAreCaught there, so every full test run proves the checks can fail.
+// TestReplicaMutantsAreCaught, TestCascadeCatchesKeepsRecoveredHWM and
+// TestPendingISRMutantIsCaught there, so every full test run proves the checks can fail.
 func TestReplicaMutantBuild(t *testing.T) {
 	if testing.Short() || mutantReplicaBuild {
 		t.Skip("builds the package a second time")
 	}
 	out, err := exec.Command("go", "test", "-count=1", "-tags",
-		"invariants,sluice_mutants", "-run", "^TestReplicaMutantsAreCaught$",
+		"invariants,sluice_mutants", "-run",
+		"^(TestReplicaMutantsAreCaught|TestCascadeCatchesKeepsRecoveredHWM|"+
+			"TestPendingISRMutantIsCaught)$",
 		"-v", ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "mutant window-1: sequence-refused on", "%s", out)
+	require.Contains(t, string(out), "mutant keeps-recovered-hwm: read-uncommitted on",
+		"%s", out)
+	require.Contains(t, string(out), "mutant hwm-ignores-pending-isr: read-uncommitted on",
+		"%s", out)
 	require.NotContains(t, string(out), "SKIP", "%s", out)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/linearizability"
 )
@@ -106,6 +107,10 @@ type World struct {
 	// answering is 1 + the index of the node whose answer a client is handling
 	// (clustered worlds; 0: none), for the leader epoch the history notes (servedEpoch).
 	answering int32
+	// cascading: a cascade fault is under way (faults_cascade.go).
+	cascading bool
+	// uncommittedSeen: partitions a read-uncommitted failure was reported for.
+	uncommittedSeen map[core.TopicPartition]bool
 }
 
 // Failure is one reason a run failed.

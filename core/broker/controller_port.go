@@ -46,6 +46,12 @@ type ControllerPort interface {
 // reaches.
 func WithController(p ControllerPort) Option { return func(b *Broker) { b.ctlPort = p } }
 
+// WithQuorumSize tells the broker of a quorum node how many nodes the metadata quorum
+// has (--voters), each of them also a broker: the offsets topic's replication factor is
+// capped to the brokers the cluster registered, but never below this number, since at a
+// cluster's first start the brokers register one by one (offsets_topic.go).
+func WithQuorumSize(n int) Option { return func(b *Broker) { b.quorumSize = n } }
+
 // ControllerAnswer answers one ControllerPort.AskController.
 type ControllerAnswer struct {
 	ID   uint64

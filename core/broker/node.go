@@ -45,6 +45,9 @@ type node struct {
 	// (controller_port.go); nil on a node that is its own quorum, which proposes its
 	// own records as before.
 	ctlPort ControllerPort
+	// quorumSize is the number of nodes of the metadata quorum, each also a broker
+	// (WithQuorumSize); 0: not known.
+	quorumSize int
 	// membership gates leadership on this incarnation being unfenced (membership.go).
 	membership membership
 

@@ -107,8 +107,12 @@ func (ctl *adminController) offsetsTopicRecord() meta.Record {
 
 // offsetsTopicReplicationFactor is 1 on a node without a quorum, and with one
 // offsets.topic.replication.factor capped to the brokers the cluster has registered,
-// fenced or not (the min(3, brokers): a one- or two-broker cluster still gets
-// group offsets). While fewer of them are live (registered and unfenced) it is that
+// fenced or not, or to the quorum's nodes when more (the min(3, brokers): a one-
+// or two-broker cluster still gets group offsets). The quorum's size matters at a
+// cluster's first start: the brokers register one by one, and a group request that came
+// while one had registered created the topic with one replica, so no group of a
+// min.insync.replicas=2 cluster could ever sync or commit (the simulator's --set nodes=5
+// seed 65 and nodes=3 seed 65, docs/simulation.md). While fewer of them are live (registered and unfenced) it is that
 // cap all the same: the controller refuses the topic and the writes waiting for it get
 // COORDINATOR_NOT_AVAILABLE until enough brokers are up, as Kafka refuses. Capping to
 // the live brokers instead created the topic with one replica when the first group
@@ -120,7 +124,7 @@ func (ctl *adminController) offsetsTopicReplicationFactor() int16 {
 		return 1
 	}
 	want := ctl.cfg.Groups.OffsetsReplicationFactor
-	brokers := len(ctl.image.Brokers())
+	brokers := max(len(ctl.image.Brokers()), ctl.quorumSize)
 	if mutantOn("offsets-rf-live-brokers") {
 		brokers = len(controller.EligibleBrokers(ctl.image))
 	}

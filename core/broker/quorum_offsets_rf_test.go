@@ -51,3 +51,31 @@ func TestQuorumOffsetsTopicOfASmallCluster(t *testing.T) {
 	requirePlaced(t, q.states(group.OffsetsTopic), int(q.cfg.Groups.OffsetsPartitions), 2,
 		1, 2)
 }
+
+// At a cluster's first start the brokers register one by one: a group request that
+// comes while only the first has registered must not create the offsets topic with one
+// replica when the quorum has three nodes (each a broker). The simulator's --set
+// nodes=5 and nodes=3 seed 65 found it: the topic got one replica and, with
+// min.insync.replicas=2, no group ever settled.
+func TestQuorumOffsetsTopicCountsTheQuorumsNodes(t *testing.T) {
+	q := newQuorumHarness(t, 1, 1, groupOpts)
+	q.brokerOpts = append(q.brokerOpts, WithQuorumSize(3))
+	q.restart()
+	q.mustCreateRF("t", 1, 1)
+	for range 2 {
+		codes := commitCodes(q.do(commitReq("g", -1, "", "t", int32(0), int64(5))))
+		require.Equal(t, []int16{kerr.CoordinatorNotAvailable.Code}, codes)
+		q.settle()
+		require.Nil(t, q.b.image.Topic(group.OffsetsTopic),
+			"created while one of the quorum's three nodes has registered")
+	}
+	for _, id := range []int32{2, 3} {
+		q.register(id, meta.BrokerUnfenced)
+	}
+	q.settle()
+	codes := commitCodes(q.do(commitReq("g", -1, "", "t", int32(0), int64(5))))
+	require.Equal(t, []int16{kerr.CoordinatorNotAvailable.Code}, codes, "being created")
+	q.settle()
+	requirePlaced(t, q.states(group.OffsetsTopic), int(q.cfg.Groups.OffsetsPartitions), 3,
+		1, 2, 3)
+}
