@@ -238,6 +238,7 @@ type Config struct {
 	Vandals    []VandalSpec
 	Audit      AuditSpec  // auditor.go
 	Zombie     ZombieSpec // zombie.go
+	ACLs       ACLSpec    // acls.go
 	// StrictAcks1 (--set acks=1): the checker holds acknowledged acks=1 writes to
 	// acks=all's promise, never lost, which a leader failover breaks (the unsafe-settings
 	// check; producer.acks=1 keeps Kafka's weaker acks=1 promise).
@@ -311,6 +312,7 @@ func Draw(seed uint64) Config {
 	c.Faults.MetaUnknownChance = Pick(r, 0.0, 0.0, 0.02, 0.1)
 	drawSyncStalls(r, &c) // member_stall.go, after every older choice
 	drawClusterFaults(r, &c)
+	drawACLs(r, &c) // acls.go, after every older choice
 	return c
 }
 
@@ -663,6 +665,9 @@ func (c *Config) setSim(name, value string) (bool, error) {
 	if ok, err := c.setWide(name, value); ok {
 		return true, err
 	}
+	if ok, err := c.setACLSetting(name, value); ok {
+		return true, err
+	}
 	return c.setSyncStall(name, value)
 }
 
@@ -807,6 +812,9 @@ func (c Config) Summary() []string {
 	}
 	if c.Zombie.On {
 		lines = append(lines, fmt.Sprintf("zombie: %+v", c.Zombie))
+	}
+	if s := c.aclSummary(); s != "" {
+		lines = append(lines, s)
 	}
 	if c.Deletes.On {
 		lines = append(lines, fmt.Sprintf("deletes: every~%dms gap~%dms topics=%v",

@@ -23,6 +23,8 @@ type Stats struct {
 	SessionFetches int
 	// Muted counts replies that muted their connection (client quotas, rule E8).
 	Muted int
+	// ACLs counts the ACL workload's grant changes and verdicts (acl_check.go).
+	ACLs map[string]int
 }
 
 // Result is the outcome of one run.
@@ -68,6 +70,9 @@ func (r *Result) Summary() []string {
 	lines := append([]string{fmt.Sprintf("seed %d", r.Seed)}, r.Config.Summary()...)
 	lines = append(lines, "injected: "+sortedCounts(r.Stats.Faults))
 	lines = append(lines, "client errors: "+sortedCounts(r.Stats.Codes))
+	if r.Stats.ACLs != nil {
+		lines = append(lines, "acls: "+sortedCounts(r.Stats.ACLs))
+	}
 	if r.Report != nil {
 		lines = append(lines, r.Report.Summary(20)...)
 	}

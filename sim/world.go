@@ -105,6 +105,8 @@ type World struct {
 	// answering is 1 + the index of the node whose answer a client is handling
 	// (clustered worlds; 0: none), for the leader epoch the history notes (servedEpoch).
 	answering int32
+
+	acls *aclWorld // the ACL workload and checker (acls.go); nil when off
 }
 
 // Failure is one reason a run failed.
@@ -308,6 +310,7 @@ func (w *World) check() *linearizability.Report {
 		w.hist.Finals = w.final.finals()
 	}
 	w.recordRetention()
+	w.checkACLs() // acl_check.go
 	if w.clustered() && w.finalRead {
 		w.checkReplicas()
 	}
@@ -402,4 +405,5 @@ func (w *World) buildClients() {
 		actor++
 		w.clients = append(w.clients, newZombie(w, actor, w.cfg.Zombie))
 	}
+	w.addACLClients(actor) // acl_check.go
 }
