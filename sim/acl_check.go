@@ -191,6 +191,22 @@ func (a *aclWorld) changed(principals []string, grant bool, ok bool) {
 	a.w.stats.ACLs[k]++
 }
 
+// revokeAnswered checks that the node that answered a DeleteAcls (on connection c) had
+// applied it: its incarnation that answered, if still running, must refuse every
+// principal revoked.
+func (a *aclWorld) revokeAnswered(c *conn, principals []string) {
+	if c == nil || !c.n.up || c.n.gen != c.gen {
+		return
+	}
+	for _, p := range principals {
+		if a.views[c.n.id].allows(p, acl.OpWrite) {
+			a.w.fail("acl", "revoke-answered-unapplied: node %d answered DeleteAcls of %s's "+
+				"WRITE on %s before applying it (applied metadata index %d)", c.n.id, p,
+				aclTopic, a.views[c.n.id].applied)
+		}
+	}
+}
+
 // verdict checks one answer of an ACL client: refused says it was refused for
 // authorization; api names it.
 func (a *aclWorld) verdict(cl *aclClient, api string, q *aclReq, refused bool) {

@@ -325,6 +325,7 @@ func (a *aclAdmin) change(principals []string, grant bool, ops []acl.Operation) 
 			req.Filters = append(req.Filters, f)
 		}
 	}
+	var c *conn
 	a.send(req, aclAdminTimeoutMs, func(r kmsg.Response, err error) {
 		ok := err == nil
 		if ok {
@@ -333,8 +334,12 @@ func (a *aclAdmin) change(principals []string, grant bool, ops []acl.Operation) 
 				ok = ok && res.ErrorCode == 0
 			}
 		}
+		if ok {
+			a.w.acls.revokeAnswered(c, principals)
+		}
 		after(ok)
 	})
+	c = a.c
 }
 
 // setQuota sets producer_byte_rate for the last ACL client's client id.
