@@ -71,7 +71,7 @@ func (r *Result) Summary() []string {
 	lines = append(lines, "injected: "+sortedCounts(r.Stats.Faults))
 	lines = append(lines, "client errors: "+sortedCounts(r.Stats.Codes))
 	if r.Stats.ACLs != nil {
-		lines = append(lines, "acls: "+sortedCounts(r.Stats.ACLs))
+		lines = append(lines, "acl workload: "+sortedCounts(r.Stats.ACLs))
 	}
 	if r.Report != nil {
 		lines = append(lines, r.Report.Summary(20)...)
