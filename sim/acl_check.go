@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"sort"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/core/acl"
@@ -40,6 +42,7 @@ import (
 type aclWorld struct {
 	w        *World
 	clients  map[int32]*aclClient // by actor
+	list     []*aclClient         // the same, in actor order (never range over the map)
 	views    []*aclView           // per node
 	inflight map[[2]uint64]*aclReq
 	refused  map[string]bool // values of produces refused for authorization
@@ -89,6 +92,7 @@ func (w *World) addACLClients(actor int32) {
 		actor++
 		c := newACLClient(w, actor, p)
 		w.acls.clients[actor] = c
+		w.acls.list = append(w.acls.list, c)
 		w.clients = append(w.clients, c)
 	}
 }
@@ -241,14 +245,18 @@ func (w *World) checkACLs() {
 	if a == nil {
 		return
 	}
+	var seen []string
 	for v := range a.refused {
 		if a.read[v] {
-			w.fail("acl", "refused-write-read: %q was refused for authorization and read "+
-				"back from %s", v, aclTopic)
-			break
+			seen = append(seen, v)
 		}
 	}
-	for _, c := range a.clients {
+	if len(seen) > 0 {
+		sort.Strings(seen)
+		w.fail("acl", "refused-write-read: %d values refused for authorization were read "+
+			"back from %s, e.g. %q", len(seen), aclTopic, seen[0])
+	}
+	for _, c := range a.list {
 		if !c.quota {
 			continue
 		}

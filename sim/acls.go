@@ -369,6 +369,9 @@ func (a *aclAdmin) setQuota() {
 		if ok {
 			a.stage = 3
 			a.w.acls.quotaSetAt = a.w.now
+			for _, c := range a.w.acls.list { // a draining client may have stopped
+				c.wakeIn(0)
+			}
 		}
 		a.done(ok)
 	})
