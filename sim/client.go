@@ -51,6 +51,9 @@ type clientBase struct {
 	// lost, when set, is told of each lost connection after its calls failed (a peer
 	// link tells its node: peers.go).
 	lost func(c *conn)
+	// principal is who the client authenticates as ("": anonymous): the driver hands it
+	// to the broker with each request, as the net layer does after SASL or TLS.
+	principal string
 }
 
 // call is one request waiting for its response.

@@ -136,7 +136,8 @@ func (w *World) readRequest(c *conn, corr uint64, msg kmsg.Request) {
 	id := n.nextID
 	c.order = append(c.order, id)
 	c.corr[id] = corr
-	n.input(broker.Request{Conn: c.id, ID: id, ClientID: c.cl.name, Msg: msg})
+	n.input(broker.Request{Conn: c.id, ID: id, ClientID: c.cl.name, Msg: msg,
+		Principal: c.cl.principal})
 }
 
 // refuse answers a message to a dead node with a reset.
@@ -159,6 +160,7 @@ func (w *World) reply(n *node, r broker.Reply) {
 		return
 	}
 	c.ready[r.ID] = r
+	w.aclReplied(n, c, r) // acl_check.go
 	if w.clustered() {
 		w.noteTerm(n, c, r.ID)
 	}

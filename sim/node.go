@@ -172,6 +172,7 @@ func (n *node) input(in broker.Input) {
 }
 
 func (n *node) step(in broker.Input) {
+	n.aclStep(in) // acl_check.go
 	n.stepping, n.stepIO, n.stepSyncs = n.ioLatency(), 0, 0
 	if n.armed {
 		n.stepArmed(in) // crashstep.go: the step's effects wait for its disk operations

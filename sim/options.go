@@ -243,6 +243,7 @@ type Config struct {
 	Audit      AuditSpec   // auditor.go
 	Zombie     ZombieSpec  // zombie.go
 	Compact    CompactSpec // compact.go: the compacted topic's workload
+	ACLs       ACLSpec     // acls.go
 	// StrictAcks1 (--set acks=1): the checker holds acknowledged acks=1 writes to
 	// acks=all's promise, never lost, which a leader failover breaks (the unsafe-settings
 	// check; producer.acks=1 keeps Kafka's weaker acks=1 promise).
@@ -318,6 +319,7 @@ func Draw(seed uint64) Config {
 	drawClusterFaults(r, &c)
 	drawCompact(r, &c)      // compact.go, after every older choice
 	drawCascadeFault(r, &c) // faults_cascade.go, after every older choice
+	drawACLs(r, &c)         // acls.go, after every older choice
 	return c
 }
 
@@ -676,6 +678,9 @@ func (c *Config) setSim(name, value string) (bool, error) {
 	if ok, err := c.setWide(name, value); ok {
 		return true, err
 	}
+	if ok, err := c.setACLSetting(name, value); ok {
+		return true, err
+	}
 	return c.setSyncStall(name, value)
 }
 
@@ -823,6 +828,9 @@ func (c Config) Summary() []string {
 	}
 	if c.Compact.On {
 		lines = append(lines, "compaction: "+c.Compact.String())
+	}
+	if s := c.aclSummary(); s != "" {
+		lines = append(lines, s)
 	}
 	if c.Deletes.On {
 		lines = append(lines, fmt.Sprintf("deletes: every~%dms gap~%dms topics=%v",

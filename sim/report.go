@@ -25,6 +25,8 @@ type Stats struct {
 	Muted int
 	// Compact counts the compaction workload's writes, reads and cleans (compact.go).
 	Compact CompactStats
+	// ACLs counts the ACL workload's grant changes and verdicts (acl_check.go).
+	ACLs map[string]int
 }
 
 // Result is the outcome of one run.
@@ -78,6 +80,9 @@ func (r *Result) Summary() []string {
 			"unknown), %d reads (%d checked, %d abandoned), %d cleans swapped %d segments "+
 			"in, removing %d records", c.Writes, c.Acked, c.Unknown, c.Reads, c.Checked,
 			c.Abandoned, c.Cleans, c.Segments, c.RecordsRemoved))
+	}
+	if r.Stats.ACLs != nil {
+		lines = append(lines, "acl workload: "+sortedCounts(r.Stats.ACLs))
 	}
 	if r.Report != nil {
 		lines = append(lines, r.Report.Summary(20)...)

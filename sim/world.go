@@ -111,6 +111,8 @@ type World struct {
 	cascading bool
 	// uncommittedSeen: partitions a read-uncommitted failure was reported for.
 	uncommittedSeen map[core.TopicPartition]bool
+
+	acls *aclWorld // the ACL workload and checker (acls.go); nil when off
 }
 
 // Failure is one reason a run failed.
@@ -314,6 +316,7 @@ func (w *World) check() *linearizability.Report {
 		w.hist.Finals = w.final.finals()
 	}
 	w.recordRetention()
+	w.checkACLs() // acl_check.go
 	if w.clustered() && w.finalRead {
 		w.checkReplicas()
 	}
@@ -411,4 +414,5 @@ func (w *World) buildClients() {
 	if w.cfg.Compact.On {
 		actor = w.buildCompact(actor)
 	}
+	w.addACLClients(actor) // acl_check.go
 }

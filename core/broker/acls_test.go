@@ -206,3 +206,26 @@ func TestAuthorizerOffTheDefault(t *testing.T) {
 	require.Error(t, c.Set("authorizer.class.name", "com.example.Mine"))
 	require.Error(t, c.Set("super.users", "admin"))
 }
+
+// A follower whose fetch was answered OFFSET_OUT_OF_RANGE asks its leader for the log
+// end with ListOffsets from its replica id: CLUSTER_ACTION on the cluster is what it
+// needs, as for its fetches, not DESCRIBE on a topic whose ACLs name other principals
+// (the simulator's ACL workload found followers refused for ever). A client's
+// ListOffsets, and a replica id from a principal without CLUSTER_ACTION, still need
+// DESCRIBE.
+func TestFollowerListOffsetsNeedsClusterAction(t *testing.T) {
+	h := newHarness(t, withAuthz, func(c *Config) { c.NumPartitions = 1 })
+	h.mustCreate("t", 1)
+	const peer, carol = "User:peer", "User:carol"
+	require.Equal(t, []int16{0, 0}, h.createACLs(admin,
+		creation(acl.ResourceTopic, "t", acl.PatternLiteral, bob, acl.OpRead, acl.Allow),
+		creation(acl.ResourceCluster, acl.ClusterName, acl.PatternLiteral, peer,
+			acl.OpClusterAction, acl.Allow)))
+	v := maxVersion(kmsg.ListOffsets)
+	require.Zero(t, listedOne(t, h.doAs(peer, listAs("t", -1, v, 2))).ErrorCode)
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code,
+		listedOne(t, h.doAs(peer, listAs("t", -1, v, -1))).ErrorCode, "a client's needs DESCRIBE")
+	require.Equal(t, kerr.TopicAuthorizationFailed.Code,
+		listedOne(t, h.doAs(carol, listAs("t", -1, v, 2))).ErrorCode)
+	require.Zero(t, listedOne(t, h.doAs(bob, listAs("t", -1, v, 2))).ErrorCode)
+}

@@ -181,6 +181,10 @@ var Catalogue = []Mutant{
 		"record offset deltas are parsed but never compared", "./core/batch/"},
 	{"batch/count-trusted", "core/batch", "validation",
 		"records that end early end the walk without an error", "./core/batch/"},
+	// Authorization.
+	{"broker/authorize-stale-acls", "core/broker", "authorization",
+		"requests are decided on a cache of the ACLs that learns creations but not " +
+			"deletions, so a revoked principal keeps its rights", "./core/broker/"},
 	// Groups.
 	{"group/stale-commit", "core/group", "groups",
 		"OffsetCommit from a known member of an older generation accepted", "./core/group/"},
