@@ -89,7 +89,7 @@ func (m *Meta) listen() error {
 	if err != nil {
 		return fmt.Errorf("metadata quorum: listen on %s: %w", bind, err)
 	}
-	m.layer = newJoinLayer(ln, adv, m.lg.Named("join"))
+	m.layer = newJoinLayer(ln, adv, m.cfg.TLS, m.lg.Named("join"))
 	m.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: m.layer, MaxPool: 3, Timeout: 10 * time.Second,
 		Logger: m.hlog.Named("transport")})
