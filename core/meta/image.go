@@ -71,12 +71,12 @@ type Image struct {
 	// retired is the last unregistered broker when its epoch is maxBrokerEpoch (no
 	// registration came after): Snapshot writes it, registered then unregistered, so
 	// that the rebuilt image keeps maxBrokerEpoch.
-	retired *Broker
-	scram          map[scramKey]ScramCredential       // SCRAM credentials (scram.go)
-	quotas         map[QuotaEntity]map[string]float64 // client quotas (quota.go)
-	quotaVersion   uint64                             // changes with every quota change
-	acls           *acl.Set                           // ACL bindings (acl.go)
-	aclVersion     uint64
+	retired      *Broker
+	scram        map[scramKey]ScramCredential       // SCRAM credentials (scram.go)
+	quotas       map[QuotaEntity]map[string]float64 // client quotas (quota.go)
+	quotaVersion uint64                             // changes with every quota change
+	acls         *acl.Set                           // ACL bindings (acl.go)
+	aclVersion   uint64
 }
 
 // NewImage returns an empty image.
