@@ -237,3 +237,25 @@ func nodeOf(id raft.ServerID) int32 {
 	}
 	return int32(n)
 }
+
+// RemoveNonvoter removes node id from the raft configuration when it is there without
+// a vote (a broker unregistered for good); a voter is refused, an id not there is
+// done already. Only the leader can; it returns once the change committed,
+// raft.ErrNotLeader elsewhere.
+func (m *Meta) RemoveNonvoter(id int32, timeout time.Duration) error {
+	f := m.r.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	for _, s := range f.Configuration().Servers {
+		if nodeOf(s.ID) != id {
+			continue
+		}
+		if s.Suffrage == raft.Voter {
+			return fmt.Errorf("node %d is a voter of the metadata quorum: it is not "+
+				"removed", id)
+		}
+		return m.r.RemoveServer(s.ID, 0, timeout).Error()
+	}
+	return nil
+}
