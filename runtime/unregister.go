@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core/broker"
@@ -90,4 +92,35 @@ func (n *Node) removeNonvoters() {
 				zap.Int32("node", id))
 		}()
 	}
+}
+
+// QuorumNonvoters lists the node ids that are non-voters in this node's view of the raft
+// configuration (nil without a quorum).
+func (n *Node) QuorumNonvoters() []int32 {
+	if n.quorum == nil || n.quorum.Raft() == nil {
+		return nil
+	}
+	f := n.quorum.Raft().GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	var out []int32
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage != raft.Voter {
+			if id, err := strconv.ParseInt(string(s.ID), 10, 32); err == nil {
+				out = append(out, int32(id))
+			}
+		}
+	}
+	return out
+}
+
+// QuorumLeader is the node id leading the metadata quorum as this node knows it (-1:
+// none known or no quorum).
+func (n *Node) QuorumLeader() int32 {
+	if n.quorum == nil || n.quorum.Raft() == nil {
+		return -1
+	}
+	l, _ := n.quorum.Leader()
+	return l
 }
