@@ -59,6 +59,9 @@ func DecideUnregister(im *meta.Image, voters []int32, contacts Contacts, now cor
 		return meta.Record{}, codeNotRegistered, fmt.Sprintf("Broker %d is not registered.",
 			id)
 	}
+	if mutantOn("unregister-live-broker") {
+		contacts, b.State = nil, meta.BrokerFenced
+	}
 	if b.State != meta.BrokerFenced {
 		return meta.Record{}, codeInvalidRequest, fmt.Sprintf("Broker %d is %v: it is "+
 			"alive. Stop it; it is fenced once broker.session.timeout.ms passes without its "+
