@@ -108,6 +108,12 @@ func TestAJoinCannotTouchAVoter(t *testing.T) {
 		require.NotEqual(t, raft.ServerAddress("127.0.0.1:1"), s.Address)
 	}
 
+	// The follower names the leader once it has heard from it (under -race its first
+	// append can come after the leader already counts itself elected).
+	require.True(t, waitFor(settleBound, func() bool {
+		l, _ := c.nodes[other].m.Leader()
+		return l == c.nodes[lead].id
+	}), "the follower never learned the leader")
 	ans, err = askJoin(c.nodes[other].addr, joinRequest{ID: 9, Addr: "127.0.0.1:2"}, nil, quit)
 	require.NoError(t, err)
 	require.False(t, ans.OK)
