@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,16 +16,18 @@ import (
 
 	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/core/controller"
+	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/runtime"
 	"github.com/sluicemq/sluice/runtime/raftmeta"
 )
 
 // TestUnregisterADeadNonvoter: three voters and node 4 outside --voters (a raft
-// non-voter and a broker). While node 4 runs, UnregisterBroker for it is refused as
-// alive, and for a voter as a voter. Node 4 stops; once it is fenced, the request sent
-// to a node that is not the controller is forwarded and succeeds: no node's image
-// holds broker 4 any more, the quorum leader drops it from the raft non-voters, and a
-// second request says BROKER_ID_NOT_REGISTERED.
+// non-voter and a broker), partition t-0 on nodes 1 and 4. While node 4 runs,
+// UnregisterBroker for it is refused as alive, and for a voter as a voter. Node 4
+// stops; once it is fenced, the request sent to a node that is not the controller is
+// forwarded and refused for the replica it still holds. Once t-0 is reassigned to 1
+// and 2 it succeeds: no node's image holds broker 4 any more, the quorum leader drops
+// it from the raft non-voters, and a second request says BROKER_ID_NOT_REGISTERED.
 func TestUnregisterADeadNonvoter(t *testing.T) {
 	voters := []raftmeta.Voter{{ID: 1, Addr: freeAddr(t)}, {ID: 2, Addr: freeAddr(t)},
 		{ID: 3, Addr: freeAddr(t)}}
@@ -84,6 +87,22 @@ func TestUnregisterADeadNonvoter(t *testing.T) {
 		}
 		return *r.ErrorMessage
 	}
+	// Partition t-0 lives on nodes 1 and 4.
+	l := leader()
+	require.GreaterOrEqual(t, l, 0)
+	ctlClient := newClient(t, nodes[l])
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "t", -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, []int32{1, 4}
+	ct.ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{ra}
+	create.Topics = []kmsg.CreateTopicsRequestTopic{ct}
+	create.TimeoutMillis = 10000
+	cr, err := create.RequestWith(testCtx(t, 15*time.Second), ctlClient)
+	require.NoError(t, err)
+	require.Zero(t, cr.Topics[0].ErrorCode)
+
 	r := unregister(nodes[0], 4)
 	require.Equal(t, kerr.InvalidRequest.Code, r.ErrorCode)
 	require.Contains(t, message(r), "alive")
@@ -92,9 +111,40 @@ func TestUnregisterADeadNonvoter(t *testing.T) {
 	require.Contains(t, message(r), "voter of the metadata quorum")
 
 	require.NoError(t, nodes[3].Close())
-	l := leader()
+	l = leader()
 	require.GreaterOrEqual(t, l, 0)
 	via := nodes[(l+1)%3] // not the controller: it forwards
+	require.Eventually(t, func() bool {
+		r := unregister(via, 4)
+		return r.ErrorCode == kerr.InvalidRequest.Code &&
+			strings.Contains(message(r), "still hosts 1 partition replicas (t-0 first)")
+	}, 20*time.Second, 300*time.Millisecond, "broker 4 refused for its replica once fenced")
+
+	// Move t-0 off the dead node, as an operator would (sluice topic reassign).
+	alter := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	at := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	at.Topic = "t"
+	ap := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	ap.Partition, ap.Replicas = 0, []int32{1, 2}
+	at.Partitions = []kmsg.AlterPartitionAssignmentsRequestTopicPartition{ap}
+	alter.Topics = []kmsg.AlterPartitionAssignmentsRequestTopic{at}
+	require.Eventually(t, func() bool { // sent to the controller, wherever it is now
+		l = leader()
+		if l < 0 {
+			return false
+		}
+		ar, err := alter.RequestWith(testCtx(t, 15*time.Second), newClient(t, nodes[l]))
+		return err == nil && ar.ErrorCode == 0 && ar.Topics[0].Partitions[0].ErrorCode == 0
+	}, 20*time.Second, 100*time.Millisecond, "the reassignment was not accepted")
+	require.Eventually(t, func() bool {
+		var replicas []int32
+		nodes[l].ControllerImage(func(im *meta.Image, _ bool) {
+			s, _, _ := im.Partition("t", 0)
+			replicas = s.Replicas
+		})
+		return slices.Equal(replicas, []int32{1, 2})
+	}, 20*time.Second, 20*time.Millisecond, "t-0 moved off the dead node")
+
 	require.Eventually(t, func() bool {
 		r := unregister(via, 4)
 		if r.ErrorCode != 0 {
