@@ -44,6 +44,11 @@ func newCluster(n *Node) *cluster {
 	c.h = nodehost.New(nodehost.Config{Controller: ccfg, Lifecycle: lcfg}, hostEnv{n},
 		rand.New(rand.NewSource(seed())))
 	c.h.SetBroker(n.b)
+	voters := make([]int32, 0, len(n.opts.Voters))
+	for _, v := range n.opts.Voters {
+		voters = append(voters, v.ID)
+	}
+	c.h.Controller().SetVoters(voters) // voters are never unregistered (unregister.go)
 	return c
 }
 

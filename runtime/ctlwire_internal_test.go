@@ -60,3 +60,25 @@ func TestControlledShutdownOnTheWire(t *testing.T) {
 	msg, _ = controllerRequest(plain)
 	require.IsType(t, controller.Heartbeat{}, msg, "without WantShutdown: a heartbeat")
 }
+
+// An UnregisterBroker a node forwards to the controller's node crosses the wire as
+// Kafka's own request, and the answer keeps its code and message.
+func TestUnregisterBrokerOnTheWire(t *testing.T) {
+	req, err := wireRequest(controller.UnregisterBroker{NodeID: 4})
+	require.NoError(t, err)
+	decoded := kmsg.NewPtrUnregisterBrokerRequest()
+	decoded.SetVersion(req.GetVersion())
+	require.NoError(t, decoded.ReadFrom(req.AppendTo(nil)))
+	require.Equal(t, int32(4), decoded.BrokerID)
+	_, routed := controllerRequest(decoded)
+	require.False(t, routed, "the receiving node's broker serves it, not its controller")
+
+	resp := decoded.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+	resp.ErrorCode, resp.ErrorMessage = codeInvalidRequestForTest, kmsg.StringPtr("why")
+	back, err := wireResponse(resp)
+	require.NoError(t, err)
+	require.Equal(t, controller.UnregisterBrokerResponse{Err: codeInvalidRequestForTest,
+		Message: "why"}, back)
+}
+
+const codeInvalidRequestForTest int16 = 42

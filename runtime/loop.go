@@ -70,6 +70,7 @@ func (n *Node) step(in broker.Input) { n.stepReceived(in, time.Time{}) }
 func (n *Node) stepReceived(in broker.Input, received time.Time) {
 	n.flow.beginStep(in, received)
 	n.creds.observe(in)
+	n.observeMembership(in)
 	now := n.now()
 	switch {
 	case n.cl != nil:

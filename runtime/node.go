@@ -61,6 +61,7 @@ type Node struct {
 	cleaner *cleaner
 	metaW   *metaWriter
 	quorum  *raftmeta.Meta // the metadata log when Options.Voters is set (docs/quorum.md)
+	reap    reaper         // unregistered brokers to remove from the quorum (unregister.go)
 	fatal   sync.Once
 	peers   *kafkanet.Peers // the inter-broker client (Env.SendPeer)
 	// peerTLSErr says why the inter-broker listener's TLS client config cannot be built.

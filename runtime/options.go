@@ -69,6 +69,12 @@ type Options struct {
 	Voters           []raftmeta.Voter
 	ControllerListen string
 	QuorumTiming     raftmeta.Timing
+	// ControllerTLS, when set, makes the quorum transport TLS with mutual
+	// authentication (controller.listener.names naming an SSL listener; docs/quorum.md,
+	// "Transport"): its keystore is this node's certificate, towards peers too, its
+	// truststore the CAs a peer's certificate must chain to; ssl.client.auth is
+	// always required. Nil: plaintext.
+	ControllerTLS *kafkanet.TLSSettings
 	// Controller holds the controller's settings (broker.session.timeout.ms, ...); its
 	// NodeID and ClusterID come from Config. Zero: controller.DefaultConfig(). Rack is
 	// this node's rack (broker.rack), given to the controller at registration.

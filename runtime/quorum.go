@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/disk"
+	kafkanet "github.com/sluicemq/sluice/net"
 	"github.com/sluicemq/sluice/runtime/raftmeta"
 )
 
@@ -61,6 +62,13 @@ func (n *Node) openQuorum() (broker.Start, error) {
 		State: n.state, SnapshotDir: filepath.Join(n.opts.DataDir, "raft-snapshots"),
 		Logger: n.lg.Named("quorum"), Timing: timing, OnFatal: n.onFatal,
 	}
+	if n.opts.ControllerTLS != nil {
+		t, err := quorumTLS(*n.opts.ControllerTLS, n.lg.Named("quorum-tls"))
+		if err != nil {
+			return broker.Start{}, err
+		}
+		cfg.TLS = t
+	}
 	if !n.isVoter() {
 		// A non-voter joins the quorum at its --controller-listen address (raftmeta's
 		// join.go); the voters dial it there.
@@ -72,9 +80,31 @@ func (n *Node) openQuorum() (broker.Start, error) {
 	}
 	n.quorum = m
 	n.lg.Info("metadata quorum", zap.Int("voters", len(n.opts.Voters)),
-		zap.Bool("voter", n.isVoter()),
+		zap.Bool("voter", n.isVoter()), zap.Bool("tls", cfg.TLS != nil),
 		zap.String("controller_listen", m.Addr()), zap.Uint64("records", start.LastIndex()))
 	return start, nil
+}
+
+// quorumTLS builds the quorum transport's TLS from the controller listener's ssl.*
+// settings: client certificates are always required and verified (a quorum member is
+// whoever holds a certificate the truststore accepts), and the keystore, re-read when
+// its file changes, is presented both ways, so a renewed certificate is used by every
+// new quorum connection.
+func quorumTLS(s kafkanet.TLSSettings, lg *zap.Logger) (*raftmeta.TransportTLS, error) {
+	if s.TruststoreLocation == "" && s.TruststoreCerts == "" {
+		return nil, fmt.Errorf("the controller listener (quorum transport) needs " +
+			"ssl.truststore.location: the CA that signs every quorum member's certificate")
+	}
+	s.ClientAuth = "required"
+	srv, err := s.ServerConfig(lg)
+	if err != nil {
+		return nil, fmt.Errorf("the controller listener (quorum transport): %w", err)
+	}
+	cli, err := s.ClientConfig(lg)
+	if err != nil {
+		return nil, fmt.Errorf("the controller listener (quorum transport): %w", err)
+	}
+	return &raftmeta.TransportTLS{Server: srv, Client: cli}, nil
 }
 
 // isVoter says whether this node is one of Options.Voters (else a non-voter: it follows

@@ -1,8 +1,10 @@
 package runtime_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +24,9 @@ import (
 
 // Three nodes whose inter-broker listener is SSL with client certificates required and
 // whose clients' listener is PLAINTEXT: registrations and heartbeats travel over TLS
-// (a node without the right certificate could not register), each registration holds
+// (a node without the right certificate could not register), the metadata quorum's
+// transport is mutual TLS with the same certificates (ControllerTLS; a plaintext join
+// request to it gets no answer), each registration holds
 // both listeners with the inter-broker one as its address, and Metadata lists every
 // broker at its address on the listener the request came in on.
 func TestClusterOverSSLInterBrokerListener(t *testing.T) {
@@ -49,7 +53,7 @@ func TestClusterOverSSLInterBrokerListener(t *testing.T) {
 			InterBrokerListener: "INTERNAL", DataDir: t.TempDir(), Config: cfg,
 			Controller: ctl, Rack: fmt.Sprintf("r%d", i+1),
 			Logger:       zaptest.NewLogger(t).Named(fmt.Sprintf("n%d", i+1)),
-			DrainTimeout: 2 * time.Second, Voters: voters,
+			DrainTimeout: 2 * time.Second, Voters: voters, ControllerTLS: &tlsSettings,
 			QuorumTiming: raftmeta.TestTiming()})
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = nodes[i].Start(context.Background()) }()
@@ -68,6 +72,14 @@ func TestClusterOverSSLInterBrokerListener(t *testing.T) {
 		}
 		return true
 	}, 20*time.Second, 20*time.Millisecond, "every node registered and unfenced over TLS")
+
+	conn, err := net.DialTimeout("tcp", nodes[0].QuorumAddr(), 2*time.Second)
+	require.NoError(t, err)
+	_ = conn.SetDeadline(time.Now().Add(15 * time.Second))
+	_, _ = conn.Write(append([]byte{0xE5}, `{"id":9,"addr":"127.0.0.1:9"}`+"\n"...))
+	_, err = bufio.NewReader(conn).ReadByte()
+	require.Error(t, err, "the quorum transport answered a plaintext join")
+	_ = conn.Close()
 
 	for _, n := range nodes {
 		require.Eventually(t, func() bool { return len(brokersSeen(n)) == 3 },

@@ -42,6 +42,9 @@ var table = []Setting{
 	strS(Security, "inter.broker.listener.name", "",
 		"the listener peers use; its advertised address is the one registered "+
 			"(default: the first listener)"),
+	strS(Security, "controller.listener.names", "",
+		"the listener whose ssl.* settings the metadata quorum's transport "+
+			"(--controller-listen) uses: protocol SSL is mutual TLS, PLAINTEXT or \"\" plaintext"),
 	{Name: "ssl.keystore.type", Scope: Security, Kind: Enum, Default: "PEM",
 		Choices: []string{"PEM"}, Doc: "PEM only (Kafka's JKS and PKCS12 are not read)"},
 	strS(Security, "ssl.keystore.location", "",

@@ -2,6 +2,7 @@ package main
 
 // `sluice cluster describe`: the cluster id, the metadata quorum with its leader and each
 // voter's lag, and every live broker, from DescribeCluster and DescribeQuorum.
+// `sluice cluster unregister --id N`: remove a dead broker (UnregisterBroker).
 
 import (
 	"context"
@@ -17,23 +18,30 @@ import (
 
 func init() {
 	register("cluster", command{
-		summary: "describe the cluster: quorum, controller and brokers",
+		summary: "describe the cluster (quorum, controller, brokers); unregister a dead broker",
 		run:     runCluster,
 	})
 }
 
 func runCluster(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || isHelp(args[0]) {
-		fmt.Fprintln(stderr, "usage: sluice cluster describe [flags]\n\n"+
-			"actions:\n  describe  show the cluster id, the metadata quorum (leader, epoch, "+
-			"each voter's lag) and every live broker")
+		fmt.Fprintln(stderr, "usage: sluice cluster describe|unregister [flags]\n\n"+
+			"actions:\n  describe    show the cluster id, the metadata quorum (leader, epoch, "+
+			"each voter's lag) and every live broker\n"+
+			"  unregister  --id N: remove dead broker N (not a voter, fenced, hosting no "+
+			"replica) from the cluster's metadata and the quorum's non-voters")
 		if len(args) == 0 {
 			return 2
 		}
 		return 0
 	}
+	if args[0] == "unregister" {
+		return exitStatus("sluice cluster unregister",
+			clusterUnregister(args[1:], stdout, stderr), stderr)
+	}
 	if args[0] != "describe" {
-		fmt.Fprintf(stderr, "sluice cluster: unknown action %q (want describe)\n", args[0])
+		fmt.Fprintf(stderr, "sluice cluster: unknown action %q (want describe or "+
+			"unregister)\n", args[0])
 		return 2
 	}
 	return exitStatus("sluice cluster describe", clusterDescribe(args[1:], stdout, stderr),

@@ -28,6 +28,10 @@ func TestClusterDescribeSingleNode(t *testing.T) {
 	require.Regexp(t, `(?m)^1\s+`+regexp.QuoteMeta(addr)+`\s+-\s+live$`, out)
 	_, errOut := cli(t, addr, 2, "", "cluster", "frobnicate")
 	require.Contains(t, errOut, `unknown action "frobnicate"`)
+	_, errOut = cli(t, addr, 2, "", "cluster", "unregister")
+	require.Contains(t, errOut, "--id N is required")
+	_, errOut = cli(t, addr, 1, "", "cluster", "unregister", "--id", "1")
+	require.Contains(t, errOut, "without a metadata quorum")
 }
 
 // Three nodes of one quorum: the leader reports every voter with its log end and lag
@@ -82,4 +86,17 @@ func TestClusterDescribeThreeNodes(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond, "last output:\n%s", out)
 	require.Regexp(t, `(?m)^\d\s+voter \(leader\)`, out)
 	t.Log("\n" + out)
+
+	// A voter cannot be unregistered, whichever node is asked (it forwards to the
+	// controller), and the refusal's reason is printed.
+	for _, n := range nodes {
+		code, _, stderr := runCLI(t, "", "cluster", "unregister", "--id", "2", "--bootstrap",
+			n.Addr(), "--timeout", "5s")
+		require.Equal(t, 1, code, stderr)
+		require.Contains(t, stderr, "voter of the metadata quorum", stderr)
+	}
+	code, _, stderr := runCLI(t, "", "cluster", "unregister", "--id", "7", "--bootstrap",
+		nodes[0].Addr(), "--timeout", "5s")
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "BROKER_ID_NOT_REGISTERED", stderr)
 }

@@ -37,7 +37,8 @@ const devSynopsis = "sluice dev [--listen 127.0.0.1:9092] [--tls] [--tls-listen 
 func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("dev", devSynopsis, stderr)
 	listen := fs.String("listen", "127.0.0.1:9092", "loopback `HOST:PORT` of the PLAINTEXT listener")
-	useTLS := fs.Bool("tls", false, "add an SSL listener, with a throw-away CA and certificates")
+	useTLS := fs.Bool("tls", false, "add an SSL listener, with a throw-away CA and "+
+		"certificates (with --nodes: run the metadata quorum over mutual TLS)")
 	tlsListen := fs.String("tls-listen", "127.0.0.1:9093", "loopback `HOST:PORT` of the SSL listener")
 	tlsDir := fs.String("tls-dir", "", "write the certificates to `DIR` and keep them "+
 		"(default: in the temporary directory, removed at exit)")

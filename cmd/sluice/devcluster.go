@@ -23,6 +23,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicemq/sluice/internal/devcert"
 )
 
 // devControllerOffset is how far above the Kafka listeners the quorum transports are.
@@ -59,7 +61,7 @@ func devClusterCommand(fs *flag.FlagSet, set map[string]bool, nodes, basePort in
 	if nodes < 1 || nodes > 9 {
 		return usageNode(fs, "--nodes must be between 1 and 9, got %d", nodes)
 	}
-	for _, f := range []string{"listen", "tls", "tls-listen", "tls-dir", "client-auth",
+	for _, f := range []string{"listen", "tls-listen", "tls-dir", "client-auth",
 		"http-listen", "sasl", "sasl-listen", "sasl-ssl-listen"} {
 		if set[f] {
 			return usageNode(fs, "--%s is for a single dev node; not with --nodes", f)
@@ -72,13 +74,32 @@ func devClusterCommand(fs *flag.FlagSet, set map[string]bool, nodes, basePort in
 	if _, err := newNodeLogger(stderr, "console", logLevel); err != nil {
 		return usageNode(fs, "%v", err)
 	}
-	return runDevCluster(nodes, basePort, data, logLevel, stdout, stderr)
+	useTLS := fs.Lookup("tls").Value.String() == "true"
+	return runDevCluster(nodes, basePort, data, logLevel, useTLS, stdout, stderr)
+}
+
+// devQuorumTLS writes a throw-away CA and node certificate under dataDir/tls and the
+// config file that makes the nodes' quorum transport mutual TLS with them
+// (controller.listener.names; docs/quorum.md, "Transport"), returning its path.
+func devQuorumTLS(dataDir string) (string, error) {
+	files, err := devcert.Write(filepath.Join(dataDir, "tls"))
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dataDir, "quorum-tls.properties")
+	text := "# sluice dev --nodes N --tls: the metadata quorum over mutual TLS\n" +
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL\n" +
+		"controller.listener.names=CONTROLLER\n" +
+		"listener.name.controller.ssl.keystore.location=" + files.Server + "\n" +
+		"listener.name.controller.ssl.truststore.location=" + files.CA + "\n"
+	return path, os.WriteFile(path, []byte(text), 0o600)
 }
 
 // runDevCluster runs n nodes until SIGINT or SIGTERM. data "" keeps the data in a
 // temporary directory removed at exit; otherwise it stays, and the same command starts
 // the same cluster again.
-func runDevCluster(n, basePort int, data, logLevel string, stdout, stderr io.Writer) int {
+func runDevCluster(n, basePort int, data, logLevel string, useTLS bool, stdout,
+	stderr io.Writer) int {
 	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice dev: %v\n", err)
@@ -100,6 +121,13 @@ func runDevCluster(n, basePort int, data, logLevel string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "sluice dev: %v\n", err)
 		return 1
 	}
+	var tlsConfig string
+	if useTLS {
+		if tlsConfig, err = devQuorumTLS(data); err != nil {
+			fmt.Fprintf(stderr, "sluice dev: %v\n", err)
+			return 1
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var out sync.Mutex // one writer at a time on stderr
@@ -108,6 +136,9 @@ func runDevCluster(n, basePort int, data, logLevel string, stdout, stderr io.Wri
 	for id := 1; id <= n; id++ {
 		ch := &devChild{id: id, kafka: fmt.Sprintf("127.0.0.1:%d", basePort+id-1),
 			args: devClusterArgs(id, n, basePort, data, logLevel)}
+		if tlsConfig != "" {
+			ch.args = append(ch.args, "--config", tlsConfig)
+		}
 		if err := ch.start(exe, stderr, &out); err != nil {
 			fmt.Fprintf(stderr, "sluice dev: node %d: %v\n", id, err)
 			return 1
@@ -125,6 +156,10 @@ func runDevCluster(n, basePort int, data, logLevel string, stdout, stderr io.Wri
 		return 1
 	}
 	printDevClusterBanner(stdout, exe, children, data, keep)
+	if tlsConfig != "" {
+		fmt.Fprintf(stdout, "The metadata quorum runs over mutual TLS (%s); the Kafka "+
+			"listeners are PLAINTEXT.\n", tlsConfig)
+	}
 	return superviseDevChildren(ctx, children, stderr, &out)
 }
 

@@ -19,6 +19,7 @@ type listenerSettings struct {
 	advertised  string                       // "": from --advertise, or the listen addresses
 	protocols   map[string]kafkanet.Protocol // nil: kafkanet.DefaultProtocolMap()
 	interBroker string
+	controller  string                 // controller.listener.names: the quorum's TLS
 	ssl         kafkanet.TLSSettings   // the ssl.* settings of every SSL listener
 	sasl        kafkanet.SASLSettings  // the SASL settings of every SASL listener
 	perListener map[string][][2]string // lower-case name -> listener.name.<name>.*
@@ -41,6 +42,8 @@ func (l *listenerSettings) set(key, value string) (known bool, err error) {
 		l.protocols, err = kafkanet.ParseProtocolMap(value)
 	case "inter.broker.listener.name":
 		l.interBroker = strings.TrimSpace(value)
+	case "controller.listener.names":
+		l.controller = strings.TrimSpace(value)
 	default:
 		if known, err := l.sasl.Set(key, value); known {
 			return true, err
@@ -161,4 +164,44 @@ func setAdvertised(ls []runtime.Listener, value string) error {
 		}
 	}
 	return nil
+}
+
+// controllerTLS is the quorum transport's TLS (nil: plaintext) from
+// controller.listener.names: the one listener name it gives must have the protocol SSL
+// (or PLAINTEXT, saying so explicitly) in listener.security.protocol.map, and the
+// transport takes the ssl.* settings with that listener's listener.name.<name>.ssl.*
+// over them. The name may be one of the Kafka listeners (the quorum then shares its
+// certificates) or a name of its own, as Kafka's CONTROLLER; either way the transport
+// listens on --controller-listen, never on a Kafka listener's address.
+func (l *listenerSettings) controllerTLS() (*kafkanet.TLSSettings, error) {
+	name := l.controller
+	if name == "" {
+		return nil, nil
+	}
+	if strings.Contains(name, ",") {
+		return nil, fmt.Errorf("controller.listener.names %q: Sluice's quorum transport "+
+			"takes one listener name", name)
+	}
+	protocols := l.protocols
+	if protocols == nil {
+		protocols = kafkanet.DefaultProtocolMap()
+	}
+	p, ok := protocols[name]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("controller.listener.names %s has no security protocol: "+
+			"name it in listener.security.protocol.map (for example %s:SSL)", name, name)
+	case p == kafkanet.Plaintext:
+		return nil, nil
+	case p != kafkanet.SSL:
+		return nil, fmt.Errorf("controller.listener.names %s: the quorum transport speaks "+
+			"PLAINTEXT or SSL (mutual TLS), not %s", name, p)
+	}
+	t := l.ssl
+	for _, kv := range l.perListener[strings.ToLower(name)] {
+		if _, err := t.Set(kv[0], kv[1]); err != nil {
+			return nil, err
+		}
+	}
+	return &t, nil
 }

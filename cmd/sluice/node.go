@@ -156,6 +156,10 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 		MaxOpenLogFiles: ns.maxOpenFiles, ControllerListen: *controllerListen,
 		HTTPListen: *httpListen, Controller: ns.ctl, Rack: ns.rack,
 		ConsoleAdmin: *consoleAdmin}
+	if opts.ControllerTLS, err = ns.lst.controllerTLS(); err != nil {
+		fmt.Fprintf(stderr, "sluice node: %v\n", err)
+		return 1
+	}
 	if *voters != "" {
 		vs, err := raftmeta.ParseVoters(*voters)
 		if err != nil {
@@ -170,6 +174,9 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 		}
 	} else if *controllerListen != "" {
 		return usageNode(fs, "--controller-listen needs --voters")
+	} else if ns.lst.controller != "" {
+		return usageNode(fs, "controller.listener.names is the metadata quorum's "+
+			"transport: it needs --voters")
 	}
 	return serveNode(opts, stderr, nil)
 }

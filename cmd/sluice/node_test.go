@@ -178,3 +178,45 @@ listener.name.external.ssl.client.auth=required
 		require.ErrorContains(t, err, tc.want)
 	}
 }
+
+// TestNodeControllerListenerTLS: controller.listener.names names the listener whose
+// ssl.* settings the quorum transport takes (per-listener ones over the common ones);
+// a Kafka-style CONTROLLER name that is no Kafka listener works, PLAINTEXT or no name
+// means plaintext, and a SASL or unmapped name is refused.
+func TestNodeControllerListenerTLS(t *testing.T) {
+	cfg := broker.DefaultConfig()
+	var ns nodeSettings
+	require.NoError(t, loadConfigFile(writeConfig(t, `listeners=PLAINTEXT://127.0.0.1:0
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL
+controller.listener.names=CONTROLLER
+ssl.truststore.location=/etc/sluice/ca.pem
+listener.name.controller.ssl.keystore.location=/etc/sluice/quorum.pem
+`), &cfg, &ns))
+	got, err := ns.lst.controllerTLS()
+	require.NoError(t, err)
+	require.NotNil(t, got)
+	require.Equal(t, "/etc/sluice/quorum.pem", got.KeystoreLocation)
+	require.Equal(t, "/etc/sluice/ca.pem", got.TruststoreLocation)
+
+	var none listenerSettings
+	got, err = none.controllerTLS()
+	require.NoError(t, err)
+	require.Nil(t, got)
+
+	for _, tc := range []struct{ text, want string }{
+		{"controller.listener.names=PLAINTEXT\n", ""},
+		{"controller.listener.names=CONTROLLER\n", "CONTROLLER has no security protocol"},
+		{"controller.listener.names=SASL_SSL\n", "PLAINTEXT or SSL"},
+		{"controller.listener.names=SSL,CONTROLLER\n", "one listener name"},
+	} {
+		var ns nodeSettings
+		require.NoError(t, loadConfigFile(writeConfig(t, tc.text), &cfg, &ns))
+		got, err := ns.lst.controllerTLS()
+		if tc.want == "" {
+			require.NoError(t, err)
+			require.Nil(t, got)
+			continue
+		}
+		require.ErrorContains(t, err, tc.want)
+	}
+}

@@ -131,3 +131,23 @@ func TestAuthorizerGuardsPartitionReassignments(t *testing.T) {
 	require.NotEqual(t, denied,
 		h.doAs(bob, list).(*kmsg.ListPartitionReassignmentsResponse).ErrorCode)
 }
+
+// Unregistering a broker needs ALTER on the cluster (or CLUSTER_ACTION, which a peer
+// forwarding the request has): a principal without either is refused whole; granted
+// ALTER, it gets past the authorizer to the node's answer (no quorum here:
+// INVALID_REQUEST).
+func TestAuthorizerGuardsUnregisterBroker(t *testing.T) {
+	h := newHarness(t, withAuthz)
+	req := kmsg.NewPtrUnregisterBrokerRequest()
+	req.BrokerID = 4
+	code := func(who string) int16 {
+		return h.doAs(who, req).(*kmsg.UnregisterBrokerResponse).ErrorCode
+	}
+	denied := kerr.ClusterAuthorizationFailed.Code
+	require.Equal(t, denied, code(bob))
+	require.Equal(t, kerr.InvalidRequest.Code, code(admin))
+	require.Equal(t, []int16{0}, h.createACLs(admin,
+		creation(acl.ResourceCluster, "kafka-cluster", acl.PatternLiteral, bob, acl.OpAlter,
+			acl.Allow)))
+	require.Equal(t, kerr.InvalidRequest.Code, code(bob))
+}

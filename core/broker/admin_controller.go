@@ -55,6 +55,9 @@ type adminController struct {
 	// reassigns are the AlterPartitionReassignments waiting for the controller, by id
 	// (alter_partition_reassignments.go).
 	reassigns map[uint64]reassignAsk
+	// unregisters are the UnregisterBroker requests waiting likewise
+	// (unregister_broker.go).
+	unregisters map[uint64]unregisterAsk
 }
 
 func newAdminController(n *node, hosts hostView) *adminController {

@@ -84,7 +84,8 @@ func (b *Broker) apply(rec meta.Record) error {
 		// Image only: produce and fetch read the quotas from it (quotas.go).
 	case meta.KindACLsCreated, meta.KindACLsDeleted:
 		// Image only: every request is authorized against it (authorize.go).
-	case meta.KindClusterCreated, meta.KindBrokerRegistered, meta.KindBrokerChange:
+	case meta.KindClusterCreated, meta.KindBrokerRegistered, meta.KindBrokerChange,
+		meta.KindBrokerUnregistered:
 		// The controller (core/controller) and the lifecycle act on these; this node
 		// starts leading once its own incarnation is unfenced (membership.go).
 		if b.opens.live {

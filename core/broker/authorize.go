@@ -197,6 +197,13 @@ func (b *Broker) wholeRequest(r Request) (int16, bool) {
 	case *kmsg.DescribeACLsRequest, *kmsg.DescribeUserSCRAMCredentialsRequest,
 		*kmsg.ListPartitionReassignmentsRequest:
 		return cluster(acl.OpDescribe)
+	case *kmsg.UnregisterBrokerRequest:
+		// ALTER, or CLUSTER_ACTION: a peer forwarding its client's request, which it
+		// authorized, to the controller's node (unregister_broker.go).
+		if code, ok := cluster(acl.OpClusterAction); ok {
+			return code, ok
+		}
+		return cluster(acl.OpAlter)
 	case *kmsg.AlterClientQuotasRequest:
 		return cluster(acl.OpAlterConfigs)
 	case *kmsg.DescribeClientQuotasRequest:

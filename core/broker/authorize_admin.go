@@ -224,6 +224,8 @@ func denyWhole(req kmsg.Request, code int16) kmsg.Response {
 		resp.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode = code
 	case *kmsg.ListPartitionReassignmentsRequest:
 		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
+	case *kmsg.UnregisterBrokerRequest:
+		resp.(*kmsg.UnregisterBrokerResponse).ErrorCode = code
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		ar := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
 		for _, u := range scramUsers(m) {

@@ -133,7 +133,7 @@ func (ctl *adminController) controllerMessage(rec meta.Record, w metaWaiter) (
 
 // controllerAnswered continues what waited for the controller's answer.
 func (ctl *adminController) controllerAnswered(in ControllerAnswer) {
-	if ctl.reassignAnswered(in) {
+	if ctl.reassignAnswered(in) || ctl.unregisterAnswered(in) {
 		return
 	}
 	w, ok := ctl.ctlWaiters[in.ID]
@@ -163,6 +163,8 @@ func refusalMessage(resp controller.Response) string {
 	case controller.CreateTopicResponse:
 		return r.Message
 	case controller.CreatePartitionsResponse:
+		return r.Message
+	case controller.UnregisterBrokerResponse:
 		return r.Message
 	}
 	return ""
@@ -279,6 +281,7 @@ func (ctl *adminController) autoCreateElsewhere(r Request,
 // awaiting their answers.
 func (ctl *adminController) pendingController(out []PendingOp) []PendingOp {
 	out = ctl.pendingReassigns(out)
+	out = ctl.pendingUnregisters(out)
 	for id, w := range ctl.ctlWaiters {
 		out = append(out, w.pending(PendingController,
 			fmt.Sprintf("controller answer id=%d for %v", id, w.kind)))

@@ -80,11 +80,13 @@ var SecurityVersions = []VersionRange{
 }
 
 // ReassignmentVersions lists the partition reassignment APIs (KIP-455), served by the
-// broker on the active controller's node; kept apart from SupportedVersions for the
-// same reason as InterBrokerVersions.
+// broker on the active controller's node, and UnregisterBroker, which any node
+// forwards to the active controller; kept apart from SupportedVersions for the same
+// reason as InterBrokerVersions.
 var ReassignmentVersions = []VersionRange{
 	{int16(kmsg.AlterPartitionAssignments), 0, 1},
 	{int16(kmsg.ListPartitionReassignments), 0, 0},
+	{int16(kmsg.UnregisterBroker), 0, 0},
 }
 
 // AdvertisedVersions is what ApiVersions lists: SupportedVersions,

@@ -59,6 +59,8 @@ type Controller struct {
 	pidNext int64
 	// parked holds the requests waiting for an answer (C7).
 	parked map[uint64]bool
+	// voters are the metadata quorum's voting node ids (SetVoters; unregister.go).
+	voters []int32
 	// epochNext is the last broker epoch proposed, so that registrations in flight at
 	// once take distinct epochs (a lost one leaves a gap, which is harmless).
 	epochNext int64
@@ -147,8 +149,11 @@ func (c *Controller) applyAt(idx uint64, r meta.Record) {
 		}
 		return
 	}
-	if r.Kind == meta.KindBrokerRegistered {
+	switch r.Kind {
+	case meta.KindBrokerRegistered:
 		c.registeredAt[r.NodeID] = idx
+	case meta.KindBrokerUnregistered:
+		c.forget(r.NodeID)
 	}
 }
 

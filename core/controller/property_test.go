@@ -154,7 +154,7 @@ func (w *world) beatAlive() {
 }
 
 func (w *world) step() {
-	switch rapid.IntRange(0, 12).Draw(w.t, "action") {
+	switch rapid.IntRange(0, 13).Draw(w.t, "action") {
 	case 0: // a node starts (a new process), or one that failed to register retries
 		if n := w.node(); !w.alive[n] {
 			w.start(n)
@@ -184,6 +184,8 @@ func (w *world) step() {
 			w.ask(CreatePartitions{Topic: name, Count: w.image.Topic(name).Partitions +
 				rapid.Int32Range(0, 3).Draw(w.t, "more")})
 		}
+	case 13: // an operator unregisters a node (refused unless it is dead and empty)
+		w.ask(UnregisterBroker{NodeID: w.node()})
 	case 7:
 		if !w.leading {
 			w.lead()

@@ -31,6 +31,8 @@ func extraOpName(o Op) string {
 		return "reassign"
 	case OpReassignComplete:
 		return "reassign-complete"
+	case OpUnregister:
+		return "unregister"
 	}
 	return "op(?)"
 }

@@ -51,6 +51,8 @@ func (c *Controller) request(in Request) {
 		c.electLeaders(in.ID, m)
 	case AlterReassignments:
 		c.alterReassignments(in.ID, m)
+	case UnregisterBroker:
+		c.unregister(in.ID, m)
 	default:
 		panic("controller: unknown request message")
 	}
@@ -76,6 +78,8 @@ func notController(m Message) Response {
 		return ElectLeadersResponse{Err: codeNotController}
 	case AlterReassignments:
 		return AlterReassignmentsResponse{Err: codeNotController}
+	case UnregisterBroker:
+		return UnregisterBrokerResponse{Err: codeNotController}
 	default:
 		panic("controller: unknown request message")
 	}
@@ -218,6 +222,8 @@ func (c *Controller) answerPending(p *Pending, code int16) {
 	case OpProducerIDs:
 		resp = AllocateProducerIDsResponse{Err: code,
 			Start: p.Record.NextProducerID - ProducerIDBlock, Len: ProducerIDBlock}
+	case OpUnregister:
+		resp = UnregisterBrokerResponse{Err: code}
 	default:
 		core.Invariant(false, "C7", "%v proposal waited on by request %d", p.Op, p.Request)
 	}

@@ -68,11 +68,15 @@ type Image struct {
 	clusterID      string
 	brokers        map[int32]*Broker
 	maxBrokerEpoch int64
-	scram          map[scramKey]ScramCredential       // SCRAM credentials (scram.go)
-	quotas         map[QuotaEntity]map[string]float64 // client quotas (quota.go)
-	quotaVersion   uint64                             // changes with every quota change
-	acls           *acl.Set                           // ACL bindings (acl.go)
-	aclVersion     uint64
+	// retired is the last unregistered broker when its epoch is maxBrokerEpoch (no
+	// registration came after): Snapshot writes it, registered then unregistered, so
+	// that the rebuilt image keeps maxBrokerEpoch.
+	retired      *Broker
+	scram        map[scramKey]ScramCredential       // SCRAM credentials (scram.go)
+	quotas       map[QuotaEntity]map[string]float64 // client quotas (quota.go)
+	quotaVersion uint64                             // changes with every quota change
+	acls         *acl.Set                           // ACL bindings (acl.go)
+	aclVersion   uint64
 }
 
 // NewImage returns an empty image.
@@ -122,6 +126,8 @@ func (im *Image) Apply(r Record) error {
 		return im.brokerRegistered(r)
 	case KindBrokerChange:
 		return im.brokerChange(r)
+	case KindBrokerUnregistered:
+		return im.brokerUnregistered(r)
 	case KindPartitionChange:
 		return im.partitionChange(r)
 	case KindScramCredentialSet, KindScramCredentialDeleted:
@@ -199,6 +205,7 @@ func (im *Image) brokerRegistered(r Record) error {
 		return fmt.Errorf("registration of node %d: unknown state %d", r.NodeID, r.BrokerState)
 	}
 	im.maxBrokerEpoch = r.BrokerEpoch
+	im.retired = nil
 	im.brokers[r.NodeID] = &Broker{ID: r.NodeID, Incarnation: r.Incarnation,
 		Epoch: r.BrokerEpoch, Host: r.Host, Port: r.Port, Rack: r.Rack, State: r.BrokerState,
 		Listeners: slices.Clone(r.Listeners)}

@@ -117,3 +117,45 @@ func TestPartitionChangeForAnEarlierTopicOfTheNameIsRefused(t *testing.T) {
 	change.TopicID = [16]byte{2}
 	require.NoError(t, im.Apply(change))
 }
+
+// An unregistration removes a fenced broker that hosts no replica, for its current
+// epoch only; the next registration still needs an epoch greater than the removed
+// one's, also in an image rebuilt from a snapshot.
+func TestBrokerUnregistered(t *testing.T) {
+	im := NewImage()
+	reg := func(id int32, epoch int64) Record {
+		return Record{Kind: KindBrokerRegistered, NodeID: id, BrokerEpoch: epoch, Host: "h",
+			Port: 1}
+	}
+	require.NoError(t, im.Apply(reg(1, 1)))
+	require.NoError(t, im.Apply(reg(4, 2)))
+	require.NoError(t, im.Apply(Record{Kind: KindTopicCreated, Topic: "t", Partitions: 1,
+		ReplicationFactor: 1, PartitionStates: []PartitionState{{Replicas: []int32{4},
+			ISR: []int32{4}, Leader: 4}}}))
+	unreg := Record{Kind: KindBrokerUnregistered, NodeID: 4, BrokerEpoch: 2}
+	require.ErrorContains(t, im.Apply(unreg), "still hosts 1 replicas (t-0)")
+	require.NoError(t, im.Apply(Record{Kind: KindTopicDeleted, Topic: "t"}))
+	require.NoError(t, im.Apply(Record{Kind: KindBrokerChange, NodeID: 4, BrokerEpoch: 2,
+		BrokerState: BrokerUnfenced}))
+	require.ErrorContains(t, im.Apply(unreg), "not fenced")
+	require.NoError(t, im.Apply(Record{Kind: KindBrokerChange, NodeID: 4, BrokerEpoch: 2,
+		BrokerState: BrokerFenced}))
+	require.ErrorContains(t, im.Apply(Record{Kind: KindBrokerUnregistered, NodeID: 4,
+		BrokerEpoch: 1}), "epoch 1")
+	require.NoError(t, im.Apply(unreg))
+	_, ok := im.Broker(4)
+	require.False(t, ok)
+	require.ErrorContains(t, im.Apply(unreg), "not registered")
+
+	again := NewImage()
+	for _, r := range im.Snapshot() {
+		require.NoError(t, again.Apply(r))
+	}
+	require.True(t, im.Equal(again))
+	require.Equal(t, int64(2), again.MaxBrokerEpoch())
+	_, ok = again.Broker(4)
+	require.False(t, ok)
+	require.Error(t, again.Apply(reg(4, 2)), "an epoch not beyond the removed one's")
+	require.NoError(t, again.Apply(reg(4, 3)))
+	require.Equal(t, KindBrokerUnregistered.String(), "BrokerUnregistered")
+}

@@ -34,6 +34,10 @@ const (
 	// (DeleteAcls, which resolves its filters to bindings before proposing; acl.go).
 	KindACLsCreated
 	KindACLsDeleted
+	// KindBrokerUnregistered removes the registration of NodeID whose epoch is
+	// BrokerEpoch (UnregisterBroker, `sluice cluster unregister`): the node is no longer
+	// a broker of the cluster. It applies only to a fenced broker hosting no replica.
+	KindBrokerUnregistered Kind = 15
 )
 
 func (k Kind) String() string {
@@ -66,6 +70,8 @@ func (k Kind) String() string {
 		return "ACLsCreated"
 	case KindACLsDeleted:
 		return "ACLsDeleted"
+	case KindBrokerUnregistered:
+		return "BrokerUnregistered"
 	default:
 		return "Unknown"
 	}
@@ -153,7 +159,8 @@ type Record struct {
 	// ClusterID is the cluster's id (ClusterCreated).
 	ClusterID string `json:"cluster_id,omitempty"`
 
-	// NodeID is the broker's node id (BrokerRegistered, BrokerChange).
+	// NodeID is the broker's node id (BrokerRegistered, BrokerChange,
+	// BrokerUnregistered).
 	NodeID int32 `json:"node_id,omitempty"`
 	// Incarnation is the id a broker process draws at start (BrokerRegistered): a
 	// registration with a new one replaces the previous life's.

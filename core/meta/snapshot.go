@@ -16,7 +16,9 @@ import (
 // the same count of applied records.
 //
 // Brokers are written in epoch order (the order they registered in): a registration
-// applies only with an epoch greater than every earlier one.
+// applies only with an epoch greater than every earlier one. A broker unregistered
+// with the greatest epoch is written registered and unregistered after them, so that
+// the next registration still needs a greater epoch.
 func (im *Image) Snapshot() []Record {
 	names := im.TopicNames()
 	out := make([]Record, 0, len(names)+len(im.brokers)+2)
@@ -28,6 +30,7 @@ func (im *Image) Snapshot() []Record {
 			Incarnation: b.Incarnation, BrokerEpoch: b.Epoch, Host: b.Host, Port: b.Port,
 			Rack: b.Rack, BrokerState: b.State, Listeners: slices.Clone(b.Listeners)})
 	}
+	out = append(out, im.retiredSnapshot()...)
 	for _, n := range names {
 		t := im.topics[n]
 		var states []PartitionState

@@ -65,7 +65,7 @@ func TestSnapshotRoundTripProperty(t *testing.T) {
 func drawRecord(t *rapid.T, im *Image) Record {
 	node := rapid.Int32Range(0, 4)
 	topic := rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "topic")
-	switch rapid.IntRange(0, 9).Draw(t, "kind") {
+	switch rapid.IntRange(0, 10).Draw(t, "kind") {
 	case 0:
 		n := rapid.Int32Range(1, 3).Draw(t, "parts")
 		var states []PartitionState
@@ -109,6 +109,11 @@ func drawRecord(t *rapid.T, im *Image) Record {
 			BrokerState: BrokerState(rapid.IntRange(0, 2).Draw(t, "state"))}
 	case 9:
 		return drawQuotaRecord(t)
+	case 10:
+		id := node.Draw(t, "node")
+		b, _ := im.Broker(id)
+		return Record{Kind: KindBrokerUnregistered, NodeID: id,
+			BrokerEpoch: b.Epoch + rapid.Int64Range(-1, 0).Draw(t, "unregEpoch")}
 	default:
 		p := rapid.Int32Range(0, 2).Draw(t, "partition")
 		cur, _, _ := im.Partition(topic, p)

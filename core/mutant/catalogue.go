@@ -104,6 +104,9 @@ var Catalogue = []Mutant{
 	{"controller/heartbeat-keeps-conn-cutoff", "core/controller", "fencing",
 		"a heartbeat after a broker's connection closed does not restore its session: a " +
 			"live broker whose link was reset is fenced at the grace's end", "./core/controller/"},
+	{"controller/unregister-live-broker", "core/controller", "fencing",
+		"UnregisterBroker removes a broker that is not fenced or was heard from within " +
+			"its session (a live process)", "./core/controller/"},
 	{"controller/conn-close-ignores-epoch", "core/controller", "fencing",
 		"a closed heartbeat connection of an older broker epoch shortens the session of " +
 			"the node's new registration", "./core/controller/"},

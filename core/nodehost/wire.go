@@ -186,6 +186,12 @@ func WireRequest(msg controller.Message) (kmsg.Request, error) {
 		req := kmsg.NewPtrAllocateProducerIDsRequest()
 		req.BrokerID, req.BrokerEpoch = m.NodeID, m.BrokerEpoch
 		return req, nil
+	case controller.UnregisterBroker:
+		// The controller's node serves it with its broker, which asks its controller
+		// (core/broker/unregister_broker.go).
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = m.NodeID
+		return req, nil
 	}
 	return nil, fmt.Errorf("no wire form for %T", msg)
 }
@@ -201,6 +207,12 @@ func WireResponse(resp kmsg.Response) (controller.Response, error) {
 	case *kmsg.AllocateProducerIDsResponse:
 		return controller.AllocateProducerIDsResponse{Err: r.ErrorCode,
 			Start: r.ProducerIDStart, Len: r.ProducerIDLen}, nil
+	case *kmsg.UnregisterBrokerResponse:
+		out := controller.UnregisterBrokerResponse{Err: r.ErrorCode}
+		if r.ErrorMessage != nil {
+			out.Message = *r.ErrorMessage
+		}
+		return out, nil
 	}
 	return nil, fmt.Errorf("unexpected response %T from a controller", resp)
 }

@@ -115,6 +115,9 @@ type Config struct {
 	SnapshotDir string
 	Logger      *zap.Logger
 	Timing      Timing
+	// TLS, when set, makes the transport (raft's connections and joins) TLS with
+	// mutual authentication; nil: plaintext.
+	TLS *TransportTLS
 	// OnFatal is called (once, from an adapter goroutine) when this incarnation can no
 	// longer keep the port's rules: a snapshot installed from the leader skipped records
 	// never delivered, or the applied marker could not be written. Nothing more is
@@ -138,6 +141,11 @@ func (c *Config) check() error {
 	}
 	if v := c.voter(); v != nil && c.Addr == "" {
 		c.Addr = v.Addr
+	}
+	if c.TLS != nil {
+		if err := c.TLS.check(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.Addr == "" {
 		errs = append(errs, fmt.Errorf("node %d is not one of the voters %v and has no "+

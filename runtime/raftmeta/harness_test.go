@@ -94,6 +94,10 @@ type testCluster struct {
 	timing Timing
 	lg     *zap.Logger
 	stats  *stats
+	// tlsOf, when set, is each node's transport TLS (nil: plaintext); logOf, when set,
+	// its logger.
+	tlsOf func(id int32) *TransportTLS
+	logOf func(id int32) *zap.Logger
 }
 
 // stats counts what the nodes were told, over every case of a test, so a test can
@@ -179,6 +183,12 @@ func (c *testCluster) boot(i int, deliver func(broker.Input)) broker.Start {
 			nd.fatal = err
 			nd.mu.Unlock()
 		}}
+	if c.tlsOf != nil {
+		cfg.TLS = c.tlsOf(nd.id)
+	}
+	if c.logOf != nil {
+		cfg.Logger = c.logOf(nd.id)
+	}
 	var (
 		m     *Meta
 		start broker.Start

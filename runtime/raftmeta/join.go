@@ -57,13 +57,17 @@ type joinLayer struct {
 	closeOnce sync.Once
 	pending   atomic.Int32
 	lg        *zap.Logger
+	tls       *TransportTLS // nil: plaintext
+	refused   refusals
 	// serve answers one join request; nil until raft runs (answered "starting").
 	serve atomic.Pointer[func(joinRequest) joinAnswer]
 }
 
-func newJoinLayer(ln net.Listener, advertise net.Addr, lg *zap.Logger) *joinLayer {
+func newJoinLayer(ln net.Listener, advertise net.Addr, t *TransportTLS,
+	lg *zap.Logger) *joinLayer {
 	l := &joinLayer{ln: ln, advertise: advertise, conns: make(chan net.Conn),
-		quit: make(chan struct{}), lg: lg}
+		quit: make(chan struct{}), lg: lg, tls: t}
+	l.refused.lg = lg
 	go l.acceptLoop()
 	return l
 }
@@ -94,10 +98,16 @@ func (l *joinLayer) acceptLoop() {
 	}
 }
 
-// classify reads a connection's first byte: a join is answered here, anything else is
-// handed to raft with that byte put back.
+// classify reads a connection's first byte (after the TLS handshake, with TLS): a join
+// is answered here, anything else is handed to raft with that byte put back.
 func (l *joinLayer) classify(c net.Conn) {
 	defer l.pending.Add(-1)
+	if l.tls != nil {
+		var ok bool
+		if c, ok = l.serverHandshake(c, joinFirstByte); !ok {
+			return
+		}
+	}
 	_ = c.SetReadDeadline(time.Now().Add(joinFirstByte))
 	var b [1]byte
 	if _, err := io.ReadFull(c, b[:]); err != nil {
@@ -159,7 +169,7 @@ func (l *joinLayer) Addr() net.Addr { return l.advertise }
 
 // Dial is raft's outgoing connection.
 func (l *joinLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return net.DialTimeout("tcp", string(address), timeout)
+	return dialQuorum(string(address), timeout, l.tls)
 }
 
 // prefixConn gives back the first byte classify read.
@@ -272,7 +282,8 @@ func (m *Meta) joinOnce(quit <-chan struct{}) error {
 			continue
 		}
 		seen[addr] = true
-		ans, err := askJoin(addr, joinRequest{ID: m.cfg.NodeID, Addr: m.cfg.Addr}, quit)
+		ans, err := askJoin(addr, joinRequest{ID: m.cfg.NodeID, Addr: m.cfg.Addr}, m.cfg.TLS,
+			quit)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
@@ -288,16 +299,17 @@ func (m *Meta) joinOnce(quit <-chan struct{}) error {
 	return errors.Join(errs...)
 }
 
-// askJoin sends one join request to the transport at addr and reads its answer; quit
-// ends it early.
-func askJoin(addr string, req joinRequest, quit <-chan struct{}) (joinAnswer, error) {
+// askJoin sends one join request to the transport at addr (over TLS when t is set) and
+// reads its answer; quit ends it early.
+func askJoin(addr string, req joinRequest, t *TransportTLS, quit <-chan struct{}) (joinAnswer,
+	error) {
 	var ans joinAnswer
 	select {
 	case <-quit:
 		return ans, errors.New("stopping")
 	default:
 	}
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	c, err := dialQuorum(addr, 2*time.Second, t)
 	if err != nil {
 		return ans, err
 	}

@@ -98,7 +98,7 @@ func TestAJoinCannotTouchAVoter(t *testing.T) {
 	other := (lead + 1) % 3
 	quit := make(chan struct{})
 	ans, err := askJoin(c.nodes[lead].addr, joinRequest{ID: c.nodes[other].id,
-		Addr: "127.0.0.1:1"}, quit)
+		Addr: "127.0.0.1:1"}, nil, quit)
 	require.NoError(t, err)
 	require.False(t, ans.OK)
 	require.Contains(t, ans.Error, "is a voter")
@@ -108,12 +108,18 @@ func TestAJoinCannotTouchAVoter(t *testing.T) {
 		require.NotEqual(t, raft.ServerAddress("127.0.0.1:1"), s.Address)
 	}
 
-	ans, err = askJoin(c.nodes[other].addr, joinRequest{ID: 9, Addr: "127.0.0.1:2"}, quit)
+	// The follower names the leader once it has heard from it (under -race its first
+	// append can come after the leader already counts itself elected).
+	require.True(t, waitFor(settleBound, func() bool {
+		l, _ := c.nodes[other].m.Leader()
+		return l == c.nodes[lead].id
+	}), "the follower never learned the leader")
+	ans, err = askJoin(c.nodes[other].addr, joinRequest{ID: 9, Addr: "127.0.0.1:2"}, nil, quit)
 	require.NoError(t, err)
 	require.False(t, ans.OK)
 	require.Equal(t, c.nodes[lead].addr, ans.Leader, "a follower names the leader")
 
-	ans, err = askJoin(c.nodes[lead].addr, joinRequest{ID: 9, Addr: "nonsense"}, quit)
+	ans, err = askJoin(c.nodes[lead].addr, joinRequest{ID: 9, Addr: "nonsense"}, nil, quit)
 	require.NoError(t, err)
 	require.False(t, ans.OK, "a malformed address is refused")
 }

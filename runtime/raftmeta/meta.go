@@ -89,7 +89,7 @@ func (m *Meta) listen() error {
 	if err != nil {
 		return fmt.Errorf("metadata quorum: listen on %s: %w", bind, err)
 	}
-	m.layer = newJoinLayer(ln, adv, m.lg.Named("join"))
+	m.layer = newJoinLayer(ln, adv, m.cfg.TLS, m.lg.Named("join"))
 	m.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: m.layer, MaxPool: 3, Timeout: 10 * time.Second,
 		Logger: m.hlog.Named("transport")})
@@ -236,4 +236,26 @@ func nodeOf(id raft.ServerID) int32 {
 		return -1
 	}
 	return int32(n)
+}
+
+// RemoveNonvoter removes node id from the raft configuration when it is there without
+// a vote (a broker unregistered for good); a voter is refused, an id not there is
+// done already. Only the leader can; it returns once the change committed,
+// raft.ErrNotLeader elsewhere.
+func (m *Meta) RemoveNonvoter(id int32, timeout time.Duration) error {
+	f := m.r.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	for _, s := range f.Configuration().Servers {
+		if nodeOf(s.ID) != id {
+			continue
+		}
+		if s.Suffrage == raft.Voter {
+			return fmt.Errorf("node %d is a voter of the metadata quorum: it is not "+
+				"removed", id)
+		}
+		return m.r.RemoveServer(s.ID, 0, timeout).Error()
+	}
+	return nil
 }
