@@ -12,6 +12,7 @@ import (
 	"github.com/sluicemq/sluice/core/lifecycle"
 	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/core/nodehost"
+	"github.com/sluicemq/sluice/disk"
 )
 
 // A World with more than one node runs each node as a cluster member: beside its broker,
@@ -45,6 +46,18 @@ func (n *node) newHost(env nodeEnv) *nodehost.Host {
 	lcfg.HeartbeatIntervalMs = ccfg.HeartbeatIntervalMs
 	for i := range lcfg.Incarnation {
 		lcfg.Incarnation[i] = byte(n.rnd.Between(0, 255))
+	}
+	// The data directory's id lives in the state store, which a lost disk loses
+	// (faults_cluster.go wipe): the node then registers a new one. A store that fails
+	// leaves it zero, unknown, which the controller takes as lost.
+	sid, err := disk.StorageID(n.state, func() (id [16]byte) {
+		for i := range id {
+			id[i] = byte(n.rnd.Between(0, 255))
+		}
+		return id
+	})
+	if err == nil {
+		lcfg.StorageID = sid
 	}
 	return nodehost.New(nodehost.Config{Controller: ccfg, Lifecycle: lcfg},
 		hostEnv{env}, n.rnd)

@@ -28,10 +28,24 @@ func Eligible(im *meta.Image) func(int32) bool {
 // leader changed.
 func Repair(s meta.PartitionState, eligible func(int32) bool, unclean bool) (
 	next meta.PartitionState, wasUnclean, changed bool) {
+	return RepairLost(s, eligible, func(int32) bool { return false }, unclean)
+}
+
+// RepairLost is Repair knowing which brokers lost their storage (Lost): when no ISR
+// member is eligible, the ISR kept is the one without them, since an ISR place of a
+// broker whose log is gone vouches for nothing; a partition whose every ISR member
+// lost its storage keeps its ISR (it cannot be empty) and stays without a leader, as
+// such a member stays fenced until it is in no ISR (Moved), so only an unclean
+// election brings the partition back (docs/replication.md, "Lost disks").
+func RepairLost(s meta.PartitionState, eligible, lost func(int32) bool, unclean bool) (
+	next meta.PartitionState, wasUnclean, changed bool) {
 	next = s.Clone()
 	isr := filter(s.ISR, eligible)
 	if len(isr) > 0 {
 		next.ISR = isr
+	} else if kept := filter(s.ISR, func(id int32) bool { return !lost(id) }); len(kept) > 0 &&
+		!mutantOn("keeps-wiped-in-isr") {
+		next.ISR = kept
 	}
 	if next.Leader == meta.NoLeader || !eligible(next.Leader) {
 		next.Leader = meta.NoLeader
@@ -98,7 +112,29 @@ func ShutdownDone(im *meta.Image, id int32) bool {
 // and it stays in an ISR only where no eligible member could replace it (there it is
 // the partition's way back to a clean leader, elected in a new epoch when it is
 // unfenced). Repair makes it so; ShutdownDone asks the same of a broker shutting down.
-func Moved(im *meta.Image, id int32) bool { return ShutdownDone(im, id) }
+// A broker that lost its storage must be in no ISR at all: its ISR places are from a
+// log it no longer has, and once unfenced it could be elected from them.
+func Moved(im *meta.Image, id int32) bool {
+	if b, ok := im.Broker(id); ok && b.StorageLost && !mutantOn("keeps-wiped-in-isr") {
+		for _, name := range im.TopicNames() {
+			for _, s := range im.Topic(name).States {
+				if s.Leader == id || slices.Contains(s.ISR, id) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return ShutdownDone(im, id)
+}
+
+// Lost says whether a broker's registration lost its storage (meta.Broker.StorageLost).
+func Lost(im *meta.Image) func(int32) bool {
+	return func(id int32) bool {
+		b, ok := im.Broker(id)
+		return ok && b.StorageLost
+	}
+}
 
 // bump sets next's epochs from s: the partition epoch one more, the leader epoch one
 // more when the leader changed.

@@ -47,7 +47,7 @@ func (c *Controller) fenceExpired() {
 	for _, b := range c.image.Brokers() {
 		last, ok := c.contacts[b.ID]
 		if !ok {
-			c.contacts[b.ID] = c.now // registered by an earlier controller just now
+			c.assume(b.ID) // registered by an earlier controller just now
 			continue
 		}
 		if b.State == meta.BrokerFenced || c.now < c.sessionEnd(b.ID) ||
@@ -69,7 +69,7 @@ func (c *Controller) fenceExpired() {
 
 // repairPartitions moves every partition off ineligible brokers (Repair).
 func (c *Controller) repairPartitions() {
-	eligible := Eligible(c.image)
+	eligible, lost := Eligible(c.image), Lost(c.image)
 	for _, name := range c.image.TopicNames() {
 		t := c.image.Topic(name)
 		for p, s := range t.States {
@@ -77,7 +77,7 @@ func (c *Controller) repairPartitions() {
 			if c.isBusy(k) {
 				continue
 			}
-			next, unclean, changed := Repair(s, eligible, c.cfg.UncleanLeaderElection)
+			next, unclean, changed := RepairLost(s, eligible, lost, c.cfg.UncleanLeaderElection)
 			if !changed {
 				continue
 			}

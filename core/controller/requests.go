@@ -95,6 +95,11 @@ func (c *Controller) register(id uint64, m RegisterBroker) {
 	}
 	c.heard(m.NodeID)
 	c.epochNext = epoch
+	if d.Record.StorageLost {
+		c.lg.Warn("broker registers without the logs of its previous registration (a new "+
+			"or lost data directory): it leaves every ISR and stays fenced until it is in "+
+			"none", zap.Int32("broker", m.NodeID), zap.Int64("broker_epoch", epoch))
+	}
 	c.propose(Pending{Op: OpRegister, Key: brokerKey(m.NodeID), Record: d.Record, Request: id})
 }
 

@@ -26,7 +26,8 @@ func (im *Image) Snapshot() []Record {
 	for _, b := range im.brokersByEpoch() {
 		out = append(out, Record{Kind: KindBrokerRegistered, NodeID: b.ID,
 			Incarnation: b.Incarnation, BrokerEpoch: b.Epoch, Host: b.Host, Port: b.Port,
-			Rack: b.Rack, BrokerState: b.State, Listeners: slices.Clone(b.Listeners)})
+			Rack: b.Rack, BrokerState: b.State, Listeners: slices.Clone(b.Listeners),
+			StorageID: b.StorageID, StorageLost: b.StorageLost})
 	}
 	for _, n := range names {
 		t := im.topics[n]

@@ -98,6 +98,9 @@ var Catalogue = []Mutant{
 	{"controller/reregister-keeps-leadership", "core/controller", "replication",
 		"a restarted broker is unfenced before leadership and ISR places moved off it",
 		"./core/controller/"},
+	{"controller/keeps-wiped-in-isr", "core/controller", "replication",
+		"a broker that registers with a lost data directory keeps the ISR places of its " +
+			"old log and is unfenced while in them", "./core/controller/"},
 	{"controller/reassign-before-isr", "core/controller", "replication",
 		"a partition reassignment completes before its adding replicas joined the ISR",
 		"./core/controller/"},
