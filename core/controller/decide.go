@@ -28,29 +28,59 @@ func Eligible(im *meta.Image) func(int32) bool {
 // leader changed.
 func Repair(s meta.PartitionState, eligible func(int32) bool, unclean bool) (
 	next meta.PartitionState, wasUnclean, changed bool) {
-	return RepairLost(s, eligible, func(int32) bool { return false }, unclean)
+	return RepairLost(s, Standing{Eligible: eligible, Lost: func(int32) bool { return false },
+		Heard: func(int32) bool { return true }}, unclean)
 }
 
-// RepairLost is Repair knowing which brokers lost their storage (Lost): when no ISR
-// member is eligible, the ISR kept is the one without them, since an ISR place of a
-// broker whose log is gone vouches for nothing; a partition whose every ISR member
-// lost its storage keeps its ISR (it cannot be empty) and stays without a leader, as
-// such a member stays fenced until it is in no ISR (Moved), so only an unclean
-// election brings the partition back (docs/replication.md, "Lost disks").
-func RepairLost(s meta.PartitionState, eligible, lost func(int32) bool, unclean bool) (
+// Standing is what the controller knows of the brokers when it repairs a partition.
+type Standing struct {
+	// Eligible: registered and unfenced (Eligible).
+	Eligible func(int32) bool
+	// Lost: the registration came with a lost data directory (Lost).
+	Lost func(int32) bool
+	// Heard: this controller heard from the broker since it became active. One it has
+	// not heard from is unfenced only on the session it assumed at activation; its
+	// process may be gone (restarted, or wiped) without this controller knowing.
+	Heard func(int32) bool
+}
+
+// RepairLost is Repair knowing more of the brokers (Standing):
+//   - when no ISR member is eligible, the ISR kept is the one without the members that
+//     lost their storage, since an ISR place of a broker whose log is gone vouches for
+//     nothing; a partition whose every ISR member lost its storage keeps its ISR (it
+//     cannot be empty) and stays without a leader, as such a member stays fenced until
+//     it is in no ISR (Moved), so only an unclean election brings the partition back;
+//   - ineligible members leave the ISR only when an eligible member this controller
+//     heard from stays, and a new leader is one it heard from: an ISR does not shrink
+//     to, nor is led by, a broker whose unfencing only the assumed session backs (its
+//     process may have restarted over an empty disk, and its new registration, which
+//     would say so, not be in yet). The partition waits, without a leader if its
+//     leader is ineligible, until the broker heartbeats, registers again or is fenced.
+//
+// (docs/replication.md, "Lost disks").
+func RepairLost(s meta.PartitionState, st Standing, unclean bool) (
 	next meta.PartitionState, wasUnclean, changed bool) {
+	eligible := st.Eligible
 	next = s.Clone()
 	isr := filter(s.ISR, eligible)
-	if len(isr) > 0 {
+	switch {
+	case len(isr) > 0 && (slices.ContainsFunc(isr, st.Heard) ||
+		mutantOn("shrinks-isr-to-unheard")):
 		next.ISR = isr
-	} else if kept := filter(s.ISR, func(id int32) bool { return !lost(id) }); len(kept) > 0 &&
-		!mutantOn("keeps-wiped-in-isr") {
-		next.ISR = kept
+	case len(isr) > 0: // wait for an eligible member to be heard from
+	default:
+		if kept := filter(s.ISR, func(id int32) bool { return !st.Lost(id) }); len(kept) > 0 &&
+			!mutantOn("keeps-wiped-in-isr") {
+			next.ISR = kept
+		}
+	}
+	electable := func(id int32) bool {
+		return eligible(id) && (st.Heard(id) || mutantOn("shrinks-isr-to-unheard"))
 	}
 	if next.Leader == meta.NoLeader || !eligible(next.Leader) {
 		next.Leader = meta.NoLeader
 		for _, r := range s.Replicas {
-			if slices.Contains(isr, r) {
+			if slices.Contains(isr, r) && electable(r) {
 				next.Leader = r
 				break
 			}
@@ -58,7 +88,7 @@ func RepairLost(s meta.PartitionState, eligible, lost func(int32) bool, unclean 
 	}
 	if next.Leader == meta.NoLeader && unclean {
 		for _, r := range s.Replicas {
-			if eligible(r) {
+			if electable(r) {
 				next.Leader, next.ISR, wasUnclean = r, []int32{r}, true
 				break
 			}

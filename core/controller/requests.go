@@ -107,6 +107,10 @@ func (c *Controller) heartbeat(id uint64, m Heartbeat) {
 	d := DecideHeartbeat(c.image, c.registeredAt[m.NodeID], m)
 	if d.Valid {
 		c.heard(m.NodeID)
+		if c.beats[m.NodeID] != m.BrokerEpoch {
+			c.beats[m.NodeID] = m.BrokerEpoch
+			c.dirty = true // its partitions may now shrink to it or elect it (RepairLost)
+		}
 		c.progress[m.NodeID] = Progress{Index: m.MetadataIndex, At: c.now}
 	}
 	if d.Propose && !c.isBusy(brokerKey(m.NodeID)) {
@@ -172,7 +176,7 @@ func (c *Controller) electLeaders(id uint64, m ElectLeaders) {
 	sortTPs(tps)
 	tps = slices.Compact(tps)
 	e := &election{}
-	eligible := Eligible(c.image)
+	eligible := c.electable()
 	for _, tp := range tps {
 		s, assigned, ok := c.image.Partition(tp.Topic, tp.Partition)
 		if !ok || !assigned {

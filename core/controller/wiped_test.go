@@ -157,19 +157,77 @@ func TestStorageLost(t *testing.T) {
 // others remain; an ISR of lost members only is kept, without a leader.
 func TestRepairDropsLostMembersOfAnIneligibleISR(t *testing.T) {
 	lost := only(3)
-	next, unclean, changed := RepairLost(st(3, []int32{1, 2, 3}, 1, 2, 3), only(), lost,
-		false)
+	next, unclean, changed := RepairLost(st(3, []int32{1, 2, 3}, 1, 2, 3), lostOnly(only(), lost), false)
 	require.True(t, changed)
 	require.False(t, unclean)
 	require.Equal(t, []int32{1, 2}, next.ISR)
 	require.Equal(t, meta.NoLeader, next.Leader)
-	next, _, _ = RepairLost(st(3, []int32{3}, 1, 2, 3), only(3), lost, false)
+	next, _, _ = RepairLost(st(3, []int32{3}, 1, 2, 3), lostOnly(only(3), lost), false)
 	require.Equal(t, []int32{3}, next.ISR)
 	require.Equal(t, int32(3), next.Leader, "eligible: not lost (it was unfenced since)")
-	next, _, _ = RepairLost(st(3, []int32{3}, 1, 2, 3), only(1), lost, false)
+	next, _, _ = RepairLost(st(3, []int32{3}, 1, 2, 3), lostOnly(only(1), lost), false)
 	require.Equal(t, []int32{3}, next.ISR, "an ISR is never empty")
 	require.Equal(t, meta.NoLeader, next.Leader)
-	next, unclean, _ = RepairLost(st(3, []int32{3}, 1, 2, 3), only(1), lost, true)
+	next, unclean, _ = RepairLost(st(3, []int32{3}, 1, 2, 3), lostOnly(only(1), lost), true)
 	require.True(t, unclean)
 	require.Equal(t, []int32{1}, next.ISR)
+}
+
+func lostOnly(eligible, lost func(int32) bool) Standing {
+	return Standing{Eligible: eligible, Lost: lost, Heard: func(int32) bool { return true }}
+}
+
+// A newly active controller has heard from no broker: the old registrations are
+// unfenced on the session it assumed. Nodes 1 and 2 restart (registering again, with
+// their disks) while node 3's old process is silent: its process is in fact gone,
+// over a wiped disk. The ISRs must not shrink to [3] nor elect it; when node 3's new
+// process registers, its lost storage takes it out, and 1 and 2 lead again.
+func TestTheISRDoesNotShrinkToABrokerTheControllerHasNotHeardFrom(t *testing.T) {
+	h, epochs := storageCluster(t, testConfig())
+	h.epoch++
+	h.c.Step(h.now, LeaderChanged{Leader: 2, Epoch: h.epoch})
+	h.notLeaderOne()
+	h.lead()
+	h.settle()
+	before := map[int32]meta.PartitionState{}
+	for p := range int32(3) {
+		before[p] = h.state("t", p)
+	}
+	epochs[1] = h.registerStorage(1, 2, 1)
+	epochs[2] = h.registerStorage(2, 2, 2)
+	for p := range int32(3) {
+		s := h.state("t", p)
+		require.Len(t, s.ISR, 3, "partition %d: no heard member to shrink to", p)
+		if before[p].Leader == 3 {
+			require.Equal(t, before[p].LeaderEpoch, s.LeaderEpoch, "not elected again")
+		} else {
+			require.Equal(t, meta.NoLeader, s.Leader, "partition %d", p)
+		}
+	}
+	epochs[3] = h.registerStorage(3, 2, 9)
+	h.keepAlive(200, epochs, 1, 2, 3)
+	for p := range int32(3) {
+		s := h.state("t", p)
+		require.NotContains(t, s.ISR, int32(3), "partition %d", p)
+		require.Contains(t, []int32{1, 2}, s.Leader, "partition %d", p)
+	}
+}
+
+// Once it heartbeats, a broker the new controller had not heard from may take the ISR
+// places and leadership the others left.
+func TestAHeardBrokerIsElectedAfterAControllerChange(t *testing.T) {
+	h, epochs := storageCluster(t, testConfig())
+	h.epoch++
+	h.c.Step(h.now, LeaderChanged{Leader: 2, Epoch: h.epoch})
+	h.notLeaderOne()
+	h.lead()
+	h.settle()
+	epochs[1] = h.registerStorage(1, 2, 1)
+	epochs[2] = h.registerStorage(2, 2, 2)
+	h.beat(3, epochs[3])
+	for p := range int32(3) {
+		s := h.state("t", p)
+		require.Equal(t, []int32{3}, s.ISR, "partition %d", p)
+		require.Equal(t, int32(3), s.Leader, "partition %d", p)
+	}
 }

@@ -101,6 +101,12 @@ var Catalogue = []Mutant{
 	{"controller/keeps-wiped-in-isr", "core/controller", "replication",
 		"a broker that registers with a lost data directory keeps the ISR places of its " +
 			"old log and is unfenced while in them", "./core/controller/"},
+	{"controller/shrinks-isr-to-unheard", "core/controller", "replication",
+		"a new controller shrinks an ISR to, and elects, a broker unfenced only on the " +
+			"session it assumed at activation", "./core/controller/"},
+	{"controller/assumed-contact-blocks-registration", "core/controller", "fencing",
+		"a new controller refuses a restarted node's registration as a duplicate on the " +
+			"session it assumed for the old one", "./core/controller/"},
 	{"controller/reassign-before-isr", "core/controller", "replication",
 		"a partition reassignment completes before its adding replicas joined the ISR",
 		"./core/controller/"},
