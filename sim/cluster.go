@@ -12,7 +12,6 @@ import (
 	"github.com/sluicemq/sluice/core/lifecycle"
 	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/core/nodehost"
-	"github.com/sluicemq/sluice/disk"
 )
 
 // A World with more than one node runs each node as a cluster member: beside its broker,
@@ -47,18 +46,10 @@ func (n *node) newHost(env nodeEnv) *nodehost.Host {
 	for i := range lcfg.Incarnation {
 		lcfg.Incarnation[i] = byte(n.rnd.Between(0, 255))
 	}
-	// The data directory's id lives in the state store, which a lost disk loses
-	// (faults_cluster.go wipe): the node then registers a new one. A store that fails
-	// leaves it zero, unknown, which the controller takes as lost.
-	sid, err := disk.StorageID(n.state, func() (id [16]byte) {
-		for i := range id {
-			id[i] = byte(n.rnd.Between(0, 255))
-		}
-		return id
-	})
-	if err == nil {
-		lcfg.StorageID = sid
-	}
+	// The data directory's id: a node's disk gets a new one when it is lost
+	// (faults_cluster.go wipe), as `sluice node` draws one into a new data directory
+	// (disk.StorageID). Derived, not drawn, so that no seed's draws move.
+	lcfg.StorageID = n.storageID()
 	return nodehost.New(nodehost.Config{Controller: ccfg, Lifecycle: lcfg},
 		hostEnv{env}, n.rnd)
 }

@@ -75,6 +75,7 @@ type node struct {
 	// before another disk may be lost (faults_cluster.go).
 	wipedNeed map[core.TopicPartition]int64
 	wiped     bool           // its disk was lost and it has not caught up since
+	disksLost int            // how many times (its storage id, storageID)
 	applied   map[string]int // TopicDeleted records applied, by topic
 	syncs     map[replica.Log]*syncQueue
 	timerEv   map[uint64]uint64 // pending broker timers' event keys

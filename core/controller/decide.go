@@ -45,8 +45,8 @@ type Standing struct {
 }
 
 // RepairLost is Repair knowing more of the brokers (Standing):
-//   - when no ISR member is eligible, the ISR kept is the one without the members that
-//     lost their storage, since an ISR place of a broker whose log is gone vouches for
+//   - members that lost their storage leave the ISR whenever another member remains,
+//     eligible or not, since an ISR place of a broker whose log is gone vouches for
 //     nothing; a partition whose every ISR member lost its storage keeps its ISR (it
 //     cannot be empty) and stays without a leader, as such a member stays fenced until
 //     it is in no ISR (Moved), so only an unclean election brings the partition back;
@@ -62,18 +62,17 @@ func RepairLost(s meta.PartitionState, st Standing, unclean bool) (
 	next meta.PartitionState, wasUnclean, changed bool) {
 	eligible := st.Eligible
 	next = s.Clone()
-	isr := filter(s.ISR, eligible)
-	switch {
-	case len(isr) > 0 && (slices.ContainsFunc(isr, st.Heard) ||
-		mutantOn("shrinks-isr-to-unheard")):
-		next.ISR = isr
-	case len(isr) > 0: // wait for an eligible member to be heard from
-	default:
-		if kept := filter(s.ISR, func(id int32) bool { return !st.Lost(id) }); len(kept) > 0 &&
-			!mutantOn("keeps-wiped-in-isr") {
-			next.ISR = kept
-		}
+	// Members that lost their storage (fenced, so never eligible) go first, whenever
+	// another member remains.
+	if kept := filter(s.ISR, func(id int32) bool { return !st.Lost(id) }); len(kept) > 0 &&
+		!mutantOn("keeps-wiped-in-isr") {
+		next.ISR = kept
 	}
+	isr := filter(next.ISR, eligible)
+	if len(isr) > 0 && (slices.ContainsFunc(isr, st.Heard) ||
+		mutantOn("shrinks-isr-to-unheard")) {
+		next.ISR = isr
+	} // else wait for an eligible member to be heard from, or for any to be eligible
 	electable := func(id int32) bool {
 		return eligible(id) && (st.Heard(id) || mutantOn("shrinks-isr-to-unheard"))
 	}

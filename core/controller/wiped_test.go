@@ -231,3 +231,17 @@ func TestAHeardBrokerIsElectedAfterAControllerChange(t *testing.T) {
 		require.Equal(t, int32(3), s.Leader, "partition %d", p)
 	}
 }
+
+// A member that lost its storage leaves the ISR even while the partition waits for an
+// eligible member to be heard from.
+func TestALostMemberLeavesAnISRWaitingForAnUnheardMember(t *testing.T) {
+	next, _, changed := RepairLost(st(1, []int32{1, 2, 3}, 1, 2, 3), Standing{
+		Eligible: only(2), Lost: only(3), Heard: only()}, false)
+	require.True(t, changed)
+	require.Equal(t, []int32{1, 2}, next.ISR, "1 waits with 2; 3 goes")
+	require.Equal(t, meta.NoLeader, next.Leader, "2 is not heard from yet")
+	next, _, _ = RepairLost(st(1, []int32{1, 2, 3}, 1, 2, 3), Standing{
+		Eligible: only(2), Lost: only(3), Heard: only(2)}, false)
+	require.Equal(t, []int32{2}, next.ISR)
+	require.Equal(t, int32(2), next.Leader)
+}
