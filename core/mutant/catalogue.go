@@ -92,6 +92,9 @@ var Catalogue = []Mutant{
 		"a new leader answers ListOffsets(latest) from its high-water mark before it " +
 			"reached the start of its leader epoch (KIP-207's OFFSET_NOT_AVAILABLE)",
 		"./core/broker/"},
+	{"broker/follower-refuses-batch-across-start", "core/broker", "replication",
+		"a follower restarted at its leader's log start refuses the leader's batch that " +
+			"holds that offset but begins below it, forever", "./core/broker/"},
 	{"broker/leads-while-fenced", "core/broker", "replication",
 		"a restarted cluster member leads the partitions its image names before the " +
 			"controller unfenced this incarnation", "./core/broker/"},
