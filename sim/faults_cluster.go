@@ -283,7 +283,9 @@ func (w *World) loseDisk(d int64) bool {
 // diskLossPending says whether a node whose disk was lost has not caught up yet: some
 // partition it replicates has a log on it ending below the log end the partition had
 // elsewhere when the disk was lost, or below the longest log of the other replicas now
-// when those were truncated since (while no other replica is up it cannot tell). One disk is lost at a time: with
+// when those were truncated since (while no other replica is up it cannot tell), or the
+// controller has not unfenced its new registration yet: until then its ISR places are
+// gone, and a copy it holds counts for no election. One disk is lost at a time: with
 // three replicas and min.insync.replicas=2 a cluster survives one lost disk, and
 // losing a second before the first node caught up loses acknowledged records in any
 // replicated log. (Whether the node is back in the ISR says nothing: a broker may keep
@@ -295,6 +297,11 @@ func (w *World) diskLossPending() bool {
 	}
 	pending := false
 	for _, n := range w.nodes {
+		if b, ok := im.Broker(n.id + 1); len(n.wipedNeed) > 0 && (!ok || b.StorageLost ||
+			b.StorageID != n.storageID()) {
+			pending = true // the controller has not taken its new disk back yet (unfenced)
+			continue
+		}
 		for tp, need := range n.wipedNeed {
 			st, assigned, _ := im.Partition(tp.Topic, tp.Partition)
 			r := w.hosted(n.id+1, tp)
