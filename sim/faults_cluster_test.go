@@ -82,7 +82,7 @@ func TestWipedReplicaIsNotElectedBeforeItCaughtUp(t *testing.T) {
 	sets := [][2]string{{"nodes", "3"}, {"faults", "off"}, {"members", "0"},
 		{"committers", "0"}, {"faults.diskloss", "on"}, {"faults.diskloss.every.ms", "700"},
 		{"faults.restart", "on"}, {"faults.restart.every.ms", "500"}}
-	for _, r := range runParallel(t, []uint64{1, 2, 3}, sets) {
+	for _, r := range runParallel(t, []uint64{1, 2, 3, 5, 7}, sets) {
 		require.True(t, r.Result.Pass, "%s\n  %s\n  reproduce: %s", r.Result.Line(),
 			strings.Join(r.Result.Summary(), "\n  "), reproduce(r, sets))
 	}
