@@ -38,9 +38,10 @@ type Standing struct {
 	Eligible func(int32) bool
 	// Lost: the registration came with a lost data directory (Lost).
 	Lost func(int32) bool
-	// Heard: this controller heard from the broker since it became active. One it has
-	// not heard from is unfenced only on the session it assumed at activation; its
-	// process may be gone (restarted, or wiped) without this controller knowing.
+	// Heard: this controller had a heartbeat of the broker's current registration
+	// since it became active, on a connection not closed since. One it has not heard
+	// from is unfenced only on the session it assumed at activation; its process may be
+	// gone (restarted, or wiped) without this controller knowing.
 	Heard func(int32) bool
 }
 
