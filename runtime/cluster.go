@@ -12,6 +12,7 @@ import (
 	"github.com/sluicemq/sluice/core/lifecycle"
 	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/core/nodehost"
+	"github.com/sluicemq/sluice/disk"
 )
 
 // A node with a metadata quorum hosts two more actors beside the broker, stepped by the
@@ -29,9 +30,10 @@ type cluster struct {
 	h *nodehost.Host
 }
 
-// newCluster makes the controller and the lifecycle of a node with a quorum; n.b must
-// exist.
-func newCluster(n *Node) *cluster {
+// newCluster makes the controller and the lifecycle of a node with a quorum; n.b and
+// n.state must exist. The registration carries the data directory's storage id,
+// created with the directory (disk.StorageID).
+func newCluster(n *Node) (*cluster, error) {
 	c := &cluster{n: n}
 	ccfg := n.opts.Controller
 	ccfg.NodeID, ccfg.ClusterID = n.opts.Config.NodeID, n.opts.Config.ClusterID
@@ -41,6 +43,14 @@ func newCluster(n *Node) *cluster {
 	lcfg.Rack = n.opts.Rack
 	lcfg.HeartbeatIntervalMs = ccfg.HeartbeatIntervalMs
 	_, _ = crand.Read(lcfg.Incarnation[:])
+	sid, err := disk.StorageID(n.state, func() (id [16]byte) {
+		_, _ = crand.Read(id[:])
+		return id
+	})
+	if err != nil {
+		return nil, err
+	}
+	lcfg.StorageID = sid
 	c.h = nodehost.New(nodehost.Config{Controller: ccfg, Lifecycle: lcfg}, hostEnv{n},
 		rand.New(rand.NewSource(seed())))
 	c.h.SetBroker(n.b)
@@ -49,7 +59,7 @@ func newCluster(n *Node) *cluster {
 		voters = append(voters, v.ID)
 	}
 	c.h.Controller().SetVoters(voters) // voters are never unregistered (unregister.go)
-	return c
+	return c, nil
 }
 
 // step steps the node's actors with one input; DescribeQuorum is the runtime's own.

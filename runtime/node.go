@@ -245,7 +245,9 @@ func (n *Node) open(ctx context.Context) error {
 		if err := n.opts.Controller.Check(); err != nil {
 			return fmt.Errorf("controller settings: %w", err)
 		}
-		n.cl = newCluster(n)
+		if n.cl, err = newCluster(n); err != nil {
+			return err
+		}
 	}
 	// Start runs here, before the loop goroutine exists, so it is still one step at a
 	// time (E5); it opens and recovers every partition log.

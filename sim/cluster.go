@@ -46,6 +46,10 @@ func (n *node) newHost(env nodeEnv) *nodehost.Host {
 	for i := range lcfg.Incarnation {
 		lcfg.Incarnation[i] = byte(n.rnd.Between(0, 255))
 	}
+	// The data directory's id: a node's disk gets a new one when it is lost
+	// (faults_cluster.go wipe), as `sluice node` draws one into a new data directory
+	// (disk.StorageID). Derived, not drawn, so that no seed's draws move.
+	lcfg.StorageID = n.storageID()
 	return nodehost.New(nodehost.Config{Controller: ccfg, Lifecycle: lcfg},
 		hostEnv{env}, n.rnd)
 }

@@ -91,3 +91,35 @@ func TestPendingISRMutantIsCaught(t *testing.T) {
 		len(seeds))
 	require.GreaterOrEqual(t, caught, 2)
 }
+
+// TestWipedReplicaMutantsAreCaught runs only in the sluice_mutants build: a broker that
+// registers with a lost disk keeping its old ISR places (and unfenced in them) loses
+// acknowledged writes, and ISRs shrinking to brokers a new controller has not heard
+// from leave partitions on wiped brokers for good, in the disk-loss world of
+// TestWipedReplicaIsNotElectedBeforeItCaughtUp, seeds 1..20, which pass without them.
+// When written they failed 7 and 10 of the 20.
+func TestWipedReplicaMutantsAreCaught(t *testing.T) {
+	if !mutant.Build {
+		t.Skip("runs in the sluice_mutants build")
+	}
+	defer func() { mutant.Name = "" }()
+	var seeds []uint64
+	for s := uint64(1); s <= 20; s++ {
+		seeds = append(seeds, s)
+	}
+	sets := [][2]string{{"nodes", "3"}, {"faults", "off"}, {"members", "0"},
+		{"committers", "0"}, {"faults.diskloss", "on"}, {"faults.diskloss.every.ms", "700"},
+		{"faults.restart", "on"}, {"faults.restart.every.ms", "500"}}
+	for _, name := range []string{"controller/keeps-wiped-in-isr",
+		"controller/shrinks-isr-to-unheard"} {
+		mutant.Name = name // before any world runs; read-only while they run
+		caught := 0
+		for _, r := range runParallel(t, seeds, sets) {
+			if !r.Result.Pass {
+				caught++
+			}
+		}
+		t.Logf("%s: %d of %d seeds failed", name, caught, len(seeds))
+		require.GreaterOrEqual(t, caught, 3, name)
+	}
+}

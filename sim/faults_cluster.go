@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -281,8 +283,11 @@ func (w *World) loseDisk(d int64) bool {
 }
 
 // diskLossPending says whether a node whose disk was lost has not caught up yet: some
-// partition it replicates has a log on it ending below the high-water mark the
-// partition had elsewhere when the disk was lost. One disk is lost at a time: with
+// partition it replicates has a log on it ending below the log end the partition had
+// elsewhere when the disk was lost, or below the longest log of the other replicas now
+// when those were truncated since (while no other replica is up it cannot tell), or the
+// controller has not unfenced its new registration yet: until then its ISR places are
+// gone, and a copy it holds counts for no election. One disk is lost at a time: with
 // three replicas and min.insync.replicas=2 a cluster survives one lost disk, and
 // losing a second before the first node caught up loses acknowledged records in any
 // replicated log. (Whether the node is back in the ISR says nothing: a broker may keep
@@ -294,13 +299,18 @@ func (w *World) diskLossPending() bool {
 	}
 	pending := false
 	for _, n := range w.nodes {
+		if b, ok := im.Broker(n.id + 1); len(n.wipedNeed) > 0 && (!ok || b.StorageLost ||
+			b.StorageID != n.storageID()) {
+			pending = true // the controller has not taken its new disk back yet (unfenced)
+			continue
+		}
 		for tp, need := range n.wipedNeed {
 			st, assigned, _ := im.Partition(tp.Topic, tp.Partition)
 			r := w.hosted(n.id+1, tp)
 			switch {
 			case !assigned || !slices.Contains(st.Replicas, n.id+1):
 				delete(n.wipedNeed, tp) // moved or deleted since
-			case r != nil && r.EndOffset() >= need:
+			case r != nil && r.EndOffset() >= min(need, w.othersEnd(n, tp)):
 				delete(n.wipedNeed, tp)
 			default:
 				pending = true
@@ -310,8 +320,10 @@ func (w *World) diskLossPending() bool {
 	return pending
 }
 
-// noteWiped records, for each partition n replicates, the high-water mark the other
-// nodes' replicas have: n has caught up once its own log reaches it.
+// noteWiped records, for each partition n replicates, the longest log end of the other
+// nodes' replicas: n has caught up once its own log reaches it. (Not their high-water
+// marks: a replica restarted without a leader knows none, and a need of 0 let a second
+// disk go before the first node had caught up, losing every copy.)
 func (w *World) noteWiped(n *node) {
 	n.wipedNeed = map[core.TopicPartition]int64{}
 	im := w.controllerImage()
@@ -325,15 +337,27 @@ func (w *World) noteWiped(n *node) {
 				continue
 			}
 			tp := core.TopicPartition{Topic: name, Partition: p}
-			need := int64(0)
-			for _, id := range st.Replicas {
-				if r := w.hosted(id, tp); r != nil && id != n.id+1 {
-					need = max(need, r.HighWatermark())
-				}
-			}
-			n.wipedNeed[tp] = need
+			n.wipedNeed[tp] = w.othersEnd(n, tp)
 		}
 	}
+}
+
+// othersEnd is the longest log end of tp's replicas on the up nodes other than n, or
+// the greatest offset when none is up (nothing to compare with: still pending).
+func (w *World) othersEnd(n *node, tp core.TopicPartition) int64 {
+	end, found := int64(0), false
+	for _, o := range w.nodes {
+		if o == n {
+			continue
+		}
+		if r := w.hosted(o.id+1, tp); r != nil {
+			end, found = max(end, r.EndOffset()), true
+		}
+	}
+	if !found {
+		return math.MaxInt64
+	}
+	return end
 }
 
 // safeToWipe says whether n is not the only ISR member of a partition whose ISR is
@@ -381,8 +405,16 @@ func newNodeState(n *node) *disk.MemState {
 	return s
 }
 
+// storageID is the id of the node's current disk: node id and how many disks it lost.
+func (n *node) storageID() (id [16]byte) {
+	binary.BigEndian.PutUint32(id[0:], uint32(n.id+1))
+	binary.BigEndian.PutUint32(id[4:], uint32(n.disksLost+1))
+	return id
+}
+
 // wipe replaces the stopped node's disks with empty ones.
 func (n *node) wipe() {
+	n.disksLost++
 	n.fs = newNodeFS(n)
 	n.state = newNodeState(n)
 	n.marks = disk.NewMemMarks()

@@ -78,6 +78,7 @@ type node struct {
 	// heldFetches, not sent (a cascade, faults_cascade.go), since fetchStallFrom.
 	fetchStallUntil, fetchStallFrom int64
 	heldFetches                     []func()
+	disksLost                       int            // how many times (its storage id, storageID)
 	wiped                           bool           // its disk was lost and it has not caught up since
 	applied                         map[string]int // TopicDeleted records applied, by topic
 	syncs                           map[replica.Log]*syncQueue

@@ -302,16 +302,7 @@ func (rm *replicaManager) outOfRange(fp *followedPartition, leaderEnd int64) {
 func (rm *replicaManager) resetFollower(fp *followedPartition, rep *replica.Replica) {
 	rm.hit(pFollowerReset)
 	from := rep.EndOffset()
-	if err := rep.ResetTo(fp.leaderStart, rm.now.Millis()); err != nil {
-		rm.lg.Error("follower could not restart at its leader's log start",
-			zap.Stringer("tp", fp.tp), zap.Int64("leader_log_start", fp.leaderStart),
-			zap.Error(err))
-		if rep.Offline() {
-			rm.partitionOffline(fp)
-			return
-		}
-		fp.phase = phaseFetching
-		rm.backOff(fp)
+	if !rm.resetTo(fp, rep, fp.leaderStart, "its leader's log start") {
 		return
 	}
 	rm.lg.Warn("follower was behind its leader's log start; emptied its log and "+
@@ -332,15 +323,7 @@ func (rm *replicaManager) divergedBelowStart(fp *followedPartition, rep *replica
 	off int64) {
 	rm.hit(pFollowerTruncated)
 	from, start := rep.EndOffset(), rep.StartOffset()
-	if err := rep.ResetTo(off, rm.now.Millis()); err != nil {
-		rm.lg.Error("follower could not restart at the divergence point",
-			zap.Stringer("tp", fp.tp), zap.Int64("at", off), zap.Error(err))
-		if rep.Offline() {
-			rm.partitionOffline(fp)
-			return
-		}
-		fp.phase = phaseFetching
-		rm.backOff(fp)
+	if !rm.resetTo(fp, rep, off, "the divergence point") {
 		return
 	}
 	rm.lg.Warn("follower diverged from its leader below its log start; emptied its log "+
@@ -348,6 +331,54 @@ func (rm *replicaManager) divergedBelowStart(fp *followedPartition, rep *replica
 		zap.Int32("leader", fp.leader), zap.Int64("at", off), zap.Int64("log_start", start),
 		zap.Int64("end", from))
 	fp.phase = phaseFetching
+}
+
+// resetTo empties the follower's log and restarts it at off (Replica.ResetTo), saying
+// whether it did. When it could not (where names off for the log) the partition stops
+// if its log went offline, and otherwise fetches again after a backoff.
+func (rm *replicaManager) resetTo(fp *followedPartition, rep *replica.Replica, off int64,
+	where string) bool {
+	err := rep.ResetTo(off, rm.now.Millis())
+	if err == nil {
+		return true
+	}
+	rm.lg.Error("follower could not restart at "+where, zap.Stringer("tp", fp.tp),
+		zap.Int64("at", off), zap.Error(err))
+	if rep.Offline() {
+		rm.partitionOffline(fp)
+		return false
+	}
+	fp.phase = phaseFetching
+	rm.backOff(fp)
+	return false
+}
+
+// restartAtFirstBatch handles the first records an empty follower log gets when its
+// start falls inside the leader's first batch: the leader's log start, which the
+// follower restarted at (resetFollower), is not a batch boundary after a DeleteRecords
+// or a retention cut there, and the leader sends the whole batch holding it. As
+// Kafka's follower does (Partition.appendRecordsToFollowerOrFutureReplica), the log
+// restarts at that batch's base offset, which the batch then continues; refusing it,
+// the follower asked for the same batch again forever. It says whether the records may
+// be appended now.
+func (rm *replicaManager) restartAtFirstBatch(fp *followedPartition, rep *replica.Replica,
+	records []byte) bool {
+	h, err := batch.ParseHeader(records)
+	end := rep.EndOffset()
+	if err != nil || end != rep.StartOffset() || h.BaseOffset >= end ||
+		h.NextOffset() <= end || mutantOn("follower-refuses-batch-across-start") {
+		return true // AppendReplicated decides
+	}
+	if _, syncing := rm.syncs[fp.tp]; syncing {
+		return true // refused as before; asked again after a backoff
+	}
+	if !rm.resetTo(fp, rep, h.BaseOffset, "its leader's batch holding its log start") {
+		return false
+	}
+	rm.lg.Info("follower log start was inside the leader's first batch; restarted at "+
+		"the batch", zap.Stringer("tp", fp.tp), zap.Int64("start", end),
+		zap.Int64("batch", h.BaseOffset))
+	return true
 }
 
 // partitionError backs a partition off after an error code from its leader.
@@ -435,7 +466,7 @@ func (rm *replicaManager) fetchedPartition(fp *followedPartition,
 		// sends nothing usable; back off rather than ask again at once.
 		rm.appendFailed(fp, rep, errors.New("only a partial batch in the fetch answer"))
 	}
-	if len(records) > 0 {
+	if len(records) > 0 && rm.restartAtFirstBatch(fp, rep, records) {
 		n, err := rep.AppendReplicated(rm.now.Millis(), records)
 		if n > 0 {
 			rm.hit(pFollowerAppended)

@@ -41,7 +41,7 @@ func (c *Controller) connectionClosed(in BrokerConnectionClosed) {
 		return
 	}
 	if _, ok := c.contacts[b.ID]; !ok {
-		c.contacts[b.ID] = c.now // registered by an earlier controller just now
+		c.assume(b.ID) // registered by an earlier controller just now
 	}
 	cut := c.now.AddMillis(c.cfg.ConnectionLossGraceMs)
 	if cut >= c.sessionEnd(b.ID) {
@@ -57,8 +57,18 @@ func (c *Controller) connectionClosed(in BrokerConnectionClosed) {
 // shutdown): its session starts again, in full.
 func (c *Controller) heard(id int32) {
 	c.contacts[id] = c.now
+	delete(c.assumed, id)
 	if !mutantOn("heartbeat-keeps-conn-cutoff") {
 		delete(c.cutoffs, id)
+	}
+}
+
+// assume starts the session of a broker this controller has not heard from: a
+// registered broker gets a full session to find a newly active controller.
+func (c *Controller) assume(id int32) {
+	c.contacts[id] = c.now
+	if !mutantOn("assumed-contact-blocks-registration") {
+		c.assumed[id] = true
 	}
 }
 
@@ -75,20 +85,19 @@ func (c *Controller) sessionEnd(id int32) core.Time {
 // liveContacts is contacts without the brokers whose heartbeat connection closed and
 // that did not heartbeat within the grace: their process is taken for dead, so a new
 // process of the node may register at once (DecideRegister) instead of a session after
-// the old one's last heartbeat.
+// the old one's last heartbeat. Brokers this controller has not heard from since it
+// became active are left out too: the session it assumed for them keeps them unfenced
+// for a while, but says nothing about a live process. Counting it would refuse a
+// restarted node's registration for a whole session after every change of controller,
+// and under a quorum whose leader moves more often than that, never (while the old
+// registration, unfenced, kept ISR places its process no longer backs).
 func (c *Controller) liveContacts() Contacts {
-	out := c.contacts
-	for _, id := range sortedKeys(c.cutoffs) {
-		if c.now < c.cutoffs[id] {
+	out := make(Contacts, len(c.contacts))
+	for id, at := range c.contacts {
+		if cut, ok := c.cutoffs[id]; (ok && c.now >= cut) || c.assumed[id] {
 			continue
 		}
-		if len(out) == len(c.contacts) {
-			out = make(Contacts, len(c.contacts))
-			for k, v := range c.contacts {
-				out[k] = v
-			}
-		}
-		delete(out, id)
+		out[id] = at
 	}
 	return out
 }

@@ -31,6 +31,14 @@ type Controller struct {
 	active   bool
 	epoch    uint64 // the quorum leader epoch last announced
 	contacts Contacts
+	// assumed holds the brokers whose contact is the one this controller gave them at
+	// activation (or when it saw an earlier controller's registration), not one it
+	// heard: their session runs, but they do not make a new incarnation's registration
+	// a duplicate (DecideRegister); volatile.
+	assumed map[int32]bool
+	// beats is, for each broker, the broker epoch of its last valid heartbeat since this
+	// controller became active: the registration it has heard from (electable); volatile.
+	beats map[int32]int64
 	// cutoffs is, for a broker whose heartbeat connection closed and that has not
 	// heartbeated since, when it is fenced unless it does (connloss.go); volatile.
 	cutoffs map[int32]core.Time
@@ -84,7 +92,8 @@ func New(cfg Config, env Env, rnd core.Rand) *Controller {
 	return &Controller{cfg: cfg, env: env, rnd: rnd, lg: env.Logger().Named("controller"),
 		image: meta.NewImage(), registeredAt: map[int32]uint64{},
 		notApplied: map[uint64]error{}, contacts: Contacts{}, progress: map[int32]Progress{},
-		cutoffs: map[int32]core.Time{},
+		cutoffs: map[int32]core.Time{}, assumed: map[int32]bool{},
+		beats:   map[int32]int64{},
 		pending: map[uint64]*Pending{},
 		busy:    map[Key]int{}, timers: map[uint64]timerKind{},
 		shutdowns: map[int32][]shutdownWait{}, elections: map[uint64]*election{},
@@ -187,9 +196,9 @@ func (c *Controller) leaderChanged(in LeaderChanged) {
 func (c *Controller) activate() {
 	c.active, c.dirty = true, true
 	c.contacts, c.progress = Contacts{}, map[int32]Progress{}
-	c.cutoffs = map[int32]core.Time{}
+	c.cutoffs, c.assumed, c.beats = map[int32]core.Time{}, map[int32]bool{}, map[int32]int64{}
 	for _, b := range c.image.Brokers() {
-		c.contacts[b.ID] = c.now
+		c.assume(b.ID)
 	}
 	c.pidNext = c.image.NextProducerID()
 	c.lg.Info("controller active", zap.Uint64("epoch", c.epoch),

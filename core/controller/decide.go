@@ -28,15 +28,59 @@ func Eligible(im *meta.Image) func(int32) bool {
 // leader changed.
 func Repair(s meta.PartitionState, eligible func(int32) bool, unclean bool) (
 	next meta.PartitionState, wasUnclean, changed bool) {
+	return RepairLost(s, Standing{Eligible: eligible, Lost: func(int32) bool { return false },
+		Heard: func(int32) bool { return true }}, unclean)
+}
+
+// Standing is what the controller knows of the brokers when it repairs a partition.
+type Standing struct {
+	// Eligible: registered and unfenced (Eligible).
+	Eligible func(int32) bool
+	// Lost: the registration came with a lost data directory (Lost).
+	Lost func(int32) bool
+	// Heard: this controller had a heartbeat of the broker's current registration
+	// since it became active, on a connection not closed since. One it has not heard
+	// from is unfenced only on the session it assumed at activation; its process may be
+	// gone (restarted, or wiped) without this controller knowing.
+	Heard func(int32) bool
+}
+
+// RepairLost is Repair knowing more of the brokers (Standing):
+//   - members that lost their storage leave the ISR whenever another member remains,
+//     eligible or not, since an ISR place of a broker whose log is gone vouches for
+//     nothing; a partition whose every ISR member lost its storage keeps its ISR (it
+//     cannot be empty) and stays without a leader, as such a member stays fenced until
+//     it is in no ISR (Moved), so only an unclean election brings the partition back;
+//   - ineligible members leave the ISR only when an eligible member this controller
+//     heard from stays, and a new leader is one it heard from: an ISR does not shrink
+//     to, nor is led by, a broker whose unfencing only the assumed session backs (its
+//     process may have restarted over an empty disk, and its new registration, which
+//     would say so, not be in yet). The partition waits, without a leader if its
+//     leader is ineligible, until the broker heartbeats, registers again or is fenced.
+//
+// (docs/replication.md, "Lost disks").
+func RepairLost(s meta.PartitionState, st Standing, unclean bool) (
+	next meta.PartitionState, wasUnclean, changed bool) {
+	eligible := st.Eligible
 	next = s.Clone()
-	isr := filter(s.ISR, eligible)
-	if len(isr) > 0 {
+	// Members that lost their storage (fenced, so never eligible) go first, whenever
+	// another member remains.
+	if kept := filter(s.ISR, func(id int32) bool { return !st.Lost(id) }); len(kept) > 0 &&
+		!mutantOn("keeps-wiped-in-isr") {
+		next.ISR = kept
+	}
+	isr := filter(next.ISR, eligible)
+	if len(isr) > 0 && (slices.ContainsFunc(isr, st.Heard) ||
+		mutantOn("shrinks-isr-to-unheard")) {
 		next.ISR = isr
+	} // else wait for an eligible member to be heard from, or for any to be eligible
+	electable := func(id int32) bool {
+		return eligible(id) && (st.Heard(id) || mutantOn("shrinks-isr-to-unheard"))
 	}
 	if next.Leader == meta.NoLeader || !eligible(next.Leader) {
 		next.Leader = meta.NoLeader
 		for _, r := range s.Replicas {
-			if slices.Contains(isr, r) {
+			if slices.Contains(isr, r) && electable(r) {
 				next.Leader = r
 				break
 			}
@@ -44,7 +88,7 @@ func Repair(s meta.PartitionState, eligible func(int32) bool, unclean bool) (
 	}
 	if next.Leader == meta.NoLeader && unclean {
 		for _, r := range s.Replicas {
-			if eligible(r) {
+			if electable(r) {
 				next.Leader, next.ISR, wasUnclean = r, []int32{r}, true
 				break
 			}
@@ -98,7 +142,29 @@ func ShutdownDone(im *meta.Image, id int32) bool {
 // and it stays in an ISR only where no eligible member could replace it (there it is
 // the partition's way back to a clean leader, elected in a new epoch when it is
 // unfenced). Repair makes it so; ShutdownDone asks the same of a broker shutting down.
-func Moved(im *meta.Image, id int32) bool { return ShutdownDone(im, id) }
+// A broker that lost its storage must be in no ISR at all: its ISR places are from a
+// log it no longer has, and once unfenced it could be elected from them.
+func Moved(im *meta.Image, id int32) bool {
+	if b, ok := im.Broker(id); ok && b.StorageLost && !mutantOn("keeps-wiped-in-isr") {
+		for _, name := range im.TopicNames() {
+			for _, s := range im.Topic(name).States {
+				if s.Leader == id || slices.Contains(s.ISR, id) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return ShutdownDone(im, id)
+}
+
+// Lost says whether a broker's registration lost its storage (meta.Broker.StorageLost).
+func Lost(im *meta.Image) func(int32) bool {
+	return func(id int32) bool {
+		b, ok := im.Broker(id)
+		return ok && b.StorageLost
+	}
+}
 
 // bump sets next's epochs from s: the partition epoch one more, the leader epoch one
 // more when the leader changed.

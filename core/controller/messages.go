@@ -115,6 +115,10 @@ type RegisterBroker struct {
 	// Listeners are all the broker's advertised listeners (Host and Port are the one
 	// its peers use, inter.broker.listener.name's); empty from a broker that has one.
 	Listeners []meta.Endpoint
+	// StorageID is the id of the node's data directory, drawn when the directory was
+	// first used (Kafka's log directory id, KIP-858); zero when unknown. A different
+	// one than the previous registration's means the node's logs are gone.
+	StorageID [16]byte
 }
 
 // Heartbeat says a broker is alive (Kafka's BrokerHeartbeat). MetadataIndex is the last

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"go.uber.org/zap"
@@ -86,6 +87,31 @@ func (c *Controller) Pending() []Pending {
 	return out
 }
 
+// checkLost asserts C12: a broker whose registration lost its storage is unfenced only
+// once it is in no ISR, and no partition change elects it or keeps it in an ISR beside
+// another member.
+func (c *Controller) checkLost(r meta.Record) {
+	switch r.Kind {
+	case meta.KindBrokerChange:
+		b, ok := c.image.Broker(r.NodeID)
+		if !ok || !b.StorageLost || r.BrokerState != meta.BrokerUnfenced {
+			return
+		}
+		for _, name := range c.image.TopicNames() {
+			for p, s := range c.image.Topic(name).States {
+				core.Invariant(!slices.Contains(s.ISR, r.NodeID), "C12", "unfencing broker "+
+					"%d, whose storage was lost, while it is in the ISR of %s-%d %v",
+					r.NodeID, name, p, s.ISR)
+			}
+		}
+	case meta.KindPartitionChange:
+		lost := Lost(c.image)
+		core.Invariant(r.State.Leader == meta.NoLeader || !lost(r.State.Leader) ||
+			r.Unclean, "C12", "electing broker %d, whose storage was lost, in %s-%d",
+			r.State.Leader, r.Topic, r.Partition)
+	}
+}
+
 // propose sends p's record to the metadata log.
 func (c *Controller) propose(p Pending) {
 	core.Invariant(c.active, "C6", "proposal %v while not the active controller", p.Op)
@@ -100,6 +126,7 @@ func (c *Controller) propose(p Pending) {
 			"%v proposes a malformed change of %s-%d: %+v after %+v", p.Op, p.Record.Topic,
 			p.Record.Partition, p.Record.State, cur)
 	}
+	c.checkLost(p.Record)
 	if p.Request != 0 {
 		c.park(p.Request)
 	}

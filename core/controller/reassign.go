@@ -192,7 +192,7 @@ func (c *Controller) dropReassignWaits() {
 // replicas all joined the ISR, bounded like Repair (one proposal per partition, at most
 // MaxInFlight in all).
 func (c *Controller) completeReassignments() {
-	eligible := Eligible(c.image)
+	eligible := c.electable()
 	for _, name := range c.image.TopicNames() {
 		for p, s := range c.image.Topic(name).States {
 			if !Reassigning(s) {

@@ -47,7 +47,7 @@ func (c *Controller) fenceExpired() {
 	for _, b := range c.image.Brokers() {
 		last, ok := c.contacts[b.ID]
 		if !ok {
-			c.contacts[b.ID] = c.now // registered by an earlier controller just now
+			c.assume(b.ID) // registered by an earlier controller just now
 			continue
 		}
 		if b.State == meta.BrokerFenced || c.now < c.sessionEnd(b.ID) ||
@@ -67,9 +67,30 @@ func (c *Controller) fenceExpired() {
 	}
 }
 
+// electable says whether a broker may be elected now: eligible, and heard from by this
+// controller since it became active (Standing.Heard).
+func (c *Controller) electable() func(int32) bool {
+	eligible := Eligible(c.image)
+	return func(id int32) bool {
+		return eligible(id) && (c.heardNow(id) || mutantOn("shrinks-isr-to-unheard"))
+	}
+}
+
+// heardNow says whether this controller has had a heartbeat of the broker's current
+// registration since it became active, and its heartbeat connection has not closed
+// since (Standing.Heard): a closed connection is most likely a dead process, which
+// the grace only gives a chance to prove otherwise (connloss.go).
+func (c *Controller) heardNow(id int32) bool {
+	b, ok := c.image.Broker(id)
+	e, beat := c.beats[id]
+	_, cut := c.cutoffs[id]
+	return ok && beat && e == b.Epoch && !cut
+}
+
 // repairPartitions moves every partition off ineligible brokers (Repair).
 func (c *Controller) repairPartitions() {
-	eligible := Eligible(c.image)
+	st := Standing{Eligible: Eligible(c.image), Lost: Lost(c.image),
+		Heard: c.heardNow}
 	for _, name := range c.image.TopicNames() {
 		t := c.image.Topic(name)
 		for p, s := range t.States {
@@ -77,7 +98,7 @@ func (c *Controller) repairPartitions() {
 			if c.isBusy(k) {
 				continue
 			}
-			next, unclean, changed := Repair(s, eligible, c.cfg.UncleanLeaderElection)
+			next, unclean, changed := RepairLost(s, st, c.cfg.UncleanLeaderElection)
 			if !changed {
 				continue
 			}
@@ -105,7 +126,7 @@ func (c *Controller) repairPartitions() {
 // rebalanceLeaders moves leadership back to preferred replicas (the automatic
 // rebalance, every leader.imbalance.check.interval.seconds).
 func (c *Controller) rebalanceLeaders() {
-	eligible := Eligible(c.image)
+	eligible := c.electable()
 	for _, name := range c.image.TopicNames() {
 		for p, s := range c.image.Topic(name).States {
 			k := partitionKey(name, int32(p))

@@ -62,7 +62,27 @@ func DecideRegister(im *meta.Image, clusterID string, contacts Contacts, now cor
 	return Registration{Propose: true, Record: meta.Record{Kind: meta.KindBrokerRegistered,
 		NodeID: req.NodeID, Incarnation: req.Incarnation, BrokerEpoch: epoch,
 		Host: req.Host, Port: req.Port, Rack: req.Rack, BrokerState: meta.BrokerFenced,
-		Listeners: req.Listeners}}
+		Listeners: req.Listeners, StorageID: req.StorageID,
+		StorageLost: StorageLost(im, req.NodeID, req.StorageID)}}
+}
+
+// StorageLost says whether a registration of node id with data directory storage
+// comes from a node whose logs are not those of its previous registration: its
+// storage id differs from the registered one (or is unknown when the registered one
+// is known), or the registered one had lost its storage and was not unfenced since
+// (it has not caught up). A first registration, or one after registrations that
+// carried no storage id, loses nothing it could be elected from.
+func StorageLost(im *meta.Image, id int32, storage [16]byte) bool {
+	b, ok := im.Broker(id)
+	switch {
+	case !ok:
+		return false
+	case b.StorageLost:
+		return true
+	case b.StorageID == [16]byte{}:
+		return false
+	}
+	return b.StorageID != storage
 }
 
 // Beat is the outcome of deciding a Heartbeat.

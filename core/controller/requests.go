@@ -99,6 +99,11 @@ func (c *Controller) register(id uint64, m RegisterBroker) {
 	}
 	c.heard(m.NodeID)
 	c.epochNext = epoch
+	if d.Record.StorageLost {
+		c.lg.Warn("broker registers without the logs of its previous registration (a new "+
+			"or lost data directory): it leaves every ISR and stays fenced until it is in "+
+			"none", zap.Int32("broker", m.NodeID), zap.Int64("broker_epoch", epoch))
+	}
 	c.propose(Pending{Op: OpRegister, Key: brokerKey(m.NodeID), Record: d.Record, Request: id})
 }
 
@@ -106,6 +111,10 @@ func (c *Controller) heartbeat(id uint64, m Heartbeat) {
 	d := DecideHeartbeat(c.image, c.registeredAt[m.NodeID], m)
 	if d.Valid {
 		c.heard(m.NodeID)
+		if c.beats[m.NodeID] != m.BrokerEpoch {
+			c.beats[m.NodeID] = m.BrokerEpoch
+			c.dirty = true // its partitions may now shrink to it or elect it (RepairLost)
+		}
 		c.progress[m.NodeID] = Progress{Index: m.MetadataIndex, At: c.now}
 	}
 	if d.Propose && !c.isBusy(brokerKey(m.NodeID)) {
@@ -171,7 +180,7 @@ func (c *Controller) electLeaders(id uint64, m ElectLeaders) {
 	sortTPs(tps)
 	tps = slices.Compact(tps)
 	e := &election{}
-	eligible := Eligible(c.image)
+	eligible := c.electable()
 	for _, tp := range tps {
 		s, assigned, ok := c.image.Partition(tp.Topic, tp.Partition)
 		if !ok || !assigned {

@@ -16,10 +16,13 @@ type Config struct {
 	NodeID      int32
 	ClusterID   string
 	Incarnation [16]byte // drawn at each process start
-	Host        string   // the advertised Kafka listener peers use
-	Port        int32
-	Rack        string
-	Listeners   []meta.Endpoint // every advertised listener (empty: only Host and Port)
+	// StorageID is the node's data directory id (drawn when the directory was first
+	// used, disk.StorageID); zero when unknown. Registration carries it.
+	StorageID [16]byte
+	Host      string // the advertised Kafka listener peers use
+	Port      int32
+	Rack      string
+	Listeners []meta.Endpoint // every advertised listener (empty: only Host and Port)
 	// HeartbeatIntervalMs is broker.heartbeat.interval.ms.
 	HeartbeatIntervalMs int64
 	// RequestTimeoutMs bounds one RPC to the controller.
@@ -189,7 +192,8 @@ func (l *Lifecycle) act() {
 	if !l.st.Registered {
 		l.env.Send(l.st.Leader, l.inFlight, controller.RegisterBroker{NodeID: l.cfg.NodeID,
 			Incarnation: l.cfg.Incarnation, ClusterID: l.cfg.ClusterID, Host: l.cfg.Host,
-			Port: l.cfg.Port, Rack: l.cfg.Rack, Listeners: l.cfg.Listeners}, l.cfg.RequestTimeoutMs)
+			Port: l.cfg.Port, Rack: l.cfg.Rack, Listeners: l.cfg.Listeners,
+			StorageID: l.cfg.StorageID}, l.cfg.RequestTimeoutMs)
 		return
 	}
 	l.env.Send(l.st.Leader, l.inFlight, controller.Heartbeat{NodeID: l.cfg.NodeID,

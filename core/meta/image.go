@@ -42,6 +42,15 @@ type Broker struct {
 	// Listeners are the broker's advertised listeners by name; empty for a
 	// registration from before named listeners (Host and Port are its one listener).
 	Listeners []Endpoint
+	// StorageID is the id of the broker's data directory (drawn when it was first
+	// used; zero when the broker did not say).
+	StorageID [16]byte
+	// StorageLost says the registration came with a data directory other than the
+	// previous registration's (the node's logs are gone or replaced): its ISR places
+	// are from a log it no longer has. Set by the controller in the registration,
+	// cleared when the broker is unfenced, which the controller does only once the
+	// broker is in no ISR (docs/replication.md, "Lost disks").
+	StorageLost bool
 }
 
 // Endpoint is the broker's address on the named listener; ok is false when the broker
@@ -208,7 +217,8 @@ func (im *Image) brokerRegistered(r Record) error {
 	im.retired = nil
 	im.brokers[r.NodeID] = &Broker{ID: r.NodeID, Incarnation: r.Incarnation,
 		Epoch: r.BrokerEpoch, Host: r.Host, Port: r.Port, Rack: r.Rack, State: r.BrokerState,
-		Listeners: slices.Clone(r.Listeners)}
+		Listeners: slices.Clone(r.Listeners), StorageID: r.StorageID,
+		StorageLost: r.StorageLost}
 	return nil
 }
 
@@ -228,6 +238,9 @@ func (im *Image) brokerChange(r Record) error {
 		return fmt.Errorf("broker %d is already %v", r.NodeID, r.BrokerState)
 	}
 	b.State = r.BrokerState
+	if b.State == BrokerUnfenced {
+		b.StorageLost = false
+	}
 	return nil
 }
 

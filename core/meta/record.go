@@ -177,6 +177,14 @@ type Record struct {
 	// the one in Host and Port included; empty in registrations from before named
 	// listeners, whose one listener is Host and Port.
 	Listeners []Endpoint `json:"listeners,omitempty"`
+	// StorageID is the id of the broker's data directory (BrokerRegistered; Kafka's
+	// KIP-858 log directory id): a node whose data directory was lost or replaced
+	// registers a new one.
+	StorageID [16]byte `json:"storage_id,omitzero"`
+	// StorageLost says the registering broker's data directory is not the one of its
+	// previous registration (BrokerRegistered): it holds no ISR place until it caught
+	// up again, and is not unfenced while it is in an ISR.
+	StorageLost bool `json:"storage_lost,omitempty"`
 	// BrokerState is the broker's new state (BrokerChange), or its state at
 	// registration (BrokerRegistered: fenced unless a snapshot restores another).
 	BrokerState BrokerState `json:"broker_state,omitempty"`

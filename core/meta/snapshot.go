@@ -28,7 +28,8 @@ func (im *Image) Snapshot() []Record {
 	for _, b := range im.brokersByEpoch() {
 		out = append(out, Record{Kind: KindBrokerRegistered, NodeID: b.ID,
 			Incarnation: b.Incarnation, BrokerEpoch: b.Epoch, Host: b.Host, Port: b.Port,
-			Rack: b.Rack, BrokerState: b.State, Listeners: slices.Clone(b.Listeners)})
+			Rack: b.Rack, BrokerState: b.State, Listeners: slices.Clone(b.Listeners),
+			StorageID: b.StorageID, StorageLost: b.StorageLost})
 	}
 	out = append(out, im.retiredSnapshot()...)
 	for _, n := range names {

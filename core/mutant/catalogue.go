@@ -92,12 +92,24 @@ var Catalogue = []Mutant{
 		"a new leader answers ListOffsets(latest) from its high-water mark before it " +
 			"reached the start of its leader epoch (KIP-207's OFFSET_NOT_AVAILABLE)",
 		"./core/broker/"},
+	{"broker/follower-refuses-batch-across-start", "core/broker", "replication",
+		"a follower restarted at its leader's log start refuses the leader's batch that " +
+			"holds that offset but begins below it, forever", "./core/broker/"},
 	{"broker/leads-while-fenced", "core/broker", "replication",
 		"a restarted cluster member leads the partitions its image names before the " +
 			"controller unfenced this incarnation", "./core/broker/"},
 	{"controller/reregister-keeps-leadership", "core/controller", "replication",
 		"a restarted broker is unfenced before leadership and ISR places moved off it",
 		"./core/controller/"},
+	{"controller/keeps-wiped-in-isr", "core/controller", "replication",
+		"a broker that registers with a lost data directory keeps the ISR places of its " +
+			"old log and is unfenced while in them", "./core/controller/"},
+	{"controller/shrinks-isr-to-unheard", "core/controller", "replication",
+		"a new controller shrinks an ISR to, and elects, a broker unfenced only on the " +
+			"session it assumed at activation", "./core/controller/"},
+	{"controller/assumed-contact-blocks-registration", "core/controller", "fencing",
+		"a new controller refuses a restarted node's registration as a duplicate on the " +
+			"session it assumed for the old one", "./core/controller/"},
 	{"controller/reassign-before-isr", "core/controller", "replication",
 		"a partition reassignment completes before its adding replicas joined the ISR",
 		"./core/controller/"},

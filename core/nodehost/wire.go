@@ -67,6 +67,9 @@ func refusal(req kmsg.Request) kmsg.Response {
 func registration(m *kmsg.BrokerRegistrationRequest) controller.RegisterBroker {
 	reg := controller.RegisterBroker{NodeID: m.BrokerID, Incarnation: m.IncarnationID,
 		ClusterID: m.ClusterID}
+	if len(m.LogDirs) > 0 { // v2+: the node's one data directory (KIP-858)
+		reg.StorageID = m.LogDirs[0]
+	}
 	if len(m.Listeners) > 0 {
 		reg.Host, reg.Port = m.Listeners[0].Host, int32(m.Listeners[0].Port)
 	}
@@ -159,6 +162,9 @@ func WireRequest(msg controller.Message) (kmsg.Request, error) {
 	case controller.RegisterBroker:
 		req := kmsg.NewPtrBrokerRegistrationRequest()
 		req.BrokerID, req.ClusterID, req.IncarnationID = m.NodeID, m.ClusterID, m.Incarnation
+		if m.StorageID != ([16]byte{}) {
+			req.LogDirs = [][16]byte{m.StorageID}
+		}
 		if len(m.Listeners) == 0 {
 			l := kmsg.NewBrokerRegistrationRequestListener()
 			l.Name, l.Host, l.Port = "PLAINTEXT", m.Host, uint16(m.Port)

@@ -15,7 +15,8 @@ import (
 func TestControllerRPCsRoundTripOverTheWire(t *testing.T) {
 	msgs := []controller.Message{
 		controller.RegisterBroker{NodeID: 2, ClusterID: "c", Incarnation: [16]byte{7},
-			Host: "node2.sim", Port: 9092, Rack: "r1"},
+			StorageID: [16]byte{3, 1},
+			Host:      "node2.sim", Port: 9092, Rack: "r1"},
 		controller.RegisterBroker{NodeID: 3, ClusterID: "c", Host: "h", Port: 1,
 			Listeners: []meta.Endpoint{{Name: "INTERNAL", Host: "h", Port: 1},
 				{Name: "EXTERNAL", Host: "e", Port: 2}}},
