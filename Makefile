@@ -42,11 +42,14 @@ RACEPKGS    ?= ./net/ ./runtime/ ./runtime/raftmeta/ ./disk/ ./disk/raftstore/ .
 # seeds; `make mutants` runs the whole catalogue before a release.
 MUTANTSUBSET ?= broker/ack-before-fsync,replica/read-past-hwm,disk/offset-index-next,batch/trailing-ok,group/stale-commit
 
+# -count=1: every run runs every test. Go caches passing results by the test binary and
+# the files it read, so a second `make test` of the same tree only re-ran the tests that
+# read changing files (e2e, the simulator's temp dirs): a green run proved nothing new.
 test: ## vet, every test with invariants on (lint rules, simulator seeds), then -race where goroutines live
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) vet -tags $(TAGS),sluice_mutants ./...
-	$(GO) test -tags $(TAGS) -timeout $(TESTTIMEOUT) ./...
-	$(GO) test -race -tags $(TAGS) -timeout $(TESTTIMEOUT) $(RACEPKGS)
+	$(GO) test -count=1 -tags $(TAGS) -timeout $(TESTTIMEOUT) ./...
+	$(GO) test -count=1 -race -tags $(TAGS) -timeout $(TESTTIMEOUT) $(RACEPKGS)
 	$(GO) run -tags $(TAGS),sluice_mutants ./cmd/sluice mutants --seeds 1..20 --unit=false \
 		--baseline=false --require-caught --only $(MUTANTSUBSET)
 
