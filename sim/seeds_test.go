@@ -189,3 +189,23 @@ func TestFailedFsyncThenRestartThenCrash(t *testing.T) {
 	}
 	require.Greater(t, failedSyncs, len(seeds), "the seeds hardly exercised failed fsyncs")
 }
+
+// caughtWithin runs seeds two at a time, in order, until want of them satisfy caught,
+// and returns how many did and how many seeds ran. A mutant test that names the few
+// seeds that caught its bug when written breaks as soon as a change elsewhere moves the
+// traces; searching a bounded range keeps the test about the mutant, and the whole range
+// failing to catch it still fails the test.
+func caughtWithin(t *testing.T, seeds []uint64, sets [][2]string, want int,
+	caught func(SeedRun) bool) (shown, ran int) {
+	t.Helper()
+	for i := 0; i < len(seeds) && shown < want; i += 2 {
+		batch := seeds[i:min(i+2, len(seeds))]
+		ran += len(batch)
+		for _, r := range runParallel(t, batch, sets) {
+			if caught(r) {
+				shown++
+			}
+		}
+	}
+	return shown, ran
+}
