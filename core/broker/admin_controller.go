@@ -55,6 +55,9 @@ type adminController struct {
 	// reassigns are the AlterPartitionReassignments waiting for the controller, by id
 	// (alter_partition_reassignments.go).
 	reassigns map[uint64]reassignAsk
+	// adminForwards are the clients' admin changes forwarded to the controller's node,
+	// by Envelope peer request id (admin_forward.go).
+	adminForwards map[uint64]*opForward
 }
 
 func newAdminController(n *node, hosts hostView) *adminController {

@@ -246,6 +246,8 @@ func (b *Broker) request(r Request) {
 		b.handleAlterPartitionReassignments(r, m)
 	case *kmsg.ListPartitionReassignmentsRequest:
 		b.reply(r, b.handleListPartitionReassignments(m))
+	case *kmsg.EnvelopeRequest:
+		b.handleEnvelope(r, m)
 	default:
 		if b.routeGroupRequest(r) {
 			return
