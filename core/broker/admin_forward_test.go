@@ -257,3 +257,30 @@ func TestForwardedChangesKeepTheirOrder(t *testing.T) {
 	dr := p.answer(id2, peers[0], p.carry(peers[0]), nil).(*kmsg.DeleteACLsResponse)
 	require.Len(t, dr.Results[0].MatchingACLs, 1, "the deletion ran after the creation")
 }
+
+// Items the receiving node refuses are answered there; only the rest travels, and the
+// client gets both in one answer.
+func TestForwardCarriesOnlyTheAuthorizedItems(t *testing.T) {
+	p := newFwdPair(t, withAuthz)
+	requireCode(t, nil, p.ctl.createTopics(ctTopic("mine", 1, -1)).Topics[0].ErrorCode)
+	p.fwd.commitMeta(meta.Record{Kind: meta.KindACLsCreated, ACLs: []acl.Binding{{
+		Type: acl.ResourceTopic, Name: "mine", Pattern: acl.PatternLiteral, Principal: bob,
+		Host: "*", Operation: acl.OpAlterConfigs, Permission: acl.Allow}}})
+	id, env := p.send(bob, incReq(1, false, incRes("theirs", set("retention.ms", "5")),
+		incRes("mine", set("retention.ms", "7"))))
+	inner, _, err := decodeEnvelopeRequest(env.Msg.(*kmsg.EnvelopeRequest).RequestData)
+	require.NoError(t, err)
+	fwdReq := inner.(*kmsg.IncrementalAlterConfigsRequest)
+	require.Len(t, fwdReq.Resources, 1)
+	require.Equal(t, "mine", fwdReq.Resources[0].ResourceName)
+	require.Equal(t, bob, string(env.Msg.(*kmsg.EnvelopeRequest).RequestPrincipal))
+
+	ir := p.answer(id, env, p.carry(env), nil).(*kmsg.IncrementalAlterConfigsResponse)
+	codes := map[string]int16{}
+	for _, r := range ir.Resources {
+		codes[r.ResourceName] = r.ErrorCode
+	}
+	require.Equal(t, map[string]int16{"mine": 0,
+		"theirs": kerr.TopicAuthorizationFailed.Code}, codes)
+	require.Equal(t, "7", deref(p.ctl.describeTopic("mine")["retention.ms"].Value))
+}
