@@ -221,4 +221,28 @@ func TestACLClusterServesItsOwnTraffic(t *testing.T) {
 	resp, err := req.RequestWith(ctx, plainClient(t, nodes[0], "bob"))
 	require.NoError(t, err)
 	require.Equal(t, kerr.ClusterAuthorizationFailed.Code, resp.ErrorCode)
+
+	// Issue 10: every node takes an ACL change at the first attempt; the two that do not
+	// lead forward it to the controller's node in an Envelope over the SASL inter-broker
+	// listener, as User:broker, which the authorizer lets do CLUSTER_ACTION. A client's
+	// Envelope is refused.
+	for id := 1; id <= 3; id++ {
+		ca := kmsg.NewPtrCreateACLsRequest()
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName = kmsg.ACLResourceTypeGroup, fmt.Sprint("g", id)
+		c.ResourcePatternType = kmsg.ACLResourcePatternTypeLiteral
+		c.Principal, c.Host = "User:bob", "*"
+		c.Operation, c.PermissionType = kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+		ca.Creations = []kmsg.CreateACLsRequestCreation{c}
+		r, err := admin.Broker(id).Request(ctx, ca)
+		require.NoError(t, err)
+		res := r.(*kmsg.CreateACLsResponse).Results
+		require.Len(t, res, 1)
+		require.Zero(t, res[0].ErrorCode, "node %d: %v", id, res[0].ErrorMessage)
+	}
+	env := kmsg.NewPtrEnvelopeRequest()
+	env.RequestData = []byte{0, 30, 0, 0}
+	eresp, err := env.RequestWith(ctx, plainClient(t, nodes[0], "bob"))
+	require.NoError(t, err)
+	require.Equal(t, kerr.ClusterAuthorizationFailed.Code, eresp.ErrorCode)
 }

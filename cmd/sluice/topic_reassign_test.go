@@ -46,6 +46,12 @@ func TestParseReassign(t *testing.T) {
 // it returns a Kafka address.
 func startThreeNodes(t *testing.T) string {
 	t.Helper()
+	return startThreeNodeCluster(t)[0].Addr()
+}
+
+// startThreeNodeCluster is startThreeNodes returning the nodes (node i+1 at index i).
+func startThreeNodeCluster(t *testing.T) []*runtime.Node {
+	t.Helper()
 	free := func() string {
 		l, err := stdnet.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
@@ -82,7 +88,7 @@ func startThreeNodes(t *testing.T) string {
 		}
 		return true
 	}, 20*time.Second, 20*time.Millisecond)
-	return nodes[0].Addr()
+	return nodes
 }
 
 // The reassignment commands against three nodes: a partition of one replica moves to

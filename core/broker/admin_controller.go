@@ -58,6 +58,9 @@ type adminController struct {
 	// unregisters are the UnregisterBroker requests waiting likewise
 	// (unregister_broker.go).
 	unregisters map[uint64]unregisterAsk
+	// adminForwards are the clients' admin changes forwarded to the controller's node,
+	// by Envelope peer request id (admin_forward.go).
+	adminForwards map[uint64]*opForward
 }
 
 func newAdminController(n *node, hosts hostView) *adminController {

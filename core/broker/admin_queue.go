@@ -160,6 +160,8 @@ func adminName(op adminOp) string {
 		return "CreateAcls"
 	case *opDeleteACLs:
 		return "DeleteAcls"
+	case *opForward:
+		return "forwarded " + kmsg.NameForKey(op.req.Msg.Key())
 	default:
 		return fmt.Sprintf("%T", op)
 	}
@@ -225,6 +227,8 @@ func (ctl *adminController) runAdmin(op adminOp) {
 		ctl.createACLs(op)
 	case *opDeleteACLs:
 		ctl.deleteACLs(op)
+	case *opForward: // to the controller's node (admin_forward.go)
+		ctl.runForward(op)
 	case *opPurgeOrphans: // offsets of topics that are gone (groups_topics.go)
 		ctl.tombstoneTopicOffsets(op, "topic no longer exists", nil)
 	default:
@@ -289,7 +293,7 @@ func (ctl *adminController) adminCommitted(op adminOp) {
 		ctl.createACLsCommitted(op)
 	case *opDeleteACLs:
 		ctl.deleteACLsCommitted(op)
-	default: // opPurgeOrphans proposes nothing
+	default: // opPurgeOrphans and opForward propose nothing
 		core.Invariant(false, "B11", "%s: no commit to continue", adminName(op))
 	}
 }

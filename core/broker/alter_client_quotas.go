@@ -36,6 +36,9 @@ type opAlterQuotas struct {
 }
 
 func (ctl *adminController) handleAlterClientQuotas(r Request, m *kmsg.AlterClientQuotasRequest) {
+	if ctl.forwardAdmin(r) { // to the controller's node (admin_forward.go)
+		return
+	}
 	ctl.serialize(&opAlterQuotas{adminBase: adminBase{req: r}, m: m})
 }
 

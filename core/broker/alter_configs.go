@@ -30,6 +30,9 @@ import (
 )
 
 func (ctl *adminController) handleAlterConfigs(r Request, m *kmsg.AlterConfigsRequest) {
+	if ctl.forwardAdmin(r) { // to the controller's node (admin_forward.go)
+		return
+	}
 	changes := make([]configChange, len(m.Resources))
 	for i, res := range m.Resources {
 		changes[i] = configChange{typ: res.ResourceType, name: res.ResourceName,

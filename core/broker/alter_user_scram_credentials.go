@@ -35,6 +35,9 @@ type opAlterScram struct {
 
 func (ctl *adminController) handleAlterUserScramCredentials(r Request,
 	m *kmsg.AlterUserSCRAMCredentialsRequest) {
+	if ctl.forwardAdmin(r) { // to the controller's node (admin_forward.go)
+		return
+	}
 	ctl.serialize(&opAlterScram{adminBase: adminBase{req: r}, m: m})
 }
 

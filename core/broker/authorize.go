@@ -191,6 +191,8 @@ func (b *Broker) wholeRequest(r Request) (int16, bool) {
 		if m.ReplicaID >= 0 {
 			return cluster(acl.OpClusterAction)
 		}
+	case *kmsg.EnvelopeRequest: // from a peer, which authorized its client (envelope.go)
+		return cluster(acl.OpClusterAction)
 	case *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest,
 		*kmsg.AlterUserSCRAMCredentialsRequest, *kmsg.AlterPartitionAssignmentsRequest:
 		return cluster(acl.OpAlter)

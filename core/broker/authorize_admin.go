@@ -204,6 +204,8 @@ func denyWhole(req kmsg.Request, code int16) kmsg.Response {
 	switch m := req.(type) {
 	case *kmsg.FetchRequest:
 		resp.(*kmsg.FetchResponse).ErrorCode = code
+	case *kmsg.EnvelopeRequest:
+		resp.(*kmsg.EnvelopeResponse).ErrorCode = code
 	case *kmsg.CreateACLsRequest:
 		cr := resp.(*kmsg.CreateACLsResponse)
 		for range m.Creations {

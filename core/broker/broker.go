@@ -248,6 +248,8 @@ func (b *Broker) request(r Request) {
 		b.reply(r, b.handleListPartitionReassignments(m))
 	case *kmsg.UnregisterBrokerRequest:
 		b.handleUnregisterBroker(r, m)
+	case *kmsg.EnvelopeRequest:
+		b.handleEnvelope(r, m)
 	default:
 		if b.routeGroupRequest(r) {
 			return

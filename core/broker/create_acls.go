@@ -29,6 +29,9 @@ type opCreateACLs struct {
 }
 
 func (ctl *adminController) handleCreateACLs(r Request, m *kmsg.CreateACLsRequest) {
+	if ctl.forwardAdmin(r) { // to the controller's node (admin_forward.go)
+		return
+	}
 	ctl.serialize(&opCreateACLs{adminBase: adminBase{req: r}, m: m})
 }
 

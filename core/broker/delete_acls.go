@@ -26,6 +26,9 @@ type opDeleteACLs struct {
 }
 
 func (ctl *adminController) handleDeleteACLs(r Request, m *kmsg.DeleteACLsRequest) {
+	if ctl.forwardAdmin(r) { // to the controller's node (admin_forward.go)
+		return
+	}
 	ctl.serialize(&opDeleteACLs{adminBase: adminBase{req: r}, m: m})
 }
 

@@ -131,6 +131,11 @@ func (s Start) LastIndex() uint64 { return s.SnapshotIndex + uint64(len(s.Record
 // verified TLS client certificate, "User:<name>" after SASL ("" counts as anonymous).
 // Host is the client's IP address ("" when unknown). The authorizer decides on both
 // (authorize.go).
+//
+// Forwarded marks an admin request another node forwarded in an Envelope (envelope.go):
+// Conn and ID are the Envelope's, Principal and Host the original client's, already
+// authorized by the forwarding node; its answer goes back wrapped in an
+// EnvelopeResponse, and it is never forwarded again. Drivers leave it false.
 type Request struct {
 	Conn      uint64
 	ID        uint64
@@ -139,6 +144,7 @@ type Request struct {
 	Listener  string
 	Principal string
 	Host      string
+	Forwarded bool
 }
 
 // ConnClosed says a connection went away; pending work for it can be dropped.

@@ -28,6 +28,9 @@ import (
 
 func (ctl *adminController) handleIncrementalAlterConfigs(r Request,
 	m *kmsg.IncrementalAlterConfigsRequest) {
+	if ctl.forwardAdmin(r) { // to the controller's node (admin_forward.go)
+		return
+	}
 	changes := make([]configChange, len(m.Resources))
 	for i, res := range m.Resources {
 		changes[i] = configChange{typ: res.ResourceType, name: res.ResourceName,

@@ -91,6 +91,9 @@ func (n *node) token() uint64 {
 func (n *node) reply(r Request, resp kmsg.Response) {
 	n.fixAnswer(r, resp)
 	resp.SetVersion(r.Msg.GetVersion())
+	if r.Forwarded {
+		resp = envelopeAnswer(resp)
+	}
 	n.env.Reply(Reply{Conn: r.Conn, ID: r.ID, Msg: resp})
 }
 

@@ -237,6 +237,10 @@ func (ctl *adminController) pendingAdmin(out []PendingOp, logsToOpen func() int)
 			waits += fmt.Sprintf(": %d logs to open", logsToOpen())
 		case adminOffsets:
 			waits += fmt.Sprintf(": %d offset writes", a.left)
+		case adminForwarding:
+			if f, ok := op.(*opForward); ok {
+				waits += fmt.Sprintf(": Envelope reply id=%d from node %d", f.id, f.to)
+			}
 		case adminQueued: // behind every operation listed before it
 			waits += fmt.Sprintf(" behind %d operations", i)
 		}

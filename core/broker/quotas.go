@@ -347,6 +347,9 @@ func (n *node) replyMuted(r Request, resp kmsg.Response, muteMs int32) {
 	n.fixAnswer(r, resp)
 	if resp != nil {
 		resp.SetVersion(r.Msg.GetVersion())
+		if r.Forwarded {
+			resp = envelopeAnswer(resp)
+		}
 	}
 	n.env.Reply(Reply{Conn: r.Conn, ID: r.ID, Msg: resp, MuteMs: int64(muteMs)})
 }

@@ -60,6 +60,9 @@ var SupportedVersions = []VersionRange{
 // every seed's trace); ApiVersions advertises both (AdvertisedVersions).
 var InterBrokerVersions = []VersionRange{
 	{int16(kmsg.AlterPartition), 0, 3},
+	// Admin changes a node that is not the active controller forwards to the
+	// controller's node (KIP-590; envelope.go).
+	{int16(kmsg.Envelope), 0, 0},
 }
 
 // SecurityVersions lists the security and quota APIs, kept apart from

@@ -205,6 +205,10 @@ var Catalogue = []Mutant{
 		"OffsetCommit from a known member of an older generation accepted", "./core/group/"},
 	{"group/no-generation-bump", "core/group", "groups",
 		"rebalances after the first keep generation 1", "./core/group/"},
+	// Admin changes forwarded to the controller's node.
+	{"broker/forward-answers-early", "core/broker", "admin",
+		"a node answers a forwarded admin change (CreateAcls...) as done once it sent it to " +
+			"the controller's node, before that node committed it", "./core/broker/"},
 }
 
 // Find returns the catalogue entry named name.
