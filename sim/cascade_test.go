@@ -16,7 +16,9 @@ var cascadeSets = [][2]string{{"nodes", "3"}, {"faults", "off"}, {"faults.cascad
 
 // cascadeSeeds fail with replica/keeps-recovered-hwm under cascadeSets (when written, 9
 // of seeds 1..20 did: 4 5 6 9 14 15 17 18 20; every one of the 20 passed without it).
-var cascadeSeeds = []uint64{4, 5, 6}
+// Re-derived after session 12's merges moved three-node traces (4 5 6 no longer caught
+// it): 1 3 7 9 14 15 17 18 of 1..20 fail with it, and 1 3 7 pass without it.
+var cascadeSeeds = []uint64{1, 3, 7}
 
 // TestCascadeFailsOverToARestartedReplica: with the cascade fault on, a partition's
 // leader is killed while a follower's fetcher is stuck and, once it is back in the ISR,

@@ -74,13 +74,15 @@ func TestClusterGroupMutantsAreCaught(t *testing.T) {
 // expansion passes what that follower holds once the expansion commits, which the
 // read-uncommitted check sees (sim/readcommit.go). It survived every check before; with
 // --set nodes=3 it failed seeds 1 20 36 of 1..60 when written, which pass without it.
+// Re-derived after session 12's merges moved three-node traces (only 17 of 1..20 still
+// failed): 17 30 40 41 79 80 of 1..80 fail with it; 17 30 40 pass without it.
 func TestPendingISRMutantIsCaught(t *testing.T) {
 	if !mutant.Build {
 		t.Skip("runs in the sluice_mutants build")
 	}
 	defer func() { mutant.Name = "" }()
 	mutant.Name = "broker/hwm-ignores-pending-isr"
-	seeds := []uint64{1, 20, 36}
+	seeds := []uint64{17, 30, 40}
 	caught := 0
 	for _, r := range runParallel(t, seeds, [][2]string{{"nodes", "3"}}) {
 		if r.Result.Has(ReadUncommitted) {
