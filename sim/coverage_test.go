@@ -20,8 +20,9 @@ func TestCoverageReportIsNotEmpty(t *testing.T) {
 	}
 	cov := NewCoverage()
 	// The auditor on every seed: which seeds draw it changes whenever a new client is
-	// drawn before it, and the pairs below are its.
-	sets := [][2]string{{"audit", "on"}}
+	// drawn before it, and the pairs below are its. One node: a cluster drops the
+	// auditor (cluster.go clusterClients).
+	sets := [][2]string{{"nodes", "1"}, {"audit", "on"}}
 	RunSeedsWith(1, to, 2, sets, 0, Options{Coverage: true}, func(r SeedRun) {
 		if r.Err != nil || r.Coverage == nil {
 			t.Fatalf("seed: err %v, coverage %v", r.Err, r.Coverage)
@@ -86,6 +87,9 @@ func TestCoverageChangesNothing(t *testing.T) {
 func TestAuditorRecordsDeleteRecords(t *testing.T) {
 	cfg := Draw(5)
 	if err := cfg.Set("audit", "on"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Set("nodes", "1"); err != nil { // a cluster drops the auditor
 		t.Fatal(err)
 	}
 	cfg.Audit.EveryMs = 20

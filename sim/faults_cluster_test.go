@@ -60,11 +60,11 @@ func TestClusterFaultsAreInjectedAndDrawn(t *testing.T) {
 // TestClusterFaultsLeaveOneNodeAlone: the cluster kinds switched on in a one-node
 // world draw and inject nothing: its trace is the one without them.
 func TestClusterFaultsLeaveOneNodeAlone(t *testing.T) {
-	on := [][2]string{{"faults.split", "on"}, {"faults.oneway", "on"},
+	on := [][2]string{{"nodes", "1"}, {"faults.split", "on"}, {"faults.oneway", "on"},
 		{"faults.quorumleader", "on"}, {"faults.leaderpeers", "on"},
 		{"faults.diskloss", "on"}, {"faults.powerloss", "on"}}
 	a := RunOne(4, on, 2000, Options{})
-	b := RunOne(4, [][2]string{{"faults.split", "off"}, {"faults.oneway", "off"},
+	b := RunOne(4, [][2]string{{"nodes", "1"}, {"faults.split", "off"}, {"faults.oneway", "off"},
 		{"faults.quorumleader", "off"}, {"faults.leaderpeers", "off"},
 		{"faults.diskloss", "off"}, {"faults.powerloss", "off"}}, 2000, Options{})
 	require.NoError(t, a.Err)

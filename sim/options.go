@@ -257,7 +257,7 @@ const DefaultSafetyMs = 8_000
 // that varies between runs is drawn here, before any event, from the "config" stream.
 func Draw(seed uint64) Config {
 	r := newStream(seed, "config")
-	c := Config{Seed: seed, Nodes: 1, SafetyMs: DefaultSafetyMs, HealMs: 30_000,
+	c := Config{Seed: seed, Nodes: drawNodes(seed), SafetyMs: DefaultSafetyMs, HealMs: 30_000,
 		Codec: r.Chance(0.5), MaxVers: r.Chance(0.5), Broker: map[string]string{}}
 	c.Broker["log.retention.check.interval.ms"] = strconv.Itoa(Pick(r, 200, 1000, 5000))
 	c.Broker["num.partitions"] = strconv.Itoa(1 + r.Intn(3))
@@ -321,6 +321,22 @@ func Draw(seed uint64) Config {
 	drawCascadeFault(r, &c) // faults_cascade.go, after every older choice
 	drawACLs(r, &c)         // acls.go, after every older choice
 	return c
+}
+
+// drawNodes draws the run's node count (docs/simulation.md, "Clusters"): three on 70% of
+// seeds, one on 20%, five on 10%. It comes from a stream of its own, "nodes", so it is
+// known before any other choice (a cluster-only choice may consult it) and no draw added
+// to the "config" stream later moves it; every other choice of a seed is as it was before
+// clusters became the default. --set nodes=N overrides it; nodes=1 is the one-node world.
+func drawNodes(seed uint64) int {
+	switch n := newStream(seed, "nodes").Intn(10); {
+	case n < 2:
+		return 1
+	case n < 9:
+		return 3
+	default:
+		return 5
+	}
 }
 
 func drawVandal(r *Rand, topic string) VandalSpec {
@@ -506,7 +522,8 @@ var SettingHelp = []string{
 	"compaction=on|off              the compacted topic's writer, reader and checker",
 	"codec=on|off                   pass messages through the wire codec",
 	"heal.ms=N                      liveness budget after faults stop",
-	"nodes=N                        cluster nodes (1..9; more than one: replicated,",
+	"nodes=N                        cluster nodes (1..9; drawn: 3 on 70% of seeds, 1 on",
+	"                                     20%, 5 on 10%; more than one: replicated,",
 	"                                     controller and lifecycle on each node)",
 	"io.mean.us=N io.floor.us=N     event-loop I/O latency per step / per operation",
 	"                                     (io.mean.us=0: none)",

@@ -44,7 +44,10 @@ func TestReplicaMutantsAreCaught(t *testing.T) {
 		setReplicaMutant(c.mutant) // before any world runs; read-only while they run
 		seeds := seedRange(1, 40)
 		caught := 0
-		for _, r := range runParallel(t, seeds, c.sets) {
+		// One node, where these mutants were measured: on a cluster the followers'
+		// copies hide some (a gap behind a lost batch, for one).
+		sets := append([][2]string{{"nodes", "1"}}, c.sets...)
+		for _, r := range runParallel(t, seeds, sets) {
 			if r.Result.Has(c.anomaly) {
 				caught++
 			}

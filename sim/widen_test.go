@@ -11,8 +11,9 @@ import (
 	"github.com/sluicemq/sluice/core/mutant"
 )
 
-// widerSets turns every form of the wider workload (widen.go) on.
-var widerSets = [][2]string{{"zombie", "on"}, {"audit", "on"},
+// widerSets turns every form of the wider workload (widen.go) on, on one node (a cluster
+// drops the zombie and the auditor: cluster.go clusterClients).
+var widerSets = [][2]string{{"nodes", "1"}, {"zombie", "on"}, {"audit", "on"},
 	{"audit.freshtrim.chance", "0.3"}, {"vandals", "1"}, {"vandal.badcrc.chance", "0.5"},
 	{"reader.tiny.chance", "0.3"}}
 

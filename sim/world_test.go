@@ -87,10 +87,11 @@ func TestSetOverridesAndRejects(t *testing.T) {
 	require.Error(t, c.Set("faults.meteor", "on"))
 }
 
-// quietConfig is a world with no load and no faults, for machinery tests.
+// quietConfig is a one-node world with no load and no faults, for machinery tests.
 func quietConfig(seed uint64) Config {
 	c := Draw(seed)
 	_ = c.Set("faults", "off")
+	_ = c.Set("nodes", "1")
 	c.Producers, c.Readers, c.Admin.On = nil, nil, false
 	return c
 }
