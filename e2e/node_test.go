@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicemq/sluice/internal/testport"
 )
 
 var (
@@ -59,32 +61,14 @@ func touchSources() {
 	})
 }
 
-// handedOut holds every port freePort returned in this test process. The kernel may
-// hand a port it just released to the next bind on :0, so two picks in a row can be
-// equal; a cluster then had one node's Kafka listener on another's controller port
-// (seen once under load: the quorum never formed).
-var handedOut = struct {
-	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
-
-// freePort asks the kernel for a free loopback port not handed out before.
+// freePort is a free loopback port outside the ephemeral range (internal/testport):
+// a node killed and restarted on it must find it free again, which a port any
+// outgoing connection may take as its local port does not promise under load.
 func freePort(t *testing.T) int {
 	t.Helper()
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		port := l.Addr().(*net.TCPAddr).Port
-		require.NoError(t, l.Close())
-		if !handedOut.ports[port] {
-			handedOut.ports[port] = true
-			return port
-		}
-	}
-	t.Fatal("no fresh loopback port in 100 tries")
-	return 0
+	port, err := testport.Pick()
+	require.NoError(t, err)
+	return port
 }
 
 // node is one sluice node process.

@@ -28,7 +28,7 @@ func clusterNode(t *testing.T, id int32, dir string, voters []raftmeta.Voter) *r
 	cfg.NodeID = id
 	ctl := controller.DefaultConfig()
 	ctl.SessionTimeoutMs, ctl.HeartbeatIntervalMs = 1500, 200
-	return runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0", DataDir: dir,
+	return runtime.NewNode(runtime.Options{ListenAddr: freeAddr(t), DataDir: dir,
 		Config: cfg, Controller: ctl, Rack: fmt.Sprintf("r%d", id),
 		Logger:       zaptest.NewLogger(t).Named(fmt.Sprintf("n%d", id)),
 		DrainTimeout: 2 * time.Second, Voters: voters,

@@ -21,7 +21,7 @@ import (
 // directory when empty) and closes it when the test ends.
 func startNode(t *testing.T, dir string) *runtime.Node {
 	t.Helper()
-	return startNodeAt(t, dir, "127.0.0.1:0")
+	return startNodeAt(t, dir, freeAddr(t))
 }
 
 // startNodeAt is startNode on a given listen address.

@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	stdnet "net"
 	"testing"
 	"time"
 
@@ -11,17 +10,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/sluicemq/sluice/internal/testport"
 	"github.com/sluicemq/sluice/runtime"
 	"github.com/sluicemq/sluice/runtime/raftmeta"
 )
 
-// freeAddr is a loopback address with a port free a moment ago.
+// freeAddr is a loopback address with a port free a moment ago, outside the
+// ephemeral range so a restarted node finds it free again (internal/testport).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := stdnet.Listen("tcp", "127.0.0.1:0")
+	addr, err := testport.Addr()
 	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
 	return addr
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	stdnet "net"
 	"regexp"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/core/controller"
+	"github.com/sluicemq/sluice/internal/testport"
 	"github.com/sluicemq/sluice/runtime"
 	"github.com/sluicemq/sluice/runtime/raftmeta"
 )
@@ -38,10 +38,9 @@ func TestClusterDescribeSingleNode(t *testing.T) {
 // (from heartbeats), and every broker with its rack.
 func TestClusterDescribeThreeNodes(t *testing.T) {
 	free := func() string {
-		l, err := stdnet.Listen("tcp", "127.0.0.1:0")
+		addr, err := testport.Addr()
 		require.NoError(t, err)
-		defer l.Close()
-		return l.Addr().String()
+		return addr
 	}
 	voters := []raftmeta.Voter{{ID: 1, Addr: free()}, {ID: 2, Addr: free()},
 		{ID: 3, Addr: free()}}

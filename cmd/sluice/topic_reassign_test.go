@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	stdnet "net"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/core/controller"
+	"github.com/sluicemq/sluice/internal/testport"
 	"github.com/sluicemq/sluice/runtime"
 	"github.com/sluicemq/sluice/runtime/raftmeta"
 )
@@ -53,10 +53,9 @@ func startThreeNodes(t *testing.T) string {
 func startThreeNodeCluster(t *testing.T) []*runtime.Node {
 	t.Helper()
 	free := func() string {
-		l, err := stdnet.Listen("tcp", "127.0.0.1:0")
+		addr, err := testport.Addr()
 		require.NoError(t, err)
-		defer l.Close()
-		return l.Addr().String()
+		return addr
 	}
 	voters := []raftmeta.Voter{{ID: 1, Addr: free()}, {ID: 2, Addr: free()},
 		{ID: 3, Addr: free()}}

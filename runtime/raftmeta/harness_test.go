@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/disk"
+	"github.com/sluicemq/sluice/internal/testport"
 )
 
 // settleBound bounds every wait of the tests: a proposal not answered, or a node not
@@ -54,22 +54,16 @@ func testLogger() *zap.Logger {
 	return lg
 }
 
-// freeAddrs picks n free ports on 127.0.0.1. A node rebinds its own after a restart.
+// freeAddrs picks n free ports on 127.0.0.1 outside the ephemeral range
+// (internal/testport). A node rebinds its own after a restart.
 func freeAddrs(n int) ([]string, error) {
 	var out []string
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
 	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		a, err := testport.Addr()
 		if err != nil {
 			return nil, err
 		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().String())
+		out = append(out, a)
 	}
 	return out, nil
 }
