@@ -43,8 +43,13 @@ type tpJSON struct {
 // metadata reads the cluster's metadata for every topic (the client's cached copy, at
 // most a fraction of a second old). Asking for all topics, never a named one, means a
 // console request cannot create a topic on a broker that creates topics on Metadata.
+// metadata asks the node for the cluster's metadata now. kadm.Metadata alone answers
+// from the client's cache, up to kgo's MetadataMinAge (5 s) old: a topic just created
+// through the console then showed as "unknown topic" on the page the console opened
+// for it. kadm's documented way to bypass the cache is to ask for authorized
+// operations as well, which the node answers from the same request.
 func (c *Console) metadata(ctx context.Context) (kadm.Metadata, error) {
-	return c.adm.Metadata(ctx)
+	return c.adm.Metadata(kadm.WithAuthorizedOps(ctx))
 }
 
 func (c *Console) cluster(ctx context.Context, _ *http.Request) (any, error) {
