@@ -99,9 +99,20 @@ func TestUnregisterADeadNonvoter(t *testing.T) {
 	ct.ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{ra}
 	create.Topics = []kmsg.CreateTopicsRequestTopic{ct}
 	create.TimeoutMillis = 10000
-	cr, err := create.RequestWith(testCtx(t, 15*time.Second), ctlClient)
-	require.NoError(t, err)
-	require.Zero(t, cr.Topics[0].ErrorCode)
+	// Broker 4 is registered before the controller counts it eligible for replicas
+	// (unfenced after its first heartbeats): until then the assignment is refused.
+	require.Eventually(t, func() bool {
+		cr, err := create.RequestWith(testCtx(t, 15*time.Second), ctlClient)
+		if err != nil {
+			t.Logf("create t: %v", err)
+			return false
+		}
+		code := cr.Topics[0].ErrorCode
+		if code != 0 && cr.Topics[0].ErrorMessage != nil {
+			t.Logf("create t: %s", *cr.Topics[0].ErrorMessage)
+		}
+		return code == 0 || code == kerr.TopicAlreadyExists.Code // an earlier try's answer lost
+	}, 20*time.Second, 200*time.Millisecond, "t was not created on nodes 1 and 4")
 
 	r := unregister(nodes[0], 4)
 	require.Equal(t, kerr.InvalidRequest.Code, r.ErrorCode)
