@@ -26,12 +26,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 type clusterBench struct {
 	exe      string
 	nodes    int
 	children []*devChild
+	cl       *kgo.Client // the failover step's admin client (pick asks each node with it)
 	logs     io.Writer
 	out      sync.Mutex // one writer at a time on logs
 }
@@ -178,6 +180,7 @@ func (cb *clusterBench) failover(ctx context.Context, o clusterBenchOpts, kind s
 		return err
 	}
 	defer cl.Close()
+	cb.cl = cl
 	if err := cb.createFailoverTopic(ctx, o, adm, topic); err != nil {
 		return err
 	}
@@ -249,9 +252,21 @@ func (cb *clusterBench) round(ctx context.Context, o clusterBenchOpts, adm *kadm
 func (cb *clusterBench) awaitSteady(ctx context.Context, adm *kadm.Client, topic,
 	kind string) (int32, int32, error) {
 	for {
-		part, leader, ok := cb.pick(ctx, adm, topic, kind)
-		if ok {
+		part, leader, full := cb.pick(ctx, adm, topic, kind)
+		if part >= 0 {
 			return part, leader, nil
+		}
+		if full > 0 {
+			// Every ISR is full but no partition has the leader this kind needs (after a
+			// restart the controller may lead them all until the periodic rebalance,
+			// minutes away): move leaders back to their preferred replicas now.
+			set := kadm.TopicsSet{}
+			for p := int32(0); p < int32(full); p++ {
+				set.Add(topic, p)
+			}
+			ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, _ = adm.ElectLeaders(ectx, kadm.ElectPreferredReplica, set)
+			cancel()
 		}
 		select {
 		case <-ctx.Done():
@@ -261,29 +276,81 @@ func (cb *clusterBench) awaitSteady(ctx context.Context, adm *kadm.Client, topic
 	}
 }
 
+// pick returns the partition to fault and its leader (part -1 when none fits yet), and
+// the number of partitions of topic when every one is led with a full ISR (else 0). It
+// asks every node and trusts an answer only when all agree: a node restarted a moment
+// ago answers from the metadata it recovered, and a round that killed the leader such a
+// node still named would time nothing (its "failover" took 3 ms).
 func (cb *clusterBench) pick(ctx context.Context, adm *kadm.Client, topic,
-	kind string) (int32, int32, bool) {
+	kind string) (part, leader int32, full int) {
 	mctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	md, err := adm.Metadata(mctx, topic)
-	if err != nil || len(md.Brokers) != cb.nodes {
-		return 0, 0, false
-	}
-	td, ok := md.Topics[topic]
-	if !ok || td.Err != nil || len(td.Partitions) == 0 {
-		return 0, 0, false
-	}
-	part, leader := int32(-1), int32(-1)
-	for _, p := range td.Partitions.Sorted() {
-		if p.Err != nil || len(p.ISR) != cb.nodes || p.Leader < 1 {
-			return 0, 0, false
+	var first []kadm.PartitionDetail
+	controller := int32(-1)
+	for _, ch := range cb.children {
+		parts, ctl, ok := nodeView(mctx, cb.cl, int32(ch.id), topic, cb.nodes)
+		if !ok {
+			return -1, -1, 0
 		}
-		isCtl := p.Leader == md.Controller
-		if part < 0 && isCtl == (kind == "kill9_controller") {
+		if first == nil {
+			first, controller = parts, ctl
+		} else if !samePartitions(first, parts) {
+			return -1, -1, 0
+		}
+	}
+	return pickPartition(first, controller, cb.nodes, kind, len(cb.children))
+}
+
+// nodeView asks node id alone for topic's metadata: its partitions in order and the
+// controller it names; false unless it lists every node and the topic without error.
+func nodeView(ctx context.Context, cl *kgo.Client, id int32, topic string,
+	nodes int) ([]kadm.PartitionDetail, int32, bool) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl.Broker(int(id)))
+	if err != nil || len(resp.Brokers) != nodes || len(resp.Topics) != 1 ||
+		resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) == 0 {
+		return nil, -1, false
+	}
+	var parts []kadm.PartitionDetail
+	for _, p := range resp.Topics[0].Partitions {
+		parts = append(parts, kadm.PartitionDetail{Topic: topic, Partition: p.Partition,
+			Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: p.ISR,
+			Err: kerr.ErrorForCode(p.ErrorCode)})
+	}
+	slices.SortFunc(parts, func(a, b kadm.PartitionDetail) int {
+		return int(a.Partition - b.Partition)
+	})
+	return parts, resp.ControllerID, true
+}
+
+// pickPartition chooses, among partitions all led with a full ISR of nodes members, the
+// first whose leader is the controller (kind kill9_controller) or is not (other kinds).
+// full is len(parts) when every partition is led with a full ISR, else 0.
+func pickPartition(parts []kadm.PartitionDetail, controller int32, nodes int, kind string,
+	children int) (part, leader int32, full int) {
+	part, leader = -1, -1
+	for _, p := range parts {
+		if p.Err != nil || len(p.ISR) != nodes || p.Leader < 1 {
+			return -1, -1, 0
+		}
+		isCtl := p.Leader == controller
+		if part < 0 && isCtl == (kind == "kill9_controller") && int(p.Leader) <= children {
 			part, leader = p.Partition, p.Leader
 		}
 	}
-	return part, leader, part >= 0 && int(leader) <= len(cb.children)
+	return part, leader, len(parts)
+}
+
+// samePartitions says whether two nodes' views of a topic name the same leaders, leader
+// epochs and ISRs.
+func samePartitions(a, b []kadm.PartitionDetail) bool {
+	return slices.EqualFunc(a, b, func(x, y kadm.PartitionDetail) bool {
+		return x.Partition == y.Partition && x.Leader == y.Leader &&
+			x.LeaderEpoch == y.LeaderEpoch && slices.Equal(x.ISR, y.ISR)
+	})
 }
 
 func (cb *clusterBench) admin() (*kadm.Client, *kgo.Client, error) {

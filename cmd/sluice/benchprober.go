@@ -38,6 +38,11 @@ func startProber(ctx context.Context, bootstrap, topic string,
 		kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
 		kgo.MetadataMinAge(minAge), kgo.RecordDeliveryTimeout(30*time.Second),
+		// A constant 100 ms between retries, the Java client's retry.backoff.ms default:
+		// franz-go's default grows from 250 ms to 2.5 s, so after a kill its retry
+		// would land up to a second after the new leader was ready and the figure
+		// would time the client's backoff, not the failover.
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
 		kgo.ProduceRequestTimeout(10*time.Second))
 	if err != nil {
 		return nil, err
