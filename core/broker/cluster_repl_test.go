@@ -152,7 +152,7 @@ func (c *testCluster) answerAlter(from int32, p PeerRequest) {
 		Topic: req.Topics[0].Topic, Partition: rp.Partition, LeaderEpoch: rp.LeaderEpoch,
 		PartitionEpoch: rp.PartitionEpoch, NewISR: rp.NewISR}
 	im := c.nodes[c.controller].b.image
-	rec, change, code, why := controller.DecideAlterPartition(im, m)
+	rec, change, code, why := controller.DecideAlterPartition(im, m, controller.Eligible(im))
 	c.t.Logf("AlterPartition from %d: isr %v → change %v code %d %s", from, rp.NewISR,
 		change, code, why)
 	if change {

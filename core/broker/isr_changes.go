@@ -86,6 +86,7 @@ type alterISR struct {
 	partitionEpoch int32   // the state it was decided from
 	newISR         []int32 // the ISR asked for, leader included, sorted
 	expand         bool
+	resign         bool // the leader leaves: its log is offline (resign.go)
 	phase          alterPhase
 	peer           uint64 // the request in flight (alterSending)
 	timer          uint64 // retry or forget (alterBackoff, alterAnswered, alterFailed)
@@ -127,7 +128,7 @@ func (rm *replicaManager) isrCheck() {
 			continue
 		}
 		leads = true
-		if rm.isr.alters[tp] != nil {
+		if rm.maybeResign(tp) || rm.isr.alters[tp] != nil {
 			continue
 		}
 		out := rm.replicas[tp].OutOfSyncReplicas(rm.now.Millis(), rm.cfg.ReplicaLagTimeMaxMs)
@@ -158,7 +159,7 @@ func (rm *replicaManager) isrCheck() {
 func (rm *replicaManager) maybeExpand(tp core.TopicPartition, rep *replica.Replica,
 	s meta.PartitionState, id int32) {
 	if slices.Contains(s.ISR, id) || rm.isr.alters[tp] != nil || !rm.eligible(id) ||
-		len(rep.CaughtUpReplicas([]int32{id})) == 0 {
+		rm.offlineLeader(tp) || len(rep.CaughtUpReplicas([]int32{id})) == 0 {
 		return
 	}
 	rm.hit(pISRExpand)
@@ -182,6 +183,7 @@ func (n *node) eligible(id int32) bool {
 // proposeISR starts one ISR change of tp from state s.
 func (rm *replicaManager) proposeISR(tp core.TopicPartition, s meta.PartitionState,
 	next []int32, expand bool) {
+	rm.checkOfflineLeader(tp, next)
 	slices.Sort(next)
 	a := &alterISR{tp: tp, topicID: rm.image.Topic(tp.Topic).ID, leaderEpoch: s.LeaderEpoch,
 		partitionEpoch: s.PartitionEpoch, newISR: next, expand: expand, since: rm.now}

@@ -20,7 +20,7 @@ func answerAlter(t *testing.T, h *harness, p PeerRequest) {
 	m := controller.AlterPartition{NodeID: req.BrokerID, BrokerEpoch: req.BrokerEpoch,
 		Topic: req.Topics[0].Topic, Partition: rp.Partition, LeaderEpoch: rp.LeaderEpoch,
 		PartitionEpoch: rp.PartitionEpoch, NewISR: rp.NewISR}
-	rec, change, code, _ := controller.DecideAlterPartition(h.b.image, m)
+	rec, change, code, _ := controller.DecideAlterPartition(h.b.image, m, controller.Eligible(h.b.image))
 	if change {
 		h.commitMeta(rec)
 	}

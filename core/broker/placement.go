@@ -230,10 +230,11 @@ func (rm *replicaManager) resetHeld(tp core.TopicPartition) {
 	rm.held[tp] = map[int32]int64{}
 }
 
-// noteHeld records that follower id reported holding tp up to offset (B13).
+// noteHeld records that follower id reported holding tp up to offset (B13): its latest
+// report, which may be lower than an earlier one (a lost disk, a truncation).
 func (rm *replicaManager) noteHeld(tp core.TopicPartition, id int32, offset int64) {
 	if m := rm.held[tp]; m != nil {
-		m[id] = max(m[id], offset)
+		m[id] = offset
 	}
 }
 

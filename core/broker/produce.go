@@ -454,4 +454,5 @@ func (rm *replicaManager) partitionFailed(tp core.TopicPartition, code int16) {
 	}
 	rm.post(msgPartitionFailed{tp, code})
 	rm.fetchDataArrived(tp)
+	rm.maybeResign(tp)
 }

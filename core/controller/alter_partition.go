@@ -18,9 +18,12 @@ import (
 //   - the new ISR must be distinct replicas including the leader (INVALID_REQUEST) and
 //     every member registered and unfenced, not shutting down (INELIGIBLE_REPLICA).
 //
+// One exception is Sluice's own: a new ISR without the leader is the leader resigning,
+// its log offline (decideResign). electable says which brokers may be elected then.
+//
 // It returns the record to propose (change true), or none when the ISR is already that
 // set, with the answer's code (0: success) and why, for the log.
-func DecideAlterPartition(im *meta.Image, req AlterPartition) (
+func DecideAlterPartition(im *meta.Image, req AlterPartition, electable func(int32) bool) (
 	rec meta.Record, change bool, code int16, why string) {
 	if c := checkBroker(im, req.NodeID, req.BrokerEpoch); c != 0 {
 		return rec, false, c, fmt.Sprintf("broker %d epoch %d", req.NodeID, req.BrokerEpoch)
@@ -41,6 +44,9 @@ func DecideAlterPartition(im *meta.Image, req AlterPartition) (
 	case req.PartitionEpoch < s.PartitionEpoch:
 		return rec, false, codeInvalidUpdateVersion, fmt.Sprintf("partition epoch %d < %d",
 			req.PartitionEpoch, s.PartitionEpoch)
+	}
+	if !slices.Contains(req.NewISR, req.NodeID) {
+		return decideResign(im, req, s, electable)
 	}
 	next := s.Clone()
 	next.ISR = slices.Clone(req.NewISR)
@@ -67,6 +73,51 @@ func sameSet(a, b []int32) bool {
 	}
 	for _, x := range a {
 		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// decideResign decides an AlterPartition whose new ISR leaves the leader out: the
+// leader's log went offline and it hands the partition to the rest of its ISR
+// (core/broker resign.go). The new ISR must be a non-empty part of the current one
+// (INVALID_REQUEST otherwise); the new leader is its first member in replica order that
+// electable allows (eligible, and heard from by this controller), in a new leader
+// epoch. With none, INELIGIBLE_REPLICA: the leader asks again later. The resigning
+// leader leaves the ISR: it can append nothing until it restarts, and it rejoins as any
+// follower does, once caught up.
+func decideResign(im *meta.Image, req AlterPartition, s meta.PartitionState,
+	electable func(int32) bool) (rec meta.Record, change bool, code int16, why string) {
+	next := s.Clone()
+	next.ISR = slices.Clone(req.NewISR)
+	if len(next.ISR) == 0 || !subsetOf(next.ISR, s.ISR) {
+		return rec, false, codeInvalidRequest, fmt.Sprintf("a resignation's ISR %v must "+
+			"be a non-empty part of the ISR %v", req.NewISR, s.ISR)
+	}
+	next.Leader = meta.NoLeader
+	for _, r := range s.Replicas {
+		if slices.Contains(next.ISR, r) && electable(r) {
+			next.Leader = r
+			break
+		}
+	}
+	if next.Leader == meta.NoLeader {
+		return rec, false, codeIneligibleReplica, fmt.Sprintf("no member of %v may lead",
+			req.NewISR)
+	}
+	if err := next.Check(); err != nil {
+		return rec, false, codeInvalidRequest, err.Error()
+	}
+	next = bump(s, next)
+	return meta.Record{Kind: meta.KindPartitionChange, Topic: req.Topic,
+		TopicID: im.Topic(req.Topic).ID, Partition: req.Partition, State: next}, true, 0, ""
+}
+
+// subsetOf says whether every element of a is in b (a without duplicates).
+func subsetOf(a, b []int32) bool {
+	for i, x := range a {
+		if !slices.Contains(b, x) || slices.Contains(a[i+1:], x) {
 			return false
 		}
 	}

@@ -226,7 +226,7 @@ func TestDecideAlterPartitionCodes(t *testing.T) {
 			codeNotController},
 		{"not the leader", func(r *AlterPartition) { r.NodeID, r.BrokerEpoch = 2, 2 },
 			codeInvalidRequest},
-		{"leader left out", func(r *AlterPartition) { r.NewISR = []int32{2, 3} },
+		{"resigns to a non-member", func(r *AlterPartition) { r.NewISR = []int32{2, 3} },
 			codeInvalidRequest},
 		{"empty", func(r *AlterPartition) { r.NewISR = nil }, codeInvalidRequest},
 		{"not a replica", func(r *AlterPartition) { r.NewISR = []int32{1, 5} },
@@ -236,19 +236,19 @@ func TestDecideAlterPartitionCodes(t *testing.T) {
 	} {
 		r := ok
 		c.edit(&r)
-		_, _, code, why := DecideAlterPartition(im, r)
+		_, _, code, why := DecideAlterPartition(im, r, Eligible(im))
 		require.Equal(t, c.code, code, "%s: %s", c.name, why)
 	}
-	rec, change, _, _ := DecideAlterPartition(im, ok)
+	rec, change, _, _ := DecideAlterPartition(im, ok, Eligible(im))
 	require.True(t, change)
 	require.Equal(t, int32(1), rec.State.PartitionEpoch)
 	require.Equal(t, int32(0), rec.State.LeaderEpoch)
 	require.NoError(t, im.Apply(rec))
-	_, _, code, _ := DecideAlterPartition(im, ok)
+	_, _, code, _ := DecideAlterPartition(im, ok, Eligible(im))
 	require.Equal(t, codeInvalidUpdateVersion, code, "the same request again: old version")
 	same := ok
 	same.PartitionEpoch, same.NewISR = 1, []int32{3, 2, 1}
-	_, change, code, _ = DecideAlterPartition(im, same)
+	_, change, code, _ = DecideAlterPartition(im, same, Eligible(im))
 	require.False(t, change, "the same set: nothing to commit")
 	require.Zero(t, code)
 }
@@ -260,6 +260,51 @@ func TestFencedLeaderEpochForAnOldLeader(t *testing.T) {
 	require.NoError(t, im.Apply(meta.Record{Kind: meta.KindPartitionChange, Topic: "t",
 		State: s}))
 	_, _, code, _ := DecideAlterPartition(im, AlterPartition{NodeID: 1, BrokerEpoch: 1,
-		Topic: "t", NewISR: []int32{1}})
+		Topic: "t", NewISR: []int32{1}}, Eligible(im))
 	require.Equal(t, codeFencedLeaderEpoch, code)
+}
+
+// TestAnOfflineLeaderResignsToTheISR: an AlterPartition leaving the leader out of the
+// ISR is its resignation (its log went offline): the first member of the rest in
+// replica order that may be elected leads, in a new leader epoch; a new ISR that is not
+// part of the current one is refused, and so is one whose members may not lead.
+func TestAnOfflineLeaderResignsToTheISR(t *testing.T) {
+	im := meta.NewImage()
+	for id := int32(1); id <= 4; id++ {
+		require.NoError(t, im.Apply(meta.Record{Kind: meta.KindBrokerRegistered, NodeID: id,
+			BrokerEpoch: int64(id), BrokerState: meta.BrokerUnfenced}))
+	}
+	s := st(1, []int32{1, 3, 4, 2}, 1, 2, 3, 4)
+	s.LeaderEpoch, s.PartitionEpoch = 0, 0
+	require.NoError(t, im.Apply(meta.Record{Kind: meta.KindTopicCreated, Topic: "t",
+		Partitions: 1, PartitionStates: []meta.PartitionState{s}}))
+	req := AlterPartition{NodeID: 1, BrokerEpoch: 1, Topic: "t", NewISR: []int32{3, 4, 2}}
+	all := Eligible(im)
+	rec, change, code, why := DecideAlterPartition(im, req, all)
+	require.True(t, change, why)
+	require.Zero(t, code)
+	require.Equal(t, int32(2), rec.State.Leader, "the first of the rest in replica order")
+	require.Equal(t, []int32{3, 4, 2}, rec.State.ISR, "the resigning leader leaves the ISR")
+	require.Equal(t, int32(1), rec.State.LeaderEpoch)
+	require.Equal(t, int32(1), rec.State.PartitionEpoch)
+
+	not2 := func(id int32) bool { return id != 2 && all(id) }
+	rec3, _, _, _ := DecideAlterPartition(im, req, not2)
+	require.Equal(t, int32(3), rec3.State.Leader, "2 may not be elected")
+
+	_, change, code, _ = DecideAlterPartition(im, req, func(int32) bool { return false })
+	require.False(t, change)
+	require.Equal(t, codeIneligibleReplica, code, "no one may lead: the leader asks again")
+
+	bad := req
+	bad.NewISR = []int32{3, 3}
+	_, _, code, _ = DecideAlterPartition(im, bad, all)
+	require.Equal(t, codeInvalidRequest, code, "duplicates")
+	bad.NewISR = nil
+	_, _, code, _ = DecideAlterPartition(im, bad, all)
+	require.Equal(t, codeInvalidRequest, code, "empty")
+
+	require.NoError(t, im.Apply(rec), "the record applies (C9)")
+	s2, _, _ := im.Partition("t", 0)
+	require.Equal(t, int32(2), s2.Leader)
 }

@@ -124,7 +124,7 @@ func (c *Controller) heartbeat(id uint64, m Heartbeat) {
 }
 
 func (c *Controller) alterPartition(id uint64, m AlterPartition) {
-	rec, change, code, why := DecideAlterPartition(c.image, m)
+	rec, change, code, why := DecideAlterPartition(c.image, m, c.electable())
 	if !change {
 		if code != 0 {
 			c.lg.Info("AlterPartition refused", zap.Int32("broker", m.NodeID),

@@ -98,6 +98,12 @@ var Catalogue = []Mutant{
 	{"broker/leads-while-fenced", "core/broker", "replication",
 		"a restarted cluster member leads the partitions its image names before the " +
 			"controller unfenced this incarnation", "./core/broker/"},
+	{"replica/follower-end-kept-max", "core/replica", "replication",
+		"the leader keeps the highest end a follower ever reported, so a follower back " +
+			"with an empty log looks caught up and rejoins the ISR", "./core/replica/"},
+	{"broker/offline-leader-keeps-leading", "core/broker", "replication",
+		"a leader whose log went offline keeps leading and shrinks the ISR to itself, " +
+			"so the partition stays on the broken disk", "./core/broker/"},
 	{"controller/reregister-keeps-leadership", "core/controller", "replication",
 		"a restarted broker is unfenced before leadership and ISR places moved off it",
 		"./core/controller/"},

@@ -34,12 +34,22 @@ func (r *Replica) SetISR(followers []int32) bool {
 // FollowerReplicated records that follower id holds the log up to end (exclusive),
 // durably, from its Fetch; an end past the leader's is capped. It reports whether the
 // high-water mark moved.
+//
+// The latest report replaces the earlier ones, even a lower one, as Kafka's leader
+// replaces a follower's log end offset at each fetch: a follower's log can shrink (its
+// disk was lost and it restarted empty, it truncated a divergent tail, rot made it
+// start over), and what it held before vouches for nothing now. Kept as a maximum, a
+// follower back with an empty log looked caught up at its first fetch, rejoined the
+// ISR and was elected with a fraction of the acknowledged records (seed 363).
 func (r *Replica) FollowerReplicated(id int32, end int64) bool {
 	end = min(end, r.log.EndOffset())
 	if r.replicated == nil {
 		r.replicated = map[int32]int64{}
 	}
-	r.replicated[id] = max(r.replicated[id], end)
+	if mutantOn("follower-end-kept-max") {
+		end = max(r.replicated[id], end)
+	}
+	r.replicated[id] = end
 	if _, ok := r.isr[id]; !ok {
 		return false
 	}

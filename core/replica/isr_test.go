@@ -67,3 +67,39 @@ func TestByteMarksStayBoundedWhileAFollowerLags(t *testing.T) {
 	require.True(t, r.FollowerReplicated(2, 10_000))
 	require.Equal(t, total, r.BytesVisible())
 }
+
+// A follower's latest report is what it holds, even when lower than an earlier one: a
+// follower back with an empty log (a lost disk) is not caught up because of what its
+// previous log held, and in the ISR it holds the high-water mark back until it has
+// fetched again (seed 363: kept as a maximum, a wiped follower rejoined the ISR at its
+// first fetch and was elected with a fraction of the acknowledged records).
+func TestAFollowersLowerReportReplacesItsEarlierOne(t *testing.T) {
+	c := cfg(true)
+	r := newReplica(t, replicatest.NewMemLog(c.Segment), c)
+	r.SetISR([]int32{2, 3})
+	for _, v := range []string{"a", "b", "c", "d"} {
+		require.Zero(t, r.Append(1000, plain(v)).Err)
+	}
+	sync(t, r)
+	r.FollowerReplicated(2, 4)
+	r.FollowerReplicated(3, 4)
+	require.EqualValues(t, 4, r.HighWatermark())
+	require.False(t, r.SetISR([]int32{2}), "3 lost its disk: the controller took it out")
+
+	// 3 starts over with an empty log: its report of 1 replaces its earlier 4, and it
+	// catches up only once it holds the high-water mark again.
+	r.FollowerReplicated(3, 1)
+	require.Empty(t, r.CaughtUpReplicas([]int32{3}))
+	r.FollowerReplicated(3, 4)
+	require.Equal(t, []int32{3}, r.CaughtUpReplicas([]int32{3}))
+
+	// 2, in the ISR, reports less than before: the mark stays (it never goes back) and
+	// waits for 2 before it moves past 4.
+	require.Zero(t, r.Append(1000, plain("e")).Err)
+	sync(t, r)
+	r.FollowerReplicated(2, 3)
+	require.EqualValues(t, 4, r.HighWatermark())
+	require.False(t, r.FollowerReplicated(2, 4), "2 holds 4 again: not past 4 yet")
+	require.True(t, r.FollowerReplicated(2, 5))
+	require.EqualValues(t, 5, r.HighWatermark())
+}
