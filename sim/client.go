@@ -293,6 +293,9 @@ func (w *World) record(op linearizability.Op) int {
 // on reads and acknowledged appends: Kafka promises a high-water mark at least an
 // acknowledged write's end only within one leadership (linearizability's stale-read).
 func (w *World) servedEpoch(tp core.TopicPartition) int32 {
+	if e, ok := w.replied[tp]; ok {
+		return e // noted as the node answered (replyEpochs)
+	}
 	if w.answering <= 0 || int(w.answering) > len(w.nodes) {
 		return -1
 	}

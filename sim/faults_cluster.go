@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/disk"
 )
 
@@ -293,7 +294,7 @@ func (w *World) loseDisk(d int64) bool {
 // replicated log. (Whether the node is back in the ISR says nothing: a broker may keep
 // a wiped node in an ISR, which is what the checks are for.)
 func (w *World) diskLossPending() bool {
-	im := w.controllerImage()
+	im := w.committedImage()
 	if im == nil {
 		return true
 	}
@@ -326,7 +327,7 @@ func (w *World) diskLossPending() bool {
 // disk go before the first node had caught up, losing every copy.)
 func (w *World) noteWiped(n *node) {
 	n.wipedNeed = map[core.TopicPartition]int64{}
-	im := w.controllerImage()
+	im := w.committedImage()
 	if im == nil {
 		return
 	}
@@ -360,23 +361,59 @@ func (w *World) othersEnd(n *node, tp core.TopicPartition) int64 {
 	return end
 }
 
-// safeToWipe says whether n is not the only ISR member of a partition whose ISR is
-// below min.insync.replicas, in the committed metadata.
-func (w *World) safeToWipe(n *node) bool {
-	im := w.controllerImage()
-	if im == nil {
-		return false
+// committedImage is the image of every metadata record the quorum committed: the
+// simulator's own view, which the disk-loss fault decides from. A node's image can lag
+// far behind it or be empty (a node that just restarted replays its log; one whose
+// disk was lost has none), and when such a node was the only one up the fault saw no
+// partitions at all: no ISR to spare and nothing to wait for, so every disk was lost
+// within a second (seed 20 of the harsh disk-loss world, docs/simulation.md).
+func (w *World) committedImage() *meta.Image {
+	if w.committed == nil {
+		w.committed = meta.NewImage()
 	}
+	for ; w.committedApplied < len(w.meta.recs); w.committedApplied++ {
+		_ = w.committed.Apply(w.meta.recs[w.committedApplied]) // refused: as on every node
+	}
+	return w.committed
+}
+
+// safeToWipe says whether n is not the only ISR member of a partition whose ISR is
+// below min.insync.replicas, in the committed metadata or in a partition change or
+// topic creation proposed and not committed yet: a controller may have decided from a
+// view in which n was still alive (seed 1089: the ISR [3 1] shrank to [1] in a record
+// proposed just before broker 1's disk was lost and committed just after, and the
+// partition had only a wiped member left).
+func (w *World) safeToWipe(n *node) bool {
+	im := w.committedImage()
 	for _, name := range im.TopicNames() {
-		minISR := w.minInsync(name)
 		for p := int32(0); p < im.Topic(name).Partitions; p++ {
 			st, assigned, _ := im.Partition(name, p)
-			if assigned && len(st.ISR) == 1 && st.ISR[0] == n.id+1 && len(st.ISR) < minISR {
+			if assigned && w.soleISR(name, st, n) {
 				return false
 			}
 		}
 	}
+	for _, p := range slices.Concat(w.meta.pending, w.meta.late) {
+		switch p.rec.Kind {
+		case meta.KindPartitionChange:
+			if w.soleISR(p.rec.Topic, p.rec.State, n) {
+				return false
+			}
+		case meta.KindTopicCreated:
+			for _, st := range p.rec.PartitionStates {
+				if w.soleISR(p.rec.Topic, st, n) {
+					return false
+				}
+			}
+		}
+	}
 	return true
+}
+
+// soleISR says whether n is the only member of st's ISR and that is below the topic's
+// min.insync.replicas.
+func (w *World) soleISR(topic string, st meta.PartitionState, n *node) bool {
+	return len(st.ISR) == 1 && st.ISR[0] == n.id+1 && len(st.ISR) < w.minInsync(topic)
 }
 
 // minInsync is a topic's min.insync.replicas in this run.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/broker"
 )
 
@@ -32,6 +33,9 @@ type conn struct {
 	order []uint64
 	ready map[uint64]broker.Reply
 	corr  map[uint64]uint64 // request id → client correlation id
+	// epochs: per early reply, the leader epochs of its partitions' replicas when the
+	// node answered (replyEpochs).
+	epochs map[uint64]map[core.TopicPartition]int32
 	// mutedUntil: requests arriving before it wait until then (rule E8).
 	mutedUntil int64
 	held       []heldRequest // requests held by a mute, in arrival order
@@ -160,6 +164,12 @@ func (w *World) reply(n *node, r broker.Reply) {
 		return
 	}
 	c.ready[r.ID] = r
+	if e := w.replyEpochs(n, r.Msg); e != nil {
+		if c.epochs == nil {
+			c.epochs = map[uint64]map[core.TopicPartition]int32{}
+		}
+		c.epochs[r.ID] = e
+	}
 	w.aclReplied(n, c, r) // acl_check.go
 	if w.clustered() {
 		w.noteTerm(n, c, r.ID)
@@ -176,9 +186,11 @@ func (w *World) reply(n *node, r broker.Reply) {
 		delete(c.ready, c.order[0])
 		corr := c.corr[c.order[0]]
 		delete(c.corr, c.order[0])
+		epochs := c.epochs[c.order[0]]
+		delete(c.epochs, c.order[0])
 		c.order = c.order[1:]
 		if next.Msg != nil {
-			w.sendReply(c, corr, next.Msg)
+			w.sendReply(c, corr, next.Msg, epochs)
 		}
 		if next.Close {
 			w.closeFromNode(c)
@@ -187,7 +199,8 @@ func (w *World) reply(n *node, r broker.Reply) {
 	}
 }
 
-func (w *World) sendReply(c *conn, corr uint64, resp kmsg.Response) {
+func (w *World) sendReply(c *conn, corr uint64, resp kmsg.Response,
+	epochs map[core.TopicPartition]int32) {
 	msg, err := w.carryResponse(resp)
 	if err != nil {
 		w.fail("codec", "response %s v%d: %v", kmsg.NameForKey(resp.Key()),
@@ -196,9 +209,54 @@ func (w *World) sendReply(c *conn, corr uint64, resp kmsg.Response) {
 	}
 	w.at(w.pathTime(c, toClient), KindToClient, c.cl.actor, c.id, corr, func() {
 		if !c.reset && c.clientOpen {
+			w.replied = epochs
 			c.cl.response(c, corr, msg)
+			w.replied = nil
 		}
 	})
+}
+
+// replyEpochs notes, in a clustered world, the leader epoch of each partition's replica
+// on n as n answers a Produce, Fetch or ListOffsets (nil for other answers): the epoch
+// the answer was served in (servedEpoch). Taken when the client reads the answer
+// instead, a write acknowledged by a leader that was deposed while its answer
+// travelled was credited to the next epoch, and a read of the new leader, whose
+// high-water mark lags, was flagged stale against it (seed 1868).
+func (w *World) replyEpochs(n *node, msg kmsg.Response) map[core.TopicPartition]int32 {
+	if !w.clustered() || msg == nil || n.b == nil {
+		return nil
+	}
+	var tps []core.TopicPartition
+	switch m := msg.(type) {
+	case *kmsg.ProduceResponse:
+		for _, t := range m.Topics {
+			for _, p := range t.Partitions {
+				tps = append(tps, core.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+			}
+		}
+	case *kmsg.FetchResponse:
+		for _, t := range m.Topics {
+			for _, p := range t.Partitions {
+				tps = append(tps, core.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+			}
+		}
+	case *kmsg.ListOffsetsResponse:
+		for _, t := range m.Topics {
+			for _, p := range t.Partitions {
+				tps = append(tps, core.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+			}
+		}
+	default:
+		return nil
+	}
+	out := make(map[core.TopicPartition]int32, len(tps))
+	for _, tp := range tps {
+		out[tp] = -1
+		if rep := n.b.HostedReplica(tp); rep != nil {
+			out[tp] = rep.LeaderEpoch()
+		}
+	}
+	return out
 }
 
 // closeFromNode closes c at the broker's request, after the replies already sent.

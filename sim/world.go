@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/core/meta"
 	"github.com/sluicemq/sluice/linearizability"
 )
 
@@ -55,11 +56,14 @@ type Options struct {
 
 // World is one seeded, single-threaded simulation of a Sluice cluster and its clients.
 type World struct {
-	cfg  Config
-	opts Options
-	now  int64 // virtual ns since epochNs
-	q    eventQueue
-	tr   *tracer
+	// committed is the metadata image of the quorum's committed log (committedImage).
+	committed        *meta.Image
+	committedApplied int
+	cfg              Config
+	opts             Options
+	now              int64 // virtual ns since epochNs
+	q                eventQueue
+	tr               *tracer
 
 	netR   *Rand
 	faultR *Rand
@@ -83,20 +87,27 @@ type World struct {
 	healAt int64
 	// finalExtensions counts the extra time given to a final read still advancing.
 	finalExtensions int
-	finalRead       bool // clustered: the final read is done; the run awaits replication
-	stopped         bool
-	failures        []Failure
-	pendingAtFail   []string // the brokers' pending work at the first failure (pending.go)
-	stats           Stats
-	ring            *ringWriter
-	logOut          zapcore.WriteSyncer
-	logLevel        zapcore.Level
-	final           *finalReader
-	strings         map[string]string // interned record keys and values
-	decoded         map[decodedKey][]linearizability.Record
-	pids            map[[2]int64]string  // (producer id, epoch) handed out → to whom
-	groups          map[string]*simGroup // consumer groups of the members, by name
-	deleted         map[string]int       // deletions of each topic applied so far
+	// drainExtensions and drainExtra: the extra time the drain was given while
+	// followers caught up (followersCatchingUp); drainMark, their log ends then.
+	drainExtensions int
+	drainExtra      int64
+	drainMark       int64
+	// replied: the epochs the answer a client is reading was served in (replyEpochs).
+	replied       map[core.TopicPartition]int32
+	finalRead     bool // clustered: the final read is done; the run awaits replication
+	stopped       bool
+	failures      []Failure
+	pendingAtFail []string // the brokers' pending work at the first failure (pending.go)
+	stats         Stats
+	ring          *ringWriter
+	logOut        zapcore.WriteSyncer
+	logLevel      zapcore.Level
+	final         *finalReader
+	strings       map[string]string // interned record keys and values
+	decoded       map[decodedKey][]linearizability.Record
+	pids          map[[2]int64]string  // (producer id, epoch) handed out → to whom
+	groups        map[string]*simGroup // consumer groups of the members, by name
+	deleted       map[string]int       // deletions of each topic applied so far
 	// mutantKeepLogs, set only by a test, makes removing a partition's log a no-op that
 	// reports success: a re-created topic then recovers the deleted one's records.
 	mutantKeepLogs bool
