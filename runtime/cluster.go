@@ -42,6 +42,7 @@ func newCluster(n *Node) (*cluster, error) {
 	lcfg.Listeners = n.registeredListeners()
 	lcfg.Rack = n.opts.Rack
 	lcfg.HeartbeatIntervalMs = ccfg.HeartbeatIntervalMs
+	lcfg.SessionTimeoutMs = ccfg.SessionTimeoutMs
 	_, _ = crand.Read(lcfg.Incarnation[:])
 	sid, err := disk.StorageID(n.state, func() (id [16]byte) {
 		_, _ = crand.Read(id[:])

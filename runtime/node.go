@@ -63,6 +63,7 @@ type Node struct {
 	quorum  *raftmeta.Meta // the metadata log when Options.Voters is set (docs/quorum.md)
 	reap    reaper         // unregistered brokers to remove from the quorum (unregister.go)
 	fatal   sync.Once
+	failed  atomic.Bool     // onFatal ran: the node must stop (awaitQuorumLeader gives up)
 	peers   *kafkanet.Peers // the inter-broker client (Env.SendPeer)
 	// peerTLSErr says why the inter-broker listener's TLS client config cannot be built.
 	peerTLSErr error

@@ -62,6 +62,11 @@ func (n *Node) openQuorum() (broker.Start, error) {
 		State: n.state, SnapshotDir: filepath.Join(n.opts.DataDir, "raft-snapshots"),
 		Logger: n.lg.Named("quorum"), Timing: timing, OnFatal: n.onFatal,
 	}
+	if st := n.opts.Controller.SessionTimeoutMs; st > 0 {
+		// A node moved to a new address is refused while its old process's session
+		// and the connection-loss grace run; one refused longer has a live twin.
+		cfg.JoinInUseGiveUp = time.Duration(2*st)*time.Millisecond + 2*time.Second
+	}
 	if n.opts.ControllerTLS != nil {
 		t, err := quorumTLS(*n.opts.ControllerTLS, n.lg.Named("quorum-tls"))
 		if err != nil {
@@ -129,7 +134,7 @@ func (n *Node) awaitQuorumLeader(ctx context.Context) {
 	}
 	deadline := time.Now().Add(20 * timing.Election)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if leader, _ := n.quorum.Leader(); leader >= 0 {
+		if leader, _ := n.quorum.Leader(); leader >= 0 || n.failed.Load() {
 			return
 		}
 		time.Sleep(10 * time.Millisecond) // bounded by the deadline above
@@ -144,6 +149,7 @@ func (n *Node) awaitQuorumLeader(ctx context.Context) {
 // the node closes.
 func (n *Node) onFatal(err error) {
 	n.fatal.Do(func() {
+		n.failed.Store(true)
 		n.lg.Error("the node must restart", zap.Error(err))
 		if n.opts.OnFatal != nil {
 			n.opts.OnFatal(err)

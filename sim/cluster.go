@@ -43,6 +43,7 @@ func (n *node) newHost(env nodeEnv) *nodehost.Host {
 	lcfg := lifecycle.DefaultConfig()
 	lcfg.Host, lcfg.Port = fmt.Sprintf("node%d.sim", n.id+1), 9092
 	lcfg.HeartbeatIntervalMs = ccfg.HeartbeatIntervalMs
+	lcfg.SessionTimeoutMs = ccfg.SessionTimeoutMs
 	for i := range lcfg.Incarnation {
 		lcfg.Incarnation[i] = byte(n.rnd.Between(0, 255))
 	}

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/core/controller"
+	"github.com/sluicemq/sluice/core/lifecycle"
 	kafkanet "github.com/sluicemq/sluice/net"
 	"github.com/sluicemq/sluice/runtime"
 	"github.com/sluicemq/sluice/runtime/raftmeta"
@@ -166,6 +168,9 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 			return usageNode(fs, "--voters: %v", err)
 		}
 		opts.Voters = vs
+		if msg := voterListenMismatch(vs, cfg.NodeID, *controllerListen); msg != "" {
+			return usageNode(fs, "%s", msg)
+		}
 		if !slices.ContainsFunc(vs, func(v raftmeta.Voter) bool { return v.ID == cfg.NodeID }) &&
 			*controllerListen == "" {
 			return usageNode(fs, "node %d is not one of --voters: it joins the quorum as a "+
@@ -228,7 +233,11 @@ func serveNode(opts runtime.Options, stderr io.Writer, started func(*runtime.Nod
 		stop()
 		lg.Info("signal received, shutting down (a second signal kills the node)")
 	case err := <-fatal:
-		fmt.Fprintf(stderr, "sluice node: %v; restart the node\n", err)
+		if errors.Is(err, lifecycle.ErrNodeIDInUse) {
+			fmt.Fprintf(stderr, "sluice node: %v\n", err) // a restart would not help
+		} else {
+			fmt.Fprintf(stderr, "sluice node: %v; restart the node\n", err)
+		}
 		_ = node.Close()
 		return 1
 	}
@@ -362,4 +371,29 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, fmt.Errorf("cannot start CPU profile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// voterListenMismatch says why a voter's --controller-listen cannot be its quorum
+// transport ("" when it can): the other voters reach it at its --voters address, so the
+// port must be that one and the host too, unless it listens on every address. A second
+// process started with a voter's --id and its own --controller-listen would otherwise
+// run raft as that voter on an address no one sends to.
+func voterListenMismatch(vs []raftmeta.Voter, id int32, listen string) string {
+	if listen == "" {
+		return ""
+	}
+	i := slices.IndexFunc(vs, func(v raftmeta.Voter) bool { return v.ID == id })
+	if i < 0 {
+		return ""
+	}
+	lh, lp, err1 := net.SplitHostPort(listen)
+	vh, vp, err2 := net.SplitHostPort(vs[i].Addr)
+	wildcard := lh == "" || lh == "0.0.0.0" || lh == "::"
+	if err1 != nil || err2 != nil || lp != vp || (lh != vh && !wildcard) {
+		return fmt.Sprintf("node %d is voter %d@%s in --voters, but --controller-listen is "+
+			"%s: a voter's quorum transport listens where --voters says the others reach "+
+			"it (is another node already running with --id %d?)", id, id, vs[i].Addr,
+			listen, id)
+	}
+	return ""
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicemq/sluice/core/controller"
 	kafkanet "github.com/sluicemq/sluice/net"
 	"github.com/sluicemq/sluice/runtime"
+	"github.com/sluicemq/sluice/runtime/raftmeta"
 )
 
 func writeConfig(t *testing.T, text string) string {
@@ -102,6 +103,13 @@ func TestNodeCommandReportsBadConfigAndFlags(t *testing.T) {
 	require.Equal(t, 2, run([]string{"node", "--data", t.TempDir(), "--listen", "127.0.0.1:0",
 		"--voters", "1@127.0.0.1:9093,2@127.0.0.1:9093"}, nil, &stderr, &stderr))
 	require.Contains(t, stderr.String(), "voter address 127.0.0.1:9093 given twice")
+
+	stderr.Reset()
+	require.Equal(t, 2, run([]string{"node", "--id", "2", "--data", t.TempDir(),
+		"--listen", "127.0.0.1:0", "--controller-listen", "127.0.0.1:9195",
+		"--voters", "1@127.0.0.1:9193,2@127.0.0.1:9194"}, nil, &stderr, &stderr))
+	require.Contains(t, stderr.String(), "node 2 is voter 2@127.0.0.1:9194 in --voters, "+
+		"but --controller-listen is 127.0.0.1:9195")
 
 	stderr.Reset()
 	require.Equal(t, 2, run([]string{"node", "stray"}, nil, &stderr, &stderr))
@@ -219,4 +227,15 @@ listener.name.controller.ssl.keystore.location=/etc/sluice/quorum.pem
 		}
 		require.ErrorContains(t, err, tc.want)
 	}
+}
+
+func TestVoterListenMismatch(t *testing.T) {
+	vs := []raftmeta.Voter{{ID: 1, Addr: "10.0.0.1:9093"}, {ID: 2, Addr: "10.0.0.2:9093"}}
+	require.Empty(t, voterListenMismatch(vs, 2, ""), "no --controller-listen: the voter's")
+	require.Empty(t, voterListenMismatch(vs, 2, "10.0.0.2:9093"))
+	require.Empty(t, voterListenMismatch(vs, 2, "0.0.0.0:9093"), "every address, same port")
+	require.Empty(t, voterListenMismatch(vs, 4, "10.0.0.4:9093"), "a non-voter's own")
+	require.NotEmpty(t, voterListenMismatch(vs, 2, "10.0.0.2:9094"), "another port")
+	require.NotEmpty(t, voterListenMismatch(vs, 2, "10.0.0.9:9093"), "another host")
+	require.NotEmpty(t, voterListenMismatch(vs, 2, "garbage"))
 }

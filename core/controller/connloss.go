@@ -58,6 +58,7 @@ func (c *Controller) connectionClosed(in BrokerConnectionClosed) {
 func (c *Controller) heard(id int32) {
 	c.contacts[id] = c.now
 	delete(c.assumed, id)
+	delete(c.registering, id)
 	if !mutantOn("heartbeat-keeps-conn-cutoff") {
 		delete(c.cutoffs, id)
 	}
@@ -94,10 +95,26 @@ func (c *Controller) sessionEnd(id int32) core.Time {
 func (c *Controller) liveContacts() Contacts {
 	out := make(Contacts, len(c.contacts))
 	for id, at := range c.contacts {
-		if cut, ok := c.cutoffs[id]; (ok && c.now >= cut) || c.assumed[id] {
+		if cut, ok := c.cutoffs[id]; (ok && c.now >= cut) || c.assumed[id] ||
+			c.newcomerContact(id) {
 			continue
 		}
 		out[id] = at
 	}
 	return out
+}
+
+// newcomerContact says whether broker id's last contact was a new incarnation's
+// registration that has not applied (its proposal timed out, or is still in flight):
+// that contact says nothing of the registered process, so it does not make the
+// newcomer's next attempt a duplicate of it. Counted, it did (seed 761: a restarted
+// node's registration was proposed, timed out, and its retries were refused for a
+// whole session on the strength of its own first attempt).
+func (c *Controller) newcomerContact(id int32) bool {
+	inc, ok := c.registering[id]
+	if !ok || mutantOn("newcomer-contact-counts") {
+		return false
+	}
+	b, registered := c.image.Broker(id)
+	return !registered || b.Incarnation != inc
 }

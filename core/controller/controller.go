@@ -42,6 +42,11 @@ type Controller struct {
 	// cutoffs is, for a broker whose heartbeat connection closed and that has not
 	// heartbeated since, when it is fenced unless it does (connloss.go); volatile.
 	cutoffs map[int32]core.Time
+	// registering is, for a node id whose new incarnation's registration this
+	// controller proposed, that incarnation: the contact its registration counted as
+	// is the newcomer's, not the registered process's, until the record applies or the
+	// registered one heartbeats (liveContacts); volatile.
+	registering map[int32][16]byte
 	// progress is what each broker's last valid heartbeat said it applied, and when
 	// (DescribeQuorum's log end offsets); volatile, like contacts.
 	progress map[int32]Progress
@@ -93,9 +98,10 @@ func New(cfg Config, env Env, rnd core.Rand) *Controller {
 		image: meta.NewImage(), registeredAt: map[int32]uint64{},
 		notApplied: map[uint64]error{}, contacts: Contacts{}, progress: map[int32]Progress{},
 		cutoffs: map[int32]core.Time{}, assumed: map[int32]bool{},
-		beats:   map[int32]int64{},
-		pending: map[uint64]*Pending{},
-		busy:    map[Key]int{}, timers: map[uint64]timerKind{},
+		registering: map[int32][16]byte{},
+		beats:       map[int32]int64{},
+		pending:     map[uint64]*Pending{},
+		busy:        map[Key]int{}, timers: map[uint64]timerKind{},
 		shutdowns: map[int32][]shutdownWait{}, elections: map[uint64]*election{},
 		parked: map[uint64]bool{}}
 }
@@ -197,6 +203,7 @@ func (c *Controller) activate() {
 	c.active, c.dirty = true, true
 	c.contacts, c.progress = Contacts{}, map[int32]Progress{}
 	c.cutoffs, c.assumed, c.beats = map[int32]core.Time{}, map[int32]bool{}, map[int32]int64{}
+	c.registering = map[int32][16]byte{}
 	for _, b := range c.image.Brokers() {
 		c.assume(b.ID)
 	}

@@ -474,3 +474,26 @@ func TestHeartbeatsRecordProgress(t *testing.T) {
 	require.Len(t, h.c.Progress(), 1, "a stale heartbeat records nothing")
 	require.Equal(t, p, h.c.Progress()[1])
 }
+
+// A new incarnation whose registration was proposed but did not commit (its outcome
+// unknown, then lost) may register again at once: its own first attempt is no contact
+// with the registered process (seed 761: counted, it refused the node's retries for a
+// session, and the node gave up as if another process held its id).
+func TestANewcomersLostRegistrationDoesNotMakeItsRetryADuplicate(t *testing.T) {
+	h := newHarness(t, testConfig(), 1)
+	h.settle()
+	h.cluster(1, 0)
+	h.advance(9000) // the old process is silent: fenced
+	h.settle()
+	id := h.ask(RegisterBroker{NodeID: 1, Incarnation: [16]byte{2}, ClusterID: "c"})
+	h.unknownOne(false) // proposed, never committed
+	require.NotNil(t, h.answer(id))
+	b, _ := h.image.Broker(1)
+	require.Equal(t, [16]byte{1}, b.Incarnation, "still the old registration")
+	id = h.ask(RegisterBroker{NodeID: 1, Incarnation: [16]byte{2}, ClusterID: "c"})
+	require.Nil(t, h.answer(id), "proposed again, not refused")
+	h.settle()
+	require.Zero(t, h.answer(id).ErrCode())
+	b, _ = h.image.Broker(1)
+	require.Equal(t, [16]byte{2}, b.Incarnation)
+}

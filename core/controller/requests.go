@@ -98,6 +98,7 @@ func (c *Controller) register(id uint64, m RegisterBroker) {
 		return
 	}
 	c.heard(m.NodeID)
+	c.registering[m.NodeID] = m.Incarnation
 	c.epochNext = epoch
 	if d.Record.StorageLost {
 		c.lg.Warn("broker registers without the logs of its previous registration (a new "+

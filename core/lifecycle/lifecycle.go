@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,12 +30,22 @@ type Config struct {
 	RequestTimeoutMs int64
 	// RetryBackoffMs is the wait after a refused or failed RPC.
 	RetryBackoffMs int64
+	// SessionTimeoutMs is broker.session.timeout.ms. A registration refused as a
+	// duplicate for twice as long is given up (ErrNodeIDInUse): the process holding the
+	// id is alive, not a previous life of this node whose session has not ended yet.
+	SessionTimeoutMs int64
 }
 
 // DefaultConfig returns Kafka's timing.
 func DefaultConfig() Config {
-	return Config{HeartbeatIntervalMs: 2000, RequestTimeoutMs: 5000, RetryBackoffMs: 100}
+	return Config{HeartbeatIntervalMs: 2000, RequestTimeoutMs: 5000, RetryBackoffMs: 100,
+		SessionTimeoutMs: 9000}
 }
+
+// ErrNodeIDInUse is the fatal error of a node whose id another live process holds:
+// the controller refused its registration (DUPLICATE_BROKER_REGISTRATION) for twice
+// broker.session.timeout.ms.
+var ErrNodeIDInUse = errors.New("node id in use by another live process")
 
 // Env is what the lifecycle asks of its node. Every method returns at once.
 type Env interface {
@@ -120,6 +131,9 @@ type Lifecycle struct {
 	failing  bool // the last RPC failed or was refused: the next waits out the backoff
 	shutdown bool // Shutdown came: ask ControlledShutdown instead of heartbeating
 	asked    bool // the RPC in flight is the ControlledShutdown
+	// dupSince is when the controller first refused this incarnation's registration as
+	// a duplicate, in the run of refusals going on (zero: none).
+	dupSince core.Time
 }
 
 // New returns a lifecycle that has registered nothing yet.
@@ -248,6 +262,7 @@ func (l *Lifecycle) reply(in Reply) {
 func (l *Lifecycle) registered(r controller.RegisterBrokerResponse) {
 	switch r.Err {
 	case 0:
+		l.dupSince = 0
 		l.st.Registered, l.st.Epoch, l.st.Fenced = true, r.BrokerEpoch, true
 		l.lg.Info("registered with the controller", zap.Int32("controller", l.st.Leader),
 			zap.Int64("broker_epoch", r.BrokerEpoch))
@@ -258,9 +273,7 @@ func (l *Lifecycle) registered(r controller.RegisterBrokerResponse) {
 			"belongs to another cluster than %q (INCONSISTENT_CLUSTER_ID)", l.cfg.NodeID,
 			l.cfg.ClusterID))
 	case kerr.DuplicateBrokerRegistration.Code:
-		l.lg.Warn("another live process is registered with this node id; retrying until "+
-			"its session expires", zap.Int32("node", l.cfg.NodeID))
-		l.retryLater()
+		l.duplicate()
 	default:
 		l.refused("registration", r.Err)
 	}
@@ -329,4 +342,29 @@ func (l *Lifecycle) refused(what string, code int16) {
 func (l *Lifecycle) retryLater() {
 	l.failing = true
 	l.nextAt = l.now.AddMillis(max(l.cfg.RetryBackoffMs, 1))
+}
+
+// duplicate takes a DUPLICATE_BROKER_REGISTRATION: another process's registration of
+// this node id is alive. That is this node's own previous life while its session runs
+// out (a restart within broker.session.timeout.ms), so the registration is retried; but
+// refusals that go on for twice the session timeout mean a live process holds the id
+// (two nodes started with one --id), and the node gives up (ErrNodeIDInUse).
+func (l *Lifecycle) duplicate() {
+	if l.dupSince == 0 {
+		l.dupSince = max(l.now, 1)
+	}
+	limit := 2 * max(l.cfg.SessionTimeoutMs, 1)
+	if mutantOn("duplicate-id-fatal-at-once") || l.now >= l.dupSince.AddMillis(limit) {
+		l.stopped = true
+		l.env.Fatal(fmt.Errorf("%w: the controller has refused to register node %d for "+
+			"%d ms (twice broker.session.timeout.ms) because another live process is "+
+			"registered with that id; give this node its own --id", ErrNodeIDInUse,
+			l.cfg.NodeID, int64(l.now-l.dupSince)/1e6))
+		return
+	}
+	l.lg.Warn("another live process is registered with this node id; retrying until "+
+		"its session expires", zap.Int32("node", l.cfg.NodeID),
+		zap.Int64("refused_for_ms", int64(l.now-l.dupSince)/1e6),
+		zap.Int64("gives_up_after_ms", limit))
+	l.retryLater()
 }

@@ -136,17 +136,42 @@ func TestAnotherClustersControllerStopsTheNode(t *testing.T) {
 	require.Empty(t, h.env.sent, "a refused node sends nothing more")
 }
 
+// A restart within the old life's session is refused as a duplicate until that
+// session runs out: retried, and accepted then.
 func TestDuplicateRegistrationRetriesUntilAccepted(t *testing.T) {
 	h := newHarness(t)
 	h.step(LeaderChanged{Leader: 1})
-	for range 3 {
+	start := h.now
+	for h.now < start.AddMillis(9000) { // one session timeout (9 s) of refusals
 		h.step(Reply{ID: h.last().id, Resp: controller.RegisterBrokerResponse{
 			Err: kerr.DuplicateBrokerRegistration.Code}})
+		require.Nil(t, h.env.fatal, "a previous life's session may still run")
 		h.advance()
 	}
 	h.step(Reply{ID: h.last().id, Resp: controller.RegisterBrokerResponse{BrokerEpoch: 4}})
 	require.True(t, h.l.Status().Registered)
 	require.Nil(t, h.env.fatal)
+}
+
+// Refusals that go on for twice broker.session.timeout.ms mean another live process
+// holds the id: the node gives up with ErrNodeIDInUse and sends nothing more.
+func TestALiveDuplicateIDStopsTheNode(t *testing.T) {
+	h := newHarness(t)
+	h.step(LeaderChanged{Leader: 1})
+	start := h.now
+	for h.env.fatal == nil {
+		require.Less(t, int64(h.now-start), int64(19_000)*1e6, "gave up in time")
+		h.step(Reply{ID: h.last().id, Resp: controller.RegisterBrokerResponse{
+			Err: kerr.DuplicateBrokerRegistration.Code}})
+		if h.env.fatal == nil {
+			h.advance()
+		}
+	}
+	require.GreaterOrEqual(t, int64(h.now-start), int64(18_000)*1e6, "not before 2×9 s")
+	require.ErrorIs(t, h.env.fatal, ErrNodeIDInUse)
+	require.ErrorContains(t, h.env.fatal, "--id")
+	h.step(LeaderChanged{Leader: 2})
+	require.Empty(t, h.env.sent, "a stopped node sends nothing more")
 }
 
 // A controlled shutdown replaces heartbeats with ControlledShutdown until the

@@ -104,6 +104,13 @@ var Catalogue = []Mutant{
 	{"broker/offline-leader-keeps-leading", "core/broker", "replication",
 		"a leader whose log went offline keeps leading and shrinks the ISR to itself, " +
 			"so the partition stays on the broken disk", "./core/broker/"},
+	{"lifecycle/duplicate-id-fatal-at-once", "core/lifecycle", "membership",
+		"a node whose registration is refused as a duplicate gives up at once, so a " +
+			"node restarted within its session never rejoins", "./core/lifecycle/"},
+	{"controller/newcomer-contact-counts", "core/controller", "membership",
+		"a new incarnation's own registration attempt, proposed but not committed, " +
+			"counts as contact with the registered process and makes its retries " +
+			"duplicates", "./core/controller/"},
 	{"controller/reregister-keeps-leadership", "core/controller", "replication",
 		"a restarted broker is unfenced before leadership and ISR places moved off it",
 		"./core/controller/"},

@@ -123,6 +123,11 @@ type Config struct {
 	// never delivered, or the applied marker could not be written. Nothing more is
 	// delivered; the node must restart, and its next Start is right again.
 	OnFatal func(error)
+	// JoinInUseGiveUp is how long a non-voter's join may be refused because a live
+	// broker holds its id before the node gives up (lifecycle.ErrNodeIDInUse through
+	// OnFatal). Longer than the broker session plus its grace, so that a node moved to a
+	// new address is accepted once its old process was fenced. Zero: 30 s.
+	JoinInUseGiveUp time.Duration
 }
 
 func (c *Config) check() error {

@@ -212,3 +212,12 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 }
 
 func (s *fsmSnapshot) Release() {}
+
+// brokerAlive says whether the applied image holds node id's broker registration
+// unfenced (or shutting down): its process was alive within its session.
+func (f *fsm) brokerAlive(id int32) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, ok := f.image.Broker(id)
+	return ok && b.State != meta.BrokerFenced
+}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
+
+	"github.com/sluicemq/sluice/core/lifecycle"
 )
 
 // A node that is not a configured voter joins the quorum as a non-voter by asking the
@@ -22,6 +24,9 @@ import (
 // shared: a connection whose first byte is joinMagic carries one join request, every
 // other connection is raft's (its RPC types are 0-4). docs/quorum.md, "Joining as a
 // non-voter".
+
+// errJoinInUse marks a join refused because a live broker holds the node's id.
+var errJoinInUse = errors.New("node id in use")
 
 // joinMagic opens a join connection; raft's RPC type bytes are small integers.
 const joinMagic byte = 0xE5
@@ -41,11 +46,13 @@ type joinRequest struct {
 	Addr string `json:"addr"`
 }
 
-// joinAnswer is OK, or an error with the leader's transport address when known.
+// joinAnswer is OK, or an error with the leader's transport address when known. InUse
+// says the id belongs to a non-voter at another address whose broker is alive.
 type joinAnswer struct {
 	OK     bool   `json:"ok,omitempty"`
 	Error  string `json:"error,omitempty"`
 	Leader string `json:"leader,omitempty"`
+	InUse  bool   `json:"in_use,omitempty"`
 }
 
 // joinLayer is raft's StreamLayer over one TCP listener, diverting join connections.
@@ -212,6 +219,18 @@ func (m *Meta) serveJoin(req joinRequest) joinAnswer {
 	if m.r.State() != raft.Leader {
 		return joinAnswer{Error: "not the quorum leader", Leader: string(addr)}
 	}
+	for _, s := range f.Configuration().Servers {
+		if nodeOf(s.ID) == req.ID && m.fsm.brokerAlive(req.ID) {
+			// AddNonvoter would move the member to the new address, and the live node
+			// at the old one would stop receiving the log: a second process started
+			// with a live node's --id.
+			m.lg.Warn("refused a join: a live broker holds that node id at another "+
+				"address", zap.Int32("node", req.ID), zap.String("addr", req.Addr),
+				zap.String("member_addr", string(s.Address)))
+			return joinAnswer{InUse: true, Error: fmt.Sprintf("node %d is a member of the "+
+				"quorum at %s and its broker is alive: the id is in use", req.ID, s.Address)}
+		}
+	}
 	if err := m.AddNonvoter(req.ID, req.Addr, m.cfg.Timing.ApplyEnqueue); err != nil {
 		return joinAnswer{Error: "add the non-voter: " + err.Error()}
 	}
@@ -238,9 +257,16 @@ func (m *Meta) member() bool {
 // joinLoop runs on a non-voter until it is a member of the configuration at its
 // address: every election timeout it asks the leader it knows, then each voter in
 // turn, to add it. It logs the last refusal at most every ten seconds.
+//
+// Refusals because a live broker holds its id (joinAnswer.InUse) that go on for
+// Config.JoinInUseGiveUp end the node: lifecycle.ErrNodeIDInUse through OnFatal.
 func (m *Meta) joinLoop(quit <-chan struct{}) {
 	every := max(m.cfg.Timing.Election, 50*time.Millisecond)
-	var lastLog time.Time
+	giveUp := m.cfg.JoinInUseGiveUp
+	if giveUp <= 0 {
+		giveUp = 30 * time.Second
+	}
+	var lastLog, inUseSince time.Time
 	for {
 		if m.member() {
 			m.lg.Info("a non-voter of the metadata quorum: following its log",
@@ -248,6 +274,18 @@ func (m *Meta) joinLoop(quit <-chan struct{}) {
 			return
 		}
 		err := m.joinOnce(quit)
+		switch {
+		case !errors.Is(err, errJoinInUse):
+			inUseSince = time.Time{}
+		case inUseSince.IsZero():
+			inUseSince = time.Now()
+		case time.Since(inUseSince) >= giveUp:
+			m.lg.Error("giving up joining the metadata quorum: a live node holds this id",
+				zap.Int32("node", m.cfg.NodeID), zap.Error(err))
+			m.fail(fmt.Errorf("%w: the quorum leader has refused node %d's join for %s: %v",
+				lifecycle.ErrNodeIDInUse, m.cfg.NodeID, giveUp, err))
+			return
+		}
 		if err == nil {
 			// Added: the leader's next append brings the configuration; wait for it.
 			err = errors.New("added; waiting for the leader's log")
@@ -289,6 +327,8 @@ func (m *Meta) joinOnce(quit <-chan struct{}) error {
 			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 		case ans.OK:
 			return nil
+		case ans.InUse:
+			errs = append(errs, fmt.Errorf("%s: %w: %s", addr, errJoinInUse, ans.Error))
 		default:
 			errs = append(errs, fmt.Errorf("%s: %s", addr, ans.Error))
 			if ans.Leader != "" && !seen[ans.Leader] {
