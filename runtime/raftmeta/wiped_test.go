@@ -118,3 +118,32 @@ func TestAWipedVoterDoesNotVoteUntilCaughtUp(t *testing.T) {
 		return fmt.Sprint(topics) == "[t2 t3 t4]"
 	}), "B did not apply the records committed while it was down")
 }
+
+// TestAProbeAnswersTheLastIndex: a probe (join request with Probe) is answered with the
+// node's raft LastIndex, by a follower as by the leader, and changes no membership
+// even when it names an unknown node.
+func TestAProbeAnswersTheLastIndex(t *testing.T) {
+	c, err := newTestCluster(3, steadyTiming(), newStats())
+	require.NoError(t, err)
+	defer c.close()
+	for i := 0; i < 3; i++ {
+		c.boot(i, (&inbox{}).deliver)
+	}
+	require.True(t, waitFor(settleBound, func() bool { return c.leaderOf() >= 0 }),
+		"no leader elected")
+	lead := c.leaderOf()
+	quit := make(chan struct{})
+	for i := 0; i < 3; i++ {
+		ans, err := askJoin(c.nodes[i].addr, joinRequest{ID: 9, Addr: "127.0.0.1:2",
+			Probe: true}, nil, quit)
+		require.NoError(t, err)
+		require.True(t, ans.OK, ans.Error)
+		require.GreaterOrEqual(t, ans.LastIndex, uint64(1), "the bootstrap entry at least")
+		require.LessOrEqual(t, ans.LastIndex, c.nodes[i].m.Raft().LastIndex())
+	}
+	ans, err := askJoin(c.nodes[lead].addr, joinRequest{ID: 9, Addr: "127.0.0.1:2",
+		Probe: true}, nil, quit)
+	require.NoError(t, err)
+	require.Greater(t, ans.LastIndex, uint64(1), "the leader's no-op is in its log")
+	require.NotContains(t, c.suffrages(lead), int32(9), "a probe adds nobody")
+}
