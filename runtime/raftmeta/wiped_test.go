@@ -132,6 +132,9 @@ func TestAProbeAnswersTheLastIndex(t *testing.T) {
 	require.True(t, waitFor(settleBound, func() bool { return c.leaderOf() >= 0 }),
 		"no leader elected")
 	lead := c.leaderOf()
+	require.True(t, waitFor(settleBound, func() bool {
+		return c.nodes[lead].m.Raft().LastIndex() > 1
+	}), "the leader appended no no-op")
 	quit := make(chan struct{})
 	for i := 0; i < 3; i++ {
 		ans, err := askJoin(c.nodes[i].addr, joinRequest{ID: 9, Addr: "127.0.0.1:2",
