@@ -102,6 +102,14 @@ func TestClusterNodeRestartsWithAWipedDataDirectory(t *testing.T) {
 	p.awaitAcks(t, 200, 45*time.Second, "after the partition leader's death")
 	c.restart(wiped)
 	c.awaitHealthy(faultTopic, faultPartitions, 60*time.Second)
+	// The wiped node is a voter with an empty raft store: it must not vote before it
+	// holds the quorum's log (docs/quorum.md, "The wiped-voter hazard").
+	c.await(30*time.Second, "the wiped voter votes again once caught up", func() bool {
+		log, err := os.ReadFile(wiped.logPath)
+		require.NoError(t, err)
+		require.Contains(t, string(log), "quorum has a log", "the gate was not raised")
+		return strings.Contains(string(log), "it votes again")
+	})
 
 	for _, other := range c.nodes {
 		if other == wiped {

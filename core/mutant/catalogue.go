@@ -222,6 +222,10 @@ var Catalogue = []Mutant{
 	{"broker/forward-answers-early", "core/broker", "admin",
 		"a node answers a forwarded admin change (CreateAcls...) as done once it sent it to " +
 			"the controller's node, before that node committed it", "./core/broker/"},
+	// The metadata quorum.
+	{"raftmeta/wiped-votes", "runtime/raftmeta", "quorum",
+		"a voter whose raft store was wiped votes at once, before it has caught up with " +
+			"the quorum's log", "./runtime/raftmeta/"},
 }
 
 // Find returns the catalogue entry named name.

@@ -17,7 +17,7 @@ import (
 func TestCatalogueMatchesHooks(t *testing.T) {
 	hooks := map[string]bool{}
 	for _, dir := range []string{"core/batch", "core/broker", "core/controller", "core/group",
-		"core/lifecycle", "core/replica", "disk"} {
+		"core/lifecycle", "core/replica", "disk", "runtime/raftmeta"} {
 		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*.go"))
 		require.NoError(t, err)
 		pkg := filepath.Base(dir)

@@ -41,18 +41,22 @@ const (
 )
 
 // joinRequest asks the leader to add ID, whose transport is at Addr, as a non-voter.
+// With Probe, it only asks the node's last raft index (wiped.go): nothing changes.
 type joinRequest struct {
-	ID   int32  `json:"id"`
-	Addr string `json:"addr"`
+	ID    int32  `json:"id"`
+	Addr  string `json:"addr"`
+	Probe bool   `json:"probe,omitempty"`
 }
 
 // joinAnswer is OK, or an error with the leader's transport address when known. InUse
-// says the id belongs to a non-voter at another address whose broker is alive.
+// says the id belongs to a non-voter at another address whose broker is alive. A
+// probe's answer carries the node's raft LastIndex.
 type joinAnswer struct {
-	OK     bool   `json:"ok,omitempty"`
-	Error  string `json:"error,omitempty"`
-	Leader string `json:"leader,omitempty"`
-	InUse  bool   `json:"in_use,omitempty"`
+	OK        bool   `json:"ok,omitempty"`
+	Error     string `json:"error,omitempty"`
+	Leader    string `json:"leader,omitempty"`
+	InUse     bool   `json:"in_use,omitempty"`
+	LastIndex uint64 `json:"last_index,omitempty"`
 }
 
 // joinLayer is raft's StreamLayer over one TCP listener, diverting join connections.
@@ -198,6 +202,9 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 // the configuration change committed. A voter's id is refused (a join never changes a
 // voter's address or suffrage); a follower answers with the leader's address.
 func (m *Meta) serveJoin(req joinRequest) joinAnswer {
+	if req.Probe {
+		return m.serveProbe()
+	}
 	if _, _, err := net.SplitHostPort(req.Addr); err != nil || req.ID < 0 {
 		return joinAnswer{Error: fmt.Sprintf("join: bad node id %d or address %q", req.ID,
 			req.Addr)}
@@ -343,13 +350,19 @@ func (m *Meta) joinOnce(quit <-chan struct{}) error {
 // reads its answer; quit ends it early.
 func askJoin(addr string, req joinRequest, t *TransportTLS, quit <-chan struct{}) (joinAnswer,
 	error) {
+	return askQuorum(addr, req, t, quit, 2*time.Second, joinAnswerBound)
+}
+
+// askQuorum is askJoin with its dial and answer bounds given.
+func askQuorum(addr string, req joinRequest, t *TransportTLS, quit <-chan struct{},
+	dial, answer time.Duration) (joinAnswer, error) {
 	var ans joinAnswer
 	select {
 	case <-quit:
 		return ans, errors.New("stopping")
 	default:
 	}
-	c, err := dialQuorum(addr, 2*time.Second, t)
+	c, err := dialQuorum(addr, dial, t)
 	if err != nil {
 		return ans, err
 	}
@@ -362,7 +375,7 @@ func askJoin(addr string, req joinRequest, t *TransportTLS, quit <-chan struct{}
 		}
 		_ = c.Close()
 	}()
-	_ = c.SetDeadline(time.Now().Add(joinAnswerBound))
+	_ = c.SetDeadline(time.Now().Add(answer))
 	body, _ := json.Marshal(req)
 	if _, err := c.Write(append(append([]byte{joinMagic}, body...), '\n')); err != nil {
 		return ans, err

@@ -39,6 +39,9 @@ type Meta struct {
 	watch    *watcher
 	joinQuit chan struct{} // ends joinLoop (a non-voter's)
 	joinDone chan struct{}
+	gate     *voteGate     // a wiped voter's, until it caught up (wiped.go); nil: none
+	gateQuit chan struct{} // ends awaitCatchUp
+	gateDone chan struct{}
 	fatalMu  sync.Once
 	closeMu  sync.Once
 	closeErr error
@@ -117,11 +120,34 @@ func (m *Meta) Run(deliver func(broker.Input) bool) error {
 	if err != nil {
 		return err
 	}
+	var target uint64 // a wiped voter's: it votes once its log reaches this index
+	if m.cfg.voter() != nil {
+		if target, err = m.wipedTarget(existing); err != nil {
+			return fmt.Errorf("check for a wiped voter: %w", err)
+		}
+	}
+	var trans raft.Transport = m.trans
+	if target > 0 {
+		m.gate = newVoteGate(m.trans)
+		trans = m.gate
+		m.lg.Warn("quorum has a log: this voter's raft state is empty, it will not vote "+
+			"until it has caught up", zap.Uint64("target_index", target))
+	}
 	if m.r, err = raft.NewRaft(m.raftConfig(), m.fsm, m.logs, m.store, m.snaps,
-		m.trans); err != nil {
+		trans); err != nil {
+		if m.gate != nil {
+			m.gate.stop()
+		}
 		return fmt.Errorf("start raft: %w", err)
 	}
-	if !existing && m.cfg.voter() != nil {
+	if target > 0 {
+		m.gateQuit, m.gateDone = make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(m.gateDone)
+			m.awaitCatchUp(target, m.gateQuit)
+		}()
+	}
+	if !existing && m.cfg.voter() != nil && target == 0 {
 		if err := m.r.BootstrapCluster(m.configuration()).Error(); err != nil &&
 			!errors.Is(err, raft.ErrCantBootstrap) {
 			return fmt.Errorf("bootstrap the metadata quorum: %w", err)
@@ -212,8 +238,15 @@ func (m *Meta) Close() error {
 			close(m.joinQuit) // ends a join in flight too
 			<-m.joinDone
 		}
+		if m.gateQuit != nil {
+			close(m.gateQuit)
+			<-m.gateDone
+		}
 		if m.r != nil {
 			errs = append(errs, m.r.Shutdown().Error())
+		}
+		if m.gate != nil {
+			m.gate.stop()
 		}
 		if m.prop != nil {
 			m.prop.stop()
