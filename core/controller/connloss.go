@@ -31,7 +31,7 @@ func (c *Controller) connectionClosed(in BrokerConnectionClosed) {
 		return
 	}
 	b, ok := c.image.Broker(in.NodeID)
-	if !ok || b.State == meta.BrokerFenced {
+	if !ok || (b.State == meta.BrokerFenced && mutantOn("conn-close-ignores-fenced")) {
 		return
 	}
 	if b.Epoch != in.BrokerEpoch && !mutantOn("conn-close-ignores-epoch") {
@@ -47,10 +47,17 @@ func (c *Controller) connectionClosed(in BrokerConnectionClosed) {
 	if cut >= c.sessionEnd(b.ID) {
 		return
 	}
+	// A fenced broker's close counts too: its unfence may be in flight, and once it
+	// commits the broker must not be taken for heard (electable, an ISR to shrink to)
+	// on the strength of heartbeats from before the close (seed 1089: a dead broker was
+	// elected alone in its ISR). The cutoff also fences it after the grace once
+	// unfenced.
 	c.cutoffs[b.ID] = cut
+	c.dirty = true
 	c.lg.Info("broker's heartbeat connection closed: fencing it unless it heartbeats "+
 		"again within the grace", zap.Int32("broker", b.ID), zap.Int64("broker_epoch",
-		b.Epoch), zap.Int64("grace_ms", c.cfg.ConnectionLossGraceMs))
+		b.Epoch), zap.Int64("grace_ms", c.cfg.ConnectionLossGraceMs),
+		zap.Bool("fenced", b.State == meta.BrokerFenced))
 }
 
 // heard records contact with a broker (a registration, a valid heartbeat, a controlled

@@ -158,3 +158,19 @@ func TestAKilledBrokerRegistersAgainAfterTheGrace(t *testing.T) {
 	h.settle()
 	require.Equal(t, codeDuplicateRegistration, h.answer(id).ErrCode())
 }
+
+// A fenced broker whose heartbeat connection closes is no longer heard from: its unfence
+// may already be in flight, and once committed it must not be elected, nor an ISR
+// shrunk to it, on heartbeats from before the close (seed 1089).
+func TestAClosedConnectionOfAFencedBrokerMakesItUnheard(t *testing.T) {
+	h, _ := connLossCluster(t, testConfig())
+	epoch := h.register(4, 1, "")
+	require.Equal(t, meta.BrokerFenced, h.brokerState(4))
+	h.c.Step(h.now, Request{ID: 999, Msg: Heartbeat{NodeID: 4, BrokerEpoch: epoch,
+		MetadataIndex: 0}}) // behind its registration: stays fenced, but heard
+	require.True(t, h.c.heardNow(4))
+	h.c.Step(h.now, BrokerConnectionClosed{NodeID: 4, BrokerEpoch: epoch})
+	require.False(t, h.c.heardNow(4), "its process may be gone")
+	h.beat(4, epoch)
+	require.True(t, h.c.heardNow(4), "a heartbeat after the close")
+}
