@@ -99,6 +99,9 @@ type leaderLink struct {
 	// SyncDone.
 	syncing map[core.TopicPartition]bool
 	session linkSession // the fetch session with this leader (fetcher_session.go)
+	// transportFailures counts the requests in a row that got no answer (transport
+	// errors); an answer resets it (transportFailed).
+	transportFailures int
 }
 
 // requestKind is what a fetcher request asks. The set is closed.
@@ -378,8 +381,13 @@ func (rm *replicaManager) fetcherTimerFired(leader int32) {
 
 // backOff keeps fp from being asked for during replica.fetch.backoff.ms.
 func (rm *replicaManager) backOff(fp *followedPartition) {
+	rm.backOffFor(fp, rm.cfg.Fetcher.BackoffMs)
+}
+
+// backOffFor holds fp back for ms.
+func (rm *replicaManager) backOffFor(fp *followedPartition, ms int) {
 	fp.failures++
-	fp.retryAt = rm.now.AddMillis(int64(rm.cfg.Fetcher.BackoffMs))
+	fp.retryAt = rm.now.AddMillis(int64(ms))
 }
 
 // startRequest records the request in flight on link and sends it.
@@ -416,6 +424,7 @@ func (rm *replicaManager) fetcherReply(in PeerReply) bool {
 	if in.Err != nil || in.Msg == nil {
 		rm.transportFailed(link, req, in)
 	} else {
+		link.transportFailures = 0
 		rm.handleFetcherAnswer(link, req, in)
 	}
 	if rm.fetcher.links[link.leader] == link {
@@ -427,20 +436,38 @@ func (rm *replicaManager) fetcherReply(in PeerReply) bool {
 
 // transportFailed backs off every partition the request was for (its outcome is
 // unknown: it may have reached the leader, which is harmless for these reads).
+//
+// The first failure in a row waits only reconnectBackoffMs: it is most often a pooled
+// connection to a node that restarted since its last use (the write goes through, the
+// read finds EOF), and the next request dials afresh. Waiting replica.fetch.backoff.ms
+// (1 s) there cost every failover whose new leader had restarted before a second of
+// acks=all (docs/benchmarks.md, 2026-12-04: rounds of 2.01 s against 1.1–1.5 s).
+// Kafka's network client sees a closed connection at once and reconnects after
+// reconnect.backoff.ms (50 ms). Failures after that wait the full backoff, so a dead
+// leader is not hammered.
 func (rm *replicaManager) transportFailed(link *leaderLink, req *fetcherRequest, in PeerReply) {
 	rm.hit(pFetcherTransportError)
 	if req.kind == reqFetch {
 		link.session.reset(true) // it may or may not have reached the leader's session
 	}
+	link.transportFailures++
+	wait := rm.cfg.Fetcher.BackoffMs
+	if link.transportFailures == 1 && !mutantOn("fetcher-stale-conn-full-backoff") {
+		wait = min(reconnectBackoffMs, wait)
+	}
 	rm.lg.Warn("request to leader failed; backing off", zap.Int32("leader", link.leader),
-		zap.Int("partitions", len(req.parts)), zap.Int("backoff_ms", rm.cfg.Fetcher.BackoffMs),
-		zap.Error(in.Err))
+		zap.Int("partitions", len(req.parts)), zap.Int("backoff_ms", wait),
+		zap.Int("failures_in_a_row", link.transportFailures), zap.Error(in.Err))
 	for tp, fp := range req.parts {
 		if rm.current(tp, fp) {
-			rm.backOff(fp)
+			rm.backOffFor(fp, wait)
 		}
 	}
 }
+
+// reconnectBackoffMs is the wait after a first transport failure to a leader (Kafka's
+// reconnect.backoff.ms default).
+const reconnectBackoffMs = 50
 
 // current reports whether fp is still how tp is followed (F4).
 func (rm *replicaManager) current(tp core.TopicPartition, fp *followedPartition) bool {

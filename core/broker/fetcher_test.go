@@ -221,27 +221,36 @@ func TestFollowerIgnoresAnswerFromBeforeALeaderChange(t *testing.T) {
 	require.Empty(t, h.followerBatches(tp))
 }
 
-// A transport error (PeerReply.Err) backs the link's partitions off for
-// replica.fetch.backoff.ms, then the fetch is tried again.
+// A transport error (PeerReply.Err) backs the link's partitions off: 50 ms after the
+// first in a row (a pooled connection to a node that restarted finds EOF once, and the
+// next request dials afresh), replica.fetch.backoff.ms after each further one; an
+// answer starts the count again.
 func TestFollowerTransportErrorBacksOff(t *testing.T) {
 	h, l, tp := followerSetup(t)
 	l.lead(tp, 1, nil, 1)
 	l.produce(tp, values("a"))
 	h.b.follow(tp, 2, 1)
-	for range 3 {
+	fail := func(wait time.Duration) {
+		t.Helper()
 		p, _ := h.onePeer()
 		h.env.peerReqs = nil
 		require.Contains(t, pendingText(h, PendingFollower), "PeerReply id=")
 		h.step(PeerReply{Node: 2, ID: p.ID, Err: errors.New("connection refused")})
 		require.Empty(t, h.env.peerReqs)
-		require.Contains(t, pendingText(h, PendingFollower), "due in 1000ms",
-			"the backoff is visible in Pending")
-		h.advance(backoff(h) - time.Millisecond)
+		require.Contains(t, pendingText(h, PendingFollower),
+			fmt.Sprintf("due in %dms", wait.Milliseconds()), "the backoff is visible in Pending")
+		h.advance(wait - time.Millisecond)
 		require.Empty(t, h.env.peerReqs, "still backing off")
 		h.advance(time.Millisecond)
 	}
+	fail(50 * time.Millisecond)
+	fail(backoff(h))
+	fail(backoff(h))
 	h.catchUp(l, tp, 20)
 	require.Equal(t, l.logs[tp].Batches(), h.followerBatches(tp))
+	l.produce(tp, values("b"))
+	h.advance(time.Second)
+	fail(50 * time.Millisecond) // after answers, a first failure again
 }
 
 // Records that fail their CRC are refused whole: nothing of them is stored, a line is

@@ -114,6 +114,9 @@ var Catalogue = []Mutant{
 	{"controller/conn-close-ignores-fenced", "core/controller", "replication",
 		"a fenced broker's closed heartbeat connection is ignored, so once its unfence " +
 			"commits the dead broker counts as heard and is elected", "./core/controller/"},
+	{"broker/fetcher-stale-conn-full-backoff", "core/broker", "replication",
+		"a follower waits the full replica.fetch.backoff.ms after its first transport " +
+			"error, so a failover onto a restarted node costs a second more", "./core/broker/"},
 	{"controller/reregister-keeps-leadership", "core/controller", "replication",
 		"a restarted broker is unfenced before leadership and ISR places moved off it",
 		"./core/controller/"},
