@@ -55,6 +55,8 @@ type adminController struct {
 	// reassigns are the AlterPartitionReassignments waiting for the controller, by id
 	// (alter_partition_reassignments.go).
 	reassigns map[uint64]reassignAsk
+	// elections are the ElectLeaders waiting for the controller, by id (elect_leaders.go)
+	elections map[uint64]electAsk
 	// unregisters are the UnregisterBroker requests waiting likewise
 	// (unregister_broker.go).
 	unregisters map[uint64]unregisterAsk

@@ -194,7 +194,8 @@ func (b *Broker) wholeRequest(r Request) (int16, bool) {
 	case *kmsg.EnvelopeRequest: // from a peer, which authorized its client (envelope.go)
 		return cluster(acl.OpClusterAction)
 	case *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest,
-		*kmsg.AlterUserSCRAMCredentialsRequest, *kmsg.AlterPartitionAssignmentsRequest:
+		*kmsg.AlterUserSCRAMCredentialsRequest, *kmsg.AlterPartitionAssignmentsRequest,
+		*kmsg.ElectLeadersRequest:
 		return cluster(acl.OpAlter)
 	case *kmsg.DescribeACLsRequest, *kmsg.DescribeUserSCRAMCredentialsRequest,
 		*kmsg.ListPartitionReassignmentsRequest:

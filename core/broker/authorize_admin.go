@@ -224,6 +224,8 @@ func denyWhole(req kmsg.Request, code int16) kmsg.Response {
 		resp.(*kmsg.DescribeACLsResponse).ErrorCode = code
 	case *kmsg.AlterPartitionAssignmentsRequest:
 		resp.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode = code
+	case *kmsg.ElectLeadersRequest:
+		resp.(*kmsg.ElectLeadersResponse).ErrorCode = code
 	case *kmsg.ListPartitionReassignmentsRequest:
 		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
 	case *kmsg.UnregisterBrokerRequest:

@@ -244,6 +244,8 @@ func (b *Broker) request(r Request) {
 		b.handleDeleteACLs(r, m)
 	case *kmsg.AlterPartitionAssignmentsRequest:
 		b.handleAlterPartitionReassignments(r, m)
+	case *kmsg.ElectLeadersRequest:
+		b.handleElectLeaders(r, m)
 	case *kmsg.ListPartitionReassignmentsRequest:
 		b.reply(r, b.handleListPartitionReassignments(m))
 	case *kmsg.UnregisterBrokerRequest:

@@ -133,7 +133,7 @@ func (ctl *adminController) controllerMessage(rec meta.Record, w metaWaiter) (
 
 // controllerAnswered continues what waited for the controller's answer.
 func (ctl *adminController) controllerAnswered(in ControllerAnswer) {
-	if ctl.reassignAnswered(in) || ctl.unregisterAnswered(in) {
+	if ctl.reassignAnswered(in) || ctl.unregisterAnswered(in) || ctl.electAnswered(in) {
 		return
 	}
 	w, ok := ctl.ctlWaiters[in.ID]

@@ -87,6 +87,7 @@ var SecurityVersions = []VersionRange{
 // forwards to the active controller; kept apart from SupportedVersions for the same
 // reason as InterBrokerVersions.
 var ReassignmentVersions = []VersionRange{
+	{int16(kmsg.ElectLeaders), 0, 2},
 	{int16(kmsg.AlterPartitionAssignments), 0, 1},
 	{int16(kmsg.ListPartitionReassignments), 0, 0},
 	{int16(kmsg.UnregisterBroker), 0, 0},
