@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
 	"github.com/sluicemq/sluice/core/broker"
@@ -300,3 +301,18 @@ func (a nodeAdapter) Snapshot(uint64, []meta.Record) (bool, error) {
 	return true, a.nodes[0].m.Snapshot()
 }
 func (a nodeAdapter) Close() { a.close() }
+
+// proposeTopic proposes, on node on, a topic record named after its token tok.
+func (c *testCluster) proposeTopic(on int, tok uint64) {
+	c.nodes[on].m.Propose(meta.Record{Kind: meta.KindTopicCreated,
+		Topic: fmt.Sprint("t", tok), Partitions: 1}, tok)
+}
+
+// awaitCommitted waits until box holds proposal tok's answer, committed.
+func awaitCommitted(t *testing.T, box *inbox, on int, tok uint64) {
+	t.Helper()
+	require.True(t, waitFor(settleBound, func() bool {
+		an, ok := box.answers()[tok]
+		return ok && an.Outcome == broker.MetaCommitted
+	}), "proposal %d on node %d not committed", tok, on)
+}

@@ -193,10 +193,7 @@ func TestNonvoterFollowsTheLog(t *testing.T) {
 	require.True(t, waitFor(settleBound, func() bool { return c.leaderOf() >= 0 }),
 		"no leader elected")
 	lead := c.leaderOf()
-	propose := func(on int, tok uint64) {
-		c.nodes[on].m.Propose(meta.Record{Kind: meta.KindTopicCreated,
-			Topic: fmt.Sprint("t", tok), Partitions: 1}, tok)
-	}
+	propose := c.proposeTopic
 	answered := func(on int, tok uint64) broker.MetaAnswer {
 		require.True(t, waitFor(settleBound, func() bool {
 			_, ok := boxes[on].answers()[tok]

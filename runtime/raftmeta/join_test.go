@@ -1,14 +1,10 @@
 package raftmeta
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
-
-	"github.com/sluicemq/sluice/core/broker"
-	"github.com/sluicemq/sluice/core/meta"
 )
 
 // suffrages is node i's view of the raft configuration: node id -> suffrage.
@@ -39,16 +35,8 @@ func TestANonvoterJoinsByItself(t *testing.T) {
 	require.True(t, waitFor(settleBound, func() bool { return c.leaderOf() >= 0 }),
 		"no leader elected")
 	lead := c.leaderOf()
-	propose := func(on int, tok uint64) {
-		c.nodes[on].m.Propose(meta.Record{Kind: meta.KindTopicCreated,
-			Topic: fmt.Sprint("t", tok), Partitions: 1}, tok)
-	}
-	committed := func(on int, tok uint64) {
-		require.True(t, waitFor(settleBound, func() bool {
-			a, ok := boxes[on].answers()[tok]
-			return ok && a.Outcome == broker.MetaCommitted
-		}), "proposal %d on node %d not committed", tok, on)
-	}
+	propose := c.proposeTopic
+	committed := func(on int, tok uint64) { awaitCommitted(t, boxes[on], on, tok) }
 	propose(lead, 1)
 	propose(lead, 2)
 	committed(lead, 2)

@@ -10,9 +10,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/sluicemq/sluice/core/broker"
-	"github.com/sluicemq/sluice/core/meta"
 )
 
 // TestAWipedVoterDoesNotVoteUntilCaughtUp is the hazard itself. Voters A (leader), B,
@@ -43,16 +40,8 @@ func TestAWipedVoterDoesNotVoteUntilCaughtUp(t *testing.T) {
 		"no leader elected")
 	a := c.leaderOf()
 	b, cc := (a+1)%3, (a+2)%3
-	propose := func(on int, tok uint64) {
-		c.nodes[on].m.Propose(meta.Record{Kind: meta.KindTopicCreated,
-			Topic: fmt.Sprint("t", tok), Partitions: 1}, tok)
-	}
-	committed := func(on int, tok uint64) {
-		require.True(t, waitFor(settleBound, func() bool {
-			an, ok := boxes[on].answers()[tok]
-			return ok && an.Outcome == broker.MetaCommitted
-		}), "proposal %d on node %d not committed", tok, on)
-	}
+	propose := c.proposeTopic
+	committed := func(on int, tok uint64) { awaitCommitted(t, boxes[on], on, tok) }
 	propose(a, 1)
 	committed(a, 1)
 	require.True(t, waitFor(settleBound, func() bool { return len(boxes[b].applied()) == 1 }),
