@@ -215,7 +215,7 @@ func (a *aclAdmin) findController() bool {
 		return false
 	}
 	a.busyReq = true
-	a.requestMetadata(nil, aclAdminTimeoutMs, func(_ map[string]int32, err error) {
+	a.requestController(aclAdminTimeoutMs, func(err error) {
 		a.done(err == nil)
 	})
 	return true

@@ -97,7 +97,7 @@ func (a *admin) findController() bool {
 		return false
 	}
 	a.busyReq = true
-	a.requestMetadata(nil, a.timeout(), func(_ map[string]int32, err error) {
+	a.requestController(a.timeout(), func(err error) {
 		a.busyReq = false
 		if err != nil {
 			a.wakeIn(200 * ms)

@@ -269,6 +269,19 @@ func (cb *clientBase) requestMetadata(topics []string, timeoutMs int64,
 	})
 }
 
+// requestController asks for metadata to learn the controller. Metadata v0 has no
+// controller id, so a client that speaks v0 asks this one at v1 or later, as a Kafka
+// admin client must before a controller request. Without it an admin that drew v0
+// never learned the controller and never created the run's topics (seed 2683: no
+// topic, the group never settled).
+func (cb *clientBase) requestController(timeoutMs int64, done func(err error)) {
+	key := int16(kmsg.Metadata)
+	old := cb.vers[key]
+	cb.vers[key] = max(old, 1)
+	cb.requestMetadata(nil, timeoutMs, func(_ map[string]int32, err error) { done(err) })
+	cb.vers[key] = old
+}
+
 // maxHistoryOps bounds the history (and so the memory of a long --duration run).
 const maxHistoryOps = 4_000_000
 
