@@ -297,6 +297,39 @@ func TestPartitionLogSnapshots(t *testing.T) {
 	require.Equal(t, maxSnapshots, n, "old snapshots are pruned")
 }
 
+// Pruning keeps the newest snapshot at or below the start offset besides the newest
+// few: it alone describes the producers of the deleted batches, and a truncation down
+// to the start deletes every snapshot above it (simulator seed 2642).
+func TestPartitionLogKeepsTheSnapshotAtItsStart(t *testing.T) {
+	st := NewMemState()
+	l := openTestLog(t, NewMemFS(), st, smallSegments)
+	defer l.Close()
+	for i := 0; i < 12; i++ {
+		appendBatch(t, l, 1000, 1, 5, 1)
+	}
+	require.NoError(t, l.SaveSnapshot(1, []byte{1}), "older than the floor: pruned")
+	require.NoError(t, l.SaveSnapshot(3, []byte{3}))
+	require.NoError(t, l.SetStartOffset(3))
+	for _, off := range []int64{5, 6, 7, 8, 9, 10} {
+		require.NoError(t, l.SaveSnapshot(off, []byte{byte(off)}))
+	}
+	var kept []int64
+	require.NoError(t, l.snapshotOffsets(func(off int64, _, _ []byte) { kept = append(kept, off) }))
+	require.Equal(t, []int64{3, 8, 9, 10}, kept)
+
+	off, data, found, err := l.LoadSnapshotAtMost(7)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, []byte{3}, data, "the newest at or below 7 that is left")
+	require.EqualValues(t, 3, off)
+	end, err := l.TruncateTo(4)
+	require.NoError(t, err)
+	off, _, found, err = l.LoadSnapshot()
+	require.NoError(t, err)
+	require.True(t, found, "truncated to %d, the start's snapshot is left", end)
+	require.EqualValues(t, 3, off)
+}
+
 func TestPartitionLogFailedWriteLeavesLogUnchanged(t *testing.T) {
 	m := NewMemFS()
 	l := openTestLog(t, m, NewMemState(), smallSegments)

@@ -2,11 +2,16 @@ package disk
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
-// maxSnapshots is how many replica snapshots a log keeps. Older ones are pruned on save;
-// a few are kept because a crash can cut the log below the newest one's offset.
+// maxSnapshots is how many of the newest replica snapshots a log keeps. Older ones are
+// pruned on save; a few are kept because a crash can cut the log below the newest one's
+// offset. The newest snapshot at or below the start offset is kept besides: it is the
+// only record of producers whose batches retention or DeleteRecords removed, and a
+// truncation (which never goes below the start) can delete every snapshot above it
+// (simulator seed 2642).
 const maxSnapshots = 3
 
 // SaveSnapshot implements replica.Log: the snapshot goes to the StateStore under
@@ -27,14 +32,27 @@ func (l *PartitionLog) SaveSnapshot(offset int64, data []byte) error {
 	return l.pruneSnapshots()
 }
 
+// pruneSnapshots keeps the newest maxSnapshots snapshots and the newest one at or
+// below the start offset (the floor); the rest go.
 func (l *PartitionLog) pruneSnapshots() error {
+	l.mu.Lock()
+	start := l.start
+	l.mu.Unlock()
+	var offs []int64
 	var keys [][]byte
-	err := l.state.Scan([]byte(l.snapPrefix()), func(k, _ []byte) error {
-		keys = append(keys, append([]byte(nil), k...))
-		return nil
+	err := l.snapshotOffsets(func(off int64, k, _ []byte) {
+		offs, keys = append(offs, off), append(keys, append([]byte(nil), k...))
 	})
+	floor := -1
+	for i, off := range offs {
+		if off <= start {
+			floor = i
+		}
+	}
 	for i := 0; err == nil && i < len(keys)-maxSnapshots; i++ {
-		err = l.state.Delete(keys[i])
+		if i != floor {
+			err = l.state.Delete(keys[i])
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("prune snapshots of %s: %w", l.dir, err)
@@ -58,9 +76,14 @@ func (l *PartitionLog) snapshotOffsets(fn func(off int64, k, v []byte)) error {
 
 // LoadSnapshot implements replica.Log.
 func (l *PartitionLog) LoadSnapshot() (int64, []byte, bool, error) {
+	return l.LoadSnapshotAtMost(math.MaxInt64)
+}
+
+// LoadSnapshotAtMost implements replica.Log.
+func (l *PartitionLog) LoadSnapshotAtMost(limit int64) (int64, []byte, bool, error) {
 	l.mu.Lock()
 	err := l.usable()
-	end := l.active().next
+	end := min(l.active().next, limit)
 	l.mu.Unlock()
 	if err != nil {
 		return 0, nil, false, err

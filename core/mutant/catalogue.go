@@ -171,6 +171,9 @@ var Catalogue = []Mutant{
 	{"replica/no-snapshot-before-delete", "core/replica", "idempotence",
 		"retention and DeleteRecords delete a producer's batches with no snapshot covering " +
 			"them", "./core/replica/"},
+	{"replica/cover-snapshot-at-log-end", "core/replica", "idempotence",
+		"the snapshot before retention or DeleteRecords is taken at the log end, where a " +
+			"follower's truncation deletes it", "./core/replica/"},
 	// Retention and DeleteRecords.
 	{"replica/retention-seconds", "core/replica", "retention",
 		"retention.ms read as seconds: segments expire 1000x too early", "./core/replica/"},

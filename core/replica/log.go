@@ -83,9 +83,12 @@ type Log interface {
 
 	// SaveSnapshot durably stores an opaque snapshot of replica state taken at offset;
 	// LoadSnapshot returns the newest one whose offset is <= EndOffset (found=false when
-	// none).
+	// none), LoadSnapshotAtMost the newest at or below limit too. A log keeps a few of
+	// the newest snapshots and, always, the newest at or below its start offset: the
+	// one that describes the batches retention and DeleteRecords removed.
 	SaveSnapshot(offset int64, data []byte) error
 	LoadSnapshot() (offset int64, data []byte, found bool, err error)
+	LoadSnapshotAtMost(limit int64) (offset int64, data []byte, found bool, err error)
 
 	// SaveLeaderEpochs durably stores the replica's encoded leader-epoch cache;
 	// LoadLeaderEpochs returns it (found=false when none was stored).

@@ -10,25 +10,30 @@ import (
 // errScanDone stops a header scan once it reaches the offset it was asked to reach.
 var errScanDone = errors.New("scan reached its bound")
 
-// coverProducers makes sure a saved producer snapshot describes every batch below upTo,
-// before the log start moves to upTo and the batches below it go (retention,
-// DeleteRecords). Recovery rebuilds the producer table from the newest snapshot at or
+// coverProducers makes sure a producer snapshot taken at exactly upTo is saved, before
+// the log start moves to upTo and the batches below it go (retention, DeleteRecords).
+// Recovery and truncation rebuild the producer table from the newest snapshot at or
 // above the log start plus the batches after it; without this, a producer whose batches
 // all went before any snapshot covered them would be forgotten at the next restart, and
 // a retry of one of its acknowledged batches appended again (simulator seed 3687). As in
 // Kafka (KIP-360), producer state outlives the batches that made it.
 //
-// When everything appended is durable, the snapshot is the current table at the log
-// end; otherwise it is rebuilt for upTo from the newest snapshot plus the batches
-// between it and upTo, which are about to go. Either way it is taken at an offset no
-// crash can cut the log below once the start moved there. On an error the caller must
-// not move the start: the deletion waits for the next attempt.
+// The snapshot sits at the new start, not above it: a follower's truncation may cut the
+// log anywhere from its start up, deleting every snapshot past the cut, and one taken at
+// the log end went so, leaving the table to be rebuilt from what the log still held
+// (seed 2642: a new leader answered UNKNOWN_PRODUCER_ID to a producer it had
+// acknowledged). The log keeps the newest snapshot at or below its start when it prunes.
+//
+// When everything appended is durable and upTo is the log end, the snapshot is the
+// current table; otherwise it is rebuilt for upTo from the newest snapshot at or below
+// it plus the batches between, which are about to go. On an error the caller must not
+// move the start: the deletion waits for the next attempt.
 func (r *Replica) coverProducers(upTo int64) error {
-	if r.snapOffset >= upTo || len(r.producers) == 0 ||
-		mutantOn("no-snapshot-before-delete") {
+	if len(r.producers) == 0 || mutantOn("no-snapshot-before-delete") {
 		return nil
 	}
-	if r.durable == r.log.EndOffset() {
+	if (upTo == r.durable || mutantOn("cover-snapshot-at-log-end")) &&
+		r.durable == r.log.EndOffset() {
 		if err := r.log.SaveSnapshot(r.durable, encodeProducers(r.producers)); err != nil {
 			return err
 		}
@@ -36,12 +41,11 @@ func (r *Replica) coverProducers(upTo int64) error {
 		r.snapOffset, r.sinceSnapshot = r.durable, 0
 		return nil
 	}
-	off, data, found, err := r.log.LoadSnapshot()
+	off, data, found, err := r.log.LoadSnapshotAtMost(upTo)
 	if err != nil {
 		return err
 	}
-	if found && off >= upTo {
-		r.snapOffset = off
+	if found && off == upTo {
 		return nil
 	}
 	table := map[int64]*producerEntry{}
@@ -59,7 +63,7 @@ func (r *Replica) coverProducers(upTo int64) error {
 		return err
 	}
 	r.hit(pSnapshotRebuilt)
-	r.snapOffset = upTo
+	r.snapOffset = max(r.snapOffset, upTo)
 	return nil
 }
 

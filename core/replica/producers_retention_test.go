@@ -28,7 +28,7 @@ func TestProducerStateSurvivesRetentionAndRestart(t *testing.T) {
 		probe       string // how the snapshot before the deletion was taken
 	}{
 		{"retention, flush always, all durable", true, false, "retention", false,
-			"replica/producer-snapshot-before-delete"},
+			"replica/producer-snapshot-rebuilt-before-delete"},
 		{"retention, flush always, a batch pending", true, true, "retention", false,
 			"replica/producer-snapshot-rebuilt-before-delete"},
 		{"retention, flush always, a batch pending, crash", true, true, "retention", true,
@@ -36,7 +36,9 @@ func TestProducerStateSurvivesRetentionAndRestart(t *testing.T) {
 		{"retention, flush never", false, true, "retention", false,
 			"replica/producer-snapshot-rebuilt-before-delete"},
 		{"delete records, flush always", true, false, "delete-records", false,
-			"replica/producer-snapshot-before-delete"},
+			"replica/producer-snapshot-rebuilt-before-delete"},
+		{"delete records to the end, flush always", true, false, "delete-records-to-end",
+			false, "replica/producer-snapshot-before-delete"},
 		{"delete records, flush always, a batch pending, crash", true, true,
 			"delete-records", true, "replica/producer-snapshot-rebuilt-before-delete"},
 		{"delete records, flush never", false, true, "delete-records", false,
@@ -72,6 +74,10 @@ func TestProducerStateSurvivesRetentionAndRestart(t *testing.T) {
 				start, code := r.DeleteRecordsBefore(7)
 				require.Zero(t, code)
 				require.Equal(t, int64(7), start)
+			case "delete-records-to-end":
+				start, code := r.DeleteRecordsBefore(r.EndOffset())
+				require.Zero(t, code)
+				require.Equal(t, r.EndOffset(), start)
 			}
 			require.Greater(t, r.StartOffset(), int64(4), "every batch of producer 7 is gone")
 			require.Equal(t, uint64(1), hits(t, c.Probes, tc.probe))
@@ -120,4 +126,59 @@ func TestLogStartWaitsForTheProducerSnapshot(t *testing.T) {
 	log.SnapshotErr = nil
 	require.Equal(t, 3, r.EnforceRetention(10_000))
 	require.Equal(t, int64(3), r.StartOffset())
+}
+
+// A follower that retention trimmed past every batch of a producer, and that then cuts
+// a divergent tail down to its new log start, still knows that producer, and so does
+// the leader it becomes and the same replica after a restart (simulator seed 2642). The
+// snapshot taken before the deletion used to sit at the log end: the truncation deleted
+// it with the tail, the table was rebuilt from the log alone, and the producer's next
+// batch was answered UNKNOWN_PRODUCER_ID.
+func TestProducerStateSurvivesRetentionThenTruncation(t *testing.T) {
+	c := cfg(true)
+	c.Probes = probe.NewSet()
+	c.SnapshotEveryBatches = 2 // later snapshots, above the start, crowd the log's store
+	log := replicatest.NewMemLog(c.Segment)
+	log.BatchesPerSegment = 2
+	f := newReplica(t, log, c)
+	f.BecomeFollower(1)
+	add := func(b []byte, base int64, epoch int32) {
+		t.Helper()
+		_, err := f.AppendReplicated(1000, leaderBatch(t, b, base, epoch))
+		require.NoError(t, err)
+	}
+	add(idem(7, 0, 0, 3), 0, 1) // producer 7: offsets 0..4, the first segment
+	add(idem(7, 0, 3, 2), 3, 1)
+	for off := int64(5); off < 9; off++ {
+		add(plain("x"), off, 1)
+	}
+	sync(t, f)
+	require.True(t, f.SetLeaderHighWatermark(9))
+	c.RetentionMs = 100
+	f.Configure(c)
+	require.Equal(t, 2, f.EnforceRetention(10_000))
+	require.EqualValues(t, 9-2, f.StartOffset(), "every batch of producer 7 is gone")
+	for off := int64(9); off < 21; off++ { // a tail the next leader never had
+		add(plain("y"), off, 2)
+		sync(t, f)
+	}
+
+	end, err := f.TruncateTo(f.StartOffset())
+	require.NoError(t, err)
+	require.Equal(t, f.StartOffset(), end)
+	require.NoError(t, f.BecomeLeader(3))
+	dup := f.Append(1000, idem(7, 0, 0, 3))
+	require.Zero(t, dup.Err)
+	require.True(t, dup.Duplicate, "a retry of an acknowledged batch is a duplicate")
+	require.EqualValues(t, 0, dup.BaseOffset)
+	require.Zero(t, f.Append(1000, idem(7, 0, 5, 1)).Err, "the next sequence is taken")
+
+	log.Close()
+	log.Reopen(c.Segment)
+	again, err := replica.New(tp, 2, log, c, zap.NewNop())
+	require.NoError(t, err)
+	require.NoError(t, again.BecomeLeader(3))
+	dup = again.Append(1000, idem(7, 0, 5, 1))
+	require.Zero(t, dup.Err)
+	require.True(t, dup.Duplicate, "after a restart too")
 }

@@ -3,6 +3,8 @@ package replicatest
 import (
 	"errors"
 	"fmt"
+	"math"
+	"sort"
 
 	"github.com/sluicemq/sluice/core/batch"
 	"github.com/sluicemq/sluice/core/replica"
@@ -382,19 +384,39 @@ func (l *MemLog) SaveSnapshot(offset int64, data []byte) error {
 		return l.SnapshotErr
 	}
 	l.snapshots = append(l.snapshots, snapshot{offset, append([]byte(nil), data...)})
-	if len(l.snapshots) > maxSnapshots {
-		l.snapshots = append([]snapshot(nil), l.snapshots[1:]...)
+	sort.SliceStable(l.snapshots, func(i, j int) bool {
+		return l.snapshots[i].offset < l.snapshots[j].offset
+	})
+	// Keep the newest maxSnapshots and the newest at or below the start, as disk does.
+	floor := -1
+	for i, sn := range l.snapshots {
+		if sn.offset <= l.start {
+			floor = i
+		}
 	}
+	kept := l.snapshots[:0]
+	for i, sn := range l.snapshots {
+		if i == floor || i >= len(l.snapshots)-maxSnapshots {
+			kept = append(kept, sn)
+		}
+	}
+	l.snapshots = kept
 	return nil
 }
 
 // LoadSnapshot implements replica.Log: the newest snapshot not beyond the log's end.
 func (l *MemLog) LoadSnapshot() (int64, []byte, bool, error) {
+	return l.LoadSnapshotAtMost(math.MaxInt64)
+}
+
+// LoadSnapshotAtMost implements replica.Log: the newest snapshot at or below limit and
+// the log's end.
+func (l *MemLog) LoadSnapshotAtMost(limit int64) (int64, []byte, bool, error) {
 	if l.Closed {
 		return 0, nil, false, ErrClosed
 	}
 	for i := len(l.snapshots) - 1; i >= 0; i-- {
-		if s := l.snapshots[i]; s.offset <= l.EndOffset() {
+		if s := l.snapshots[i]; s.offset <= min(l.EndOffset(), limit) {
 			return s.offset, append([]byte(nil), s.data...), true, nil
 		}
 	}
