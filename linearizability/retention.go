@@ -174,30 +174,40 @@ func (v *view) checkLogStart() {
 
 // checkBelowLogStart flags fetches that returned a batch wholly below a log start the
 // reader already knew: the one its own answer reported, or one an earlier answer (that
-// returned before this fetch was sent, with no crash since) reported. A batch holding
-// the log start may still be served whole.
+// returned before this fetch was sent, with no crash since, served in the same leader
+// epoch) reported. A batch holding the log start may still be served whole. Across a
+// leader change the start may go back, in Kafka as in Sluice: each replica runs its own
+// retention, and a follower takes its leader's start only up to its own high-water
+// mark, so a new leader that lagged may still hold what the old one had deleted
+// (seed 104 of a retention-heavy world).
 func (v *view) checkBelowLogStart() {
-	var known []*Op // reads that reported a log start, by return time
+	known := map[int32][]*Op{} // reads that reported a log start, by epoch and return time
 	for _, r := range v.reads {
 		if r.LogStart > 0 {
-			known = append(known, r)
+			known[r.ServedEpoch] = append(known[r.ServedEpoch], r)
 		}
 	}
-	sort.Slice(known, func(i, j int) bool { return known[i].Return < known[j].Return })
-	best := newMaxTable(len(known), func(i int) int64 { return known[i].LogStart })
+	best := map[int32]*maxTable{}
+	for e, ks := range known {
+		sort.Slice(ks, func(i, j int) bool { return ks[i].Return < ks[j].Return })
+		best[e] = newMaxTable(len(ks), func(i int) int64 { return ks[i].LogStart })
+	}
 	acked := v.h.ackedTrims(baseTopic(v.tp.Topic), v.tp.Partition)
 	for _, r := range v.reads {
 		if len(r.Records) == 0 {
 			continue
 		}
 		start, by := r.LogStart, r.ID
-		// Answers after the last crash up to r's return and before r was sent.
-		lo := sort.Search(len(known), func(i int) bool {
-			return known[i].Return > v.h.lastCrash(r.Return)
+		// Answers in r's epoch after the last crash up to r's return and before r was sent.
+		ks := known[r.ServedEpoch]
+		lo := sort.Search(len(ks), func(i int) bool {
+			return ks[i].Return > v.h.lastCrash(r.Return)
 		})
-		hi := sort.Search(len(known), func(i int) bool { return known[i].Return >= r.Call })
-		if i := best.argmax(lo, hi); i >= 0 && known[i].LogStart > start {
-			start, by = known[i].LogStart, known[i].ID
+		hi := sort.Search(len(ks), func(i int) bool { return ks[i].Return >= r.Call })
+		if b := best[r.ServedEpoch]; b != nil {
+			if i := b.argmax(lo, hi); i >= 0 && ks[i].LogStart > start {
+				start, by = ks[i].LogStart, ks[i].ID
+			}
 		}
 		// Crashes or not: an acknowledged DeleteRecords is durable.
 		if low := v.h.ackedLogStart(acked, r.Call, r.Return); low > start {

@@ -456,6 +456,7 @@ func (n *node) wipe() {
 	n.state = newNodeState(n)
 	n.marks = disk.NewMemMarks()
 	n.rotted = map[core.TopicPartition]bool{}
+	n.resetFrom = map[core.TopicPartition]int64{}
 	n.w.stats.Faults["disk-lost"]++
 }
 

@@ -140,6 +140,12 @@ func (w *World) readRequest(c *conn, corr uint64, msg kmsg.Request) {
 	id := n.nextID
 	c.order = append(c.order, id)
 	c.corr[id] = corr
+	if e := w.arrivalEpochs(n, msg); e != nil {
+		if c.epochs == nil {
+			c.epochs = map[uint64]map[core.TopicPartition]int32{}
+		}
+		c.epochs[id] = e
+	}
 	n.input(broker.Request{Conn: c.id, ID: id, ClientID: c.cl.name, Msg: msg,
 		Principal: c.cl.principal})
 }
@@ -164,11 +170,13 @@ func (w *World) reply(n *node, r broker.Reply) {
 		return
 	}
 	c.ready[r.ID] = r
-	if e := w.replyEpochs(n, r.Msg); e != nil {
-		if c.epochs == nil {
-			c.epochs = map[uint64]map[core.TopicPartition]int32{}
+	if _, noted := c.epochs[r.ID]; !noted { // else noted as it arrived (arrivalEpochs)
+		if e := w.replyEpochs(n, r.Msg); e != nil {
+			if c.epochs == nil {
+				c.epochs = map[uint64]map[core.TopicPartition]int32{}
+			}
+			c.epochs[r.ID] = e
 		}
-		c.epochs[r.ID] = e
 	}
 	w.aclReplied(n, c, r) // acl_check.go
 	if w.clustered() {
@@ -216,6 +224,41 @@ func (w *World) sendReply(c *conn, corr uint64, resp kmsg.Response,
 	})
 }
 
+// arrivalEpochs notes, in a clustered world, the leader epoch of each partition's
+// replica on n as a Produce arrives: the epoch its acknowledgement is decided in
+// (servedEpoch). A leader that loses a partition fails the produces waiting on it
+// (NOT_LEADER_OR_FOLLOWER), so an acknowledgement comes from the leadership the request
+// found. Noted when the node replies instead (replyEpochs), a multi-partition Produce
+// whose acknowledgement for one partition was decided at once but whose reply waited
+// for another partition was credited to the epoch the first partition had moved to
+// meanwhile (seed 2604). A Fetch or ListOffsets reads the high-water mark and the log
+// when it is answered, so those keep the epoch at the reply.
+func (w *World) arrivalEpochs(n *node, msg kmsg.Request) map[core.TopicPartition]int32 {
+	m, ok := msg.(*kmsg.ProduceRequest)
+	if !ok || !w.clustered() || n.b == nil {
+		return nil
+	}
+	var tps []core.TopicPartition
+	for _, t := range m.Topics {
+		for _, p := range t.Partitions {
+			tps = append(tps, core.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+		}
+	}
+	return w.epochsOn(n, tps)
+}
+
+// epochsOn is the leader epoch of each of tps's replicas on n (-1: none hosted).
+func (w *World) epochsOn(n *node, tps []core.TopicPartition) map[core.TopicPartition]int32 {
+	out := make(map[core.TopicPartition]int32, len(tps))
+	for _, tp := range tps {
+		out[tp] = -1
+		if rep := n.b.HostedReplica(tp); rep != nil {
+			out[tp] = rep.LeaderEpoch()
+		}
+	}
+	return out
+}
+
 // replyEpochs notes, in a clustered world, the leader epoch of each partition's replica
 // on n as n answers a Produce, Fetch or ListOffsets (nil for other answers): the epoch
 // the answer was served in (servedEpoch). Taken when the client reads the answer
@@ -249,14 +292,7 @@ func (w *World) replyEpochs(n *node, msg kmsg.Response) map[core.TopicPartition]
 	default:
 		return nil
 	}
-	out := make(map[core.TopicPartition]int32, len(tps))
-	for _, tp := range tps {
-		out[tp] = -1
-		if rep := n.b.HostedReplica(tp); rep != nil {
-			out[tp] = rep.LeaderEpoch()
-		}
-	}
-	return out
+	return w.epochsOn(n, tps)
 }
 
 // closeFromNode closes c at the broker's request, after the replies already sent.

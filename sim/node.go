@@ -62,10 +62,17 @@ type node struct {
 	busyUntil         int64          // the node's I/O keeps it busy until then
 	heldReplies       []broker.Reply // replies of the current step, sent once its I/O is done
 
-	rotted     map[core.TopicPartition]bool // partitions a rot was injected in
-	rots       int                          // rots injected on this disk
-	stales     int                          // files that showed stale blocks at a crash
-	rotRestart uint64                       // incarnation whose corrupt read asked a restart
+	rotted map[core.TopicPartition]bool // partitions a rot was injected in
+	// resetFrom is, per partition, the highest offset at which this node's replica was
+	// emptied and restarted at its leader's log start or a divergence below its own
+	// (Replica.ResetTo): its producer table knows nothing of the batches below, as in
+	// Kafka, whose truncateFullyAndStartAt clears the producer state too. A producer the
+	// replica forgets so may be answered UNKNOWN_PRODUCER_ID once it leads (seed 3844);
+	// docs/replication.md "Producer state on a replica that was emptied".
+	resetFrom  map[core.TopicPartition]int64
+	rots       int    // rots injected on this disk
+	stales     int    // files that showed stale blocks at a crash
+	rotRestart uint64 // incarnation whose corrupt read asked a restart
 
 	slowUntil, errUntil, clogUntil int64
 	metaErrUntil                   int64 // MetaErrors spell: proposals may fail
@@ -99,7 +106,8 @@ func newNode(w *World, id int32) *node {
 		readR: newStream(w.cfg.Seed, name+"/readerr"), tripR: newStream(w.cfg.Seed, name+"/trip"),
 		conns: map[uint64]*conn{},
 		rotR:  newStream(w.cfg.Seed, name+"/rot"), rotted: map[core.TopicPartition]bool{},
-		ioR: newStream(w.cfg.Seed, name+"/io")}
+		resetFrom: map[core.TopicPartition]int64{},
+		ioR:       newStream(w.cfg.Seed, name+"/io")}
 	n.lg = newLogger(w, w.logOut, w.logLevel, name)
 	w.meta.join(n)
 	n.fs.SetFault(n.diskFault)

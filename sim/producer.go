@@ -43,6 +43,8 @@ type pPart struct {
 	// been deleted ackDels times. The partition must remember the session from then on.
 	acked   bool
 	ackDels int
+	// ackBase is the highest base offset acknowledged here in the current session.
+	ackBase int64
 }
 
 type pBatch struct {
@@ -363,6 +365,9 @@ func (p *producer) outcome(pp *pPart, b *pBatch, op int, code int16, offset int6
 			b.sentDels == dels {
 			pp.acked, pp.ackDels = true, dels
 		}
+		if pp.acked && b.sentDels == pp.ackDels {
+			pp.ackBase = max(pp.ackBase, offset)
+		}
 		return false
 	case code == kerr.DuplicateSequenceNumber.Code:
 		p.seqRefused(op, code)
@@ -433,10 +438,17 @@ func (p *producer) fatal(pp *pPart, b *pBatch, op int, code int16) {
 // producer.id.expiration.ms (a day) has passed, past retention and DeleteRecords too
 // (KIP-360), and so must the broker across restarts (seed 3687). Exempt: the topic was
 // deleted since (a re-created topic starts with no producers), log.flush.policy=never
-// (a crash may lose acknowledged batches) and rot (a rotten batch is cut from the log).
+// (a crash may lose acknowledged batches), rot (a rotten batch is cut from the log), and
+// an answering replica that was emptied and restarted above every batch the session had
+// acknowledged there (resetFrom).
 func (p *producer) checkStateKept(pp *pPart) {
 	if !pp.acked || p.w.deleted[pp.tp.Topic] != pp.ackDels ||
 		p.w.cfg.Broker["log.flush.policy"] == "never" || p.w.cfg.Faults.Rot.On {
+		return
+	}
+	if i := max(p.w.answering-1, 0); int(i) < len(p.w.nodes) &&
+		p.w.nodes[i].resetFrom[pp.tp] > pp.ackBase {
+		p.w.stats.Faults["producer-state-reset-replica"]++
 		return
 	}
 	p.w.fail("anomaly", "producer-state-lost %s: %s producer id %d (session %d) had a "+
@@ -457,7 +469,7 @@ func (p *producer) resetSession() {
 		for _, b := range pp.queue {
 			b.inflight = false
 		}
-		pp.queue, pp.inflight, pp.nextSeq, pp.acked = nil, 0, 0, false
+		pp.queue, pp.inflight, pp.nextSeq, pp.acked, pp.ackBase = nil, 0, 0, false, 0
 	}
 	p.session++
 	p.pid = -1

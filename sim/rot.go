@@ -187,6 +187,7 @@ type simLog struct {
 	*disk.PartitionLog
 	n   *node
 	gen uint64
+	tp  core.TopicPartition
 }
 
 func (l simLog) Read(offset int64, maxBytes int, upTo int64) ([]byte, error) {

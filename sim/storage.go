@@ -17,9 +17,20 @@ func openLog(n *node, tp core.TopicPartition, cfg replica.SegmentConfig) (replic
 	if err != nil {
 		return nil, err
 	}
-	return simLog{PartitionLog: l, n: n, gen: n.gen}, nil
+	return simLog{PartitionLog: l, n: n, gen: n.gen, tp: tp}, nil
+}
+
+// ResetTo empties the log as the disk log does and notes where (node.resetFrom): the
+// latest reset is what the replica's producer table starts from.
+func (l simLog) ResetTo(offset, nowMs int64) error {
+	err := l.PartitionLog.ResetTo(offset, nowMs)
+	if err == nil {
+		l.n.resetFrom[l.tp] = offset
+	}
+	return err
 }
 
 func removeLog(n *node, tp core.TopicPartition) error {
+	delete(n.resetFrom, tp)
 	return disk.RemovePartitionLog(n.files, logDir(tp), n.state, statePrefix(tp))
 }
