@@ -368,9 +368,20 @@ func (m *logMachine) Snapshot(t *rapid.T) {
 	if i == len(m.snaps) || m.snaps[i] != off {
 		m.snaps = append(m.snaps[:i], append([]int64{off}, m.snaps[i:]...)...)
 	}
-	if len(m.snaps) > maxSnapshots {
-		m.snaps = m.snaps[len(m.snaps)-maxSnapshots:]
+	// The newest maxSnapshots stay, and the newest at or below the start.
+	floor := -1
+	for i, s := range m.snaps {
+		if s <= m.start {
+			floor = i
+		}
 	}
+	var kept []int64
+	for i, s := range m.snaps {
+		if i == floor || i >= len(m.snaps)-maxSnapshots {
+			kept = append(kept, s)
+		}
+	}
+	m.snaps = kept
 }
 
 func (m *logMachine) Configure(t *rapid.T) {
