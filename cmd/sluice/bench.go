@@ -204,12 +204,54 @@ func benchCreateTopic(ctx context.Context, o benchOpts, topic string) error {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(o.partitions), max(o.replication, 1), nil,
-		topic)
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopic(ctx, int32(o.partitions), max(o.replication, 1), nil, topic)
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w (is a node running at %s?)", topic, err, o.bootstrap)
 	}
-	return resp.Err
+	if resp.Err != nil {
+		return resp.Err
+	}
+	return benchAwaitTopic(ctx, adm, topic, o.partitions, int(max(o.replication, 1)))
+}
+
+// benchAwaitTopic waits (within ctx) until every partition of topic has a leader and
+// its whole replica set in sync, so that a step times the produce, not the topic's
+// start. In a cluster CreateTopics is answered once the topic is in the metadata log,
+// before the brokers have taken up their parts: producing at once met
+// NOT_LEADER_OR_FOLLOWER and the client's metadata backoff, which made up a second of a
+// three-second step and its p99 (docs/benchmarks.md, 2026-12-04 session 17).
+func benchAwaitTopic(ctx context.Context, adm *kadm.Client, topic string, partitions,
+	replication int) error {
+	for {
+		if benchTopicReady(ctx, adm, topic, partitions, replication) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %s: its partitions did not all get a leader and a "+
+				"full ISR: %w", topic, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func benchTopicReady(ctx context.Context, adm *kadm.Client, topic string, partitions,
+	replication int) bool {
+	tds, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return false
+	}
+	td, ok := tds[topic]
+	if !ok || td.Err != nil || len(td.Partitions) != partitions {
+		return false
+	}
+	for _, p := range td.Partitions {
+		if p.Err != nil || p.Leader < 0 || len(p.ISR) < replication {
+			return false
+		}
+	}
+	return true
 }
 
 // benchDeleteTopics deletes the bench's topics, with a bound of its own so that it

@@ -127,8 +127,8 @@ func (l *testLeader) fetch(m *kmsg.FetchRequest) *kmsg.FetchResponse {
 func (l *testLeader) fetchOne(follower int32, tp core.TopicPartition,
 	p kmsg.FetchRequestTopicPartition, rp *kmsg.FetchResponseTopicPartition) {
 	rep := l.reps[tp]
-	if rep == nil {
-		rp.ErrorCode = kerr.NotLeaderForPartition.Code
+	if rep == nil { // as the real leader: it does not host the partition (yet)
+		rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return
 	}
 	f := replica.FollowerFetch{Replica: follower, FetchOffset: p.FetchOffset,
@@ -163,7 +163,9 @@ func (l *testLeader) epochs(m *kmsg.OffsetForLeaderEpochRequest) kmsg.Response {
 			rp.Partition, rp.LeaderEpoch, rp.EndOffset = p.Partition, -1, -1
 			rep := l.reps[core.TopicPartition{Topic: t.Topic, Partition: p.Partition}]
 			switch {
-			case rep == nil || rep.Follower():
+			case rep == nil:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rep.Follower():
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
 			case p.CurrentLeaderEpoch >= 0 && p.CurrentLeaderEpoch < rep.LeaderEpoch():
 				rp.ErrorCode = kerr.FencedLeaderEpoch.Code
@@ -189,7 +191,9 @@ func (l *testLeader) listOffsets(m *kmsg.ListOffsetsRequest) kmsg.Response {
 			rp.Partition = p.Partition
 			rep := l.reps[core.TopicPartition{Topic: t.Topic, Partition: p.Partition}]
 			switch {
-			case rep == nil || rep.Follower():
+			case rep == nil:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rep.Follower():
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
 			case p.Timestamp == -2:
 				rp.Offset = rep.StartOffset()

@@ -535,6 +535,37 @@ func TestFollowerAheadOfItsLeaderAsksAgainSoon(t *testing.T) {
 	require.Equal(t, l.logs[tp].Batches(), h.followerBatches(tp))
 }
 
+// A follower that applied a new partition before its leader did is answered
+// UNKNOWN_TOPIC_OR_PARTITION; it asks again within unknownEpochRetryMs, not
+// replica.fetch.backoff.ms, for unknownTopicQuickRetries answers in a row, then backs
+// off fully. Waiting out the backoff held the first second of every acks=all produce
+// to a new topic.
+func TestFollowerOfAPartitionItsLeaderLacksAsksAgainSoon(t *testing.T) {
+	h, l, tp := followerSetup(t)
+	leaders := map[int32]*testLeader{2: l}
+	h.b.follow(tp, 2, 0)
+	retry := unknownEpochRetryMs * time.Millisecond
+	require.Less(t, retry, backoff(h))
+	for i := 1; i <= unknownTopicQuickRetries; i++ {
+		h.serve(leaders)
+		require.Empty(t, h.env.peerReqs, "UNKNOWN_TOPIC_OR_PARTITION: backing off")
+		h.advance(retry - time.Millisecond)
+		require.Empty(t, h.env.peerReqs)
+		h.advance(time.Millisecond)
+		require.Len(t, h.env.peerReqs, 1, "answer %d: asked again soon", i)
+	}
+	h.serve(leaders)
+	h.advance(backoff(h) - time.Millisecond)
+	require.Empty(t, h.env.peerReqs, "after the quick retries, the full backoff")
+	h.advance(time.Millisecond)
+	require.Len(t, h.env.peerReqs, 1)
+
+	l.lead(tp, 0, nil, 1) // the leader took the partition up
+	l.produce(tp, values("a"))
+	h.catchUp(l, tp, 20)
+	require.Equal(t, l.logs[tp].Batches(), h.followerBatches(tp))
+}
+
 // A follower whose log diverges from its new leader's below its own log start (its old
 // leader's DeleteRecords or retention moved the start past the new leader's end of the
 // shared epoch) holds nothing the new leader has: it empties its log and restarts at

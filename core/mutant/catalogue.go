@@ -117,6 +117,9 @@ var Catalogue = []Mutant{
 	{"broker/fetcher-stale-conn-full-backoff", "core/broker", "replication",
 		"a follower waits the full replica.fetch.backoff.ms after its first transport " +
 			"error, so a failover onto a restarted node costs a second more", "./core/broker/"},
+	{"broker/fetcher-unknown-topic-full-backoff", "core/broker", "replication",
+		"a follower whose leader has not taken up a new partition yet waits out " +
+			"replica.fetch.backoff.ms before asking again", "./core/broker/"},
 	{"controller/reregister-keeps-leadership", "core/controller", "replication",
 		"a restarted broker is unfenced before leadership and ISR places moved off it",
 		"./core/controller/"},
