@@ -5,19 +5,23 @@ package broker
 //
 // Moves leadership of the named partitions (all of them when Topics is null) to their
 // preferred replica, the first of each replica list, as kafka-leader-election.sh
-// --election-type preferred and kadm.ElectLeaders ask. Clients send it to the
-// controller Metadata names.
+// --election-type preferred and kadm.ElectLeaders ask; or, with ElectionType 1
+// (--election-type unclean), gives a partition without an eligible leader one, from
+// outside the ISR when no ISR member can lead. Clients send it to the controller
+// Metadata names.
 //   - A node without a metadata quorum leads every partition itself, which is its only
 //     replica: ELECTION_NOT_NEEDED (UNKNOWN_TOPIC_OR_PARTITION for one that does not
 //     exist).
 //   - A quorum node that is not the active controller answers NOT_CONTROLLER.
-//   - An unclean election (ElectionType 1) is not offered: INVALID_REQUEST per
-//     partition. Sluice keeps a partition whose every ISR member is gone offline, as
-//     Kafka does with unclean.leader.election.enable=false (docs/replication.md).
-//   - Otherwise the controller decides (controller.Preferred): ELECTION_NOT_NEEDED when
-//     the preferred replica leads, PREFERRED_LEADER_NOT_AVAILABLE when it is not an
-//     eligible ISR member, UNKNOWN_TOPIC_OR_PARTITION for a partition it does not know;
-//     a change is answered once committed. One that did not commit is
+//   - An ElectionType other than 0 and 1 is INVALID_REQUEST per partition.
+//   - Otherwise the controller decides. Preferred (controller.Preferred):
+//     ELECTION_NOT_NEEDED when the preferred replica leads,
+//     PREFERRED_LEADER_NOT_AVAILABLE when it is not an eligible ISR member. Unclean
+//     (controller.Unclean): ELECTION_NOT_NEEDED when the leader is eligible,
+//     ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica can lead; records the old ISR
+//     acknowledged may be lost, which the controller logs at warn. Both:
+//     UNKNOWN_TOPIC_OR_PARTITION for a partition it does not know; a change is
+//     answered once committed. One that did not commit is
 //     REQUEST_TIMED_OUT (retriable); a controller that lost its leadership meanwhile,
 //     NOT_CONTROLLER.
 
@@ -45,7 +49,7 @@ type electAsk struct {
 
 func (ctl *adminController) handleElectLeaders(r Request, m *kmsg.ElectLeadersRequest) {
 	resp := m.ResponseKind().(*kmsg.ElectLeadersResponse)
-	var msg controller.ElectLeaders
+	msg := controller.ElectLeaders{Unclean: m.Version >= 1 && m.ElectionType == 1}
 	at := map[core.TopicPartition][2]int{}
 	for ti, t := range m.Topics {
 		rt := kmsg.NewElectLeadersResponseTopic()
@@ -84,8 +88,8 @@ func (ctl *adminController) handleElectLeaders(r Request, m *kmsg.ElectLeadersRe
 		ctl.elections = map[uint64]electAsk{}
 	}
 	ctl.elections[id] = electAsk{req: r, resp: resp, at: at, all: all}
-	ctl.lg.Info("preferred leader election asked", zap.Int("partitions", len(msg.Partitions)),
-		zap.Bool("all", all))
+	ctl.lg.Info("leader election asked", zap.Int("partitions", len(msg.Partitions)),
+		zap.Bool("all", all), zap.Bool("unclean", msg.Unclean))
 	ctl.ctlPort.AskController(ctl.leader, id, msg, controllerAskTimeoutMs)
 }
 
@@ -95,9 +99,9 @@ func (ctl *adminController) electLocally(m *kmsg.ElectLeadersRequest,
 	tp core.TopicPartition) (int16, string) {
 	_, _, ok := ctl.image.Partition(tp.Topic, tp.Partition)
 	switch {
-	case m.Version >= 1 && m.ElectionType != 0:
-		return kerr.InvalidRequest.Code, "Sluice offers preferred elections only " +
-			"(ElectionType 0): a partition whose ISR members are all gone stays offline."
+	case m.Version >= 1 && m.ElectionType != 0 && m.ElectionType != 1:
+		return kerr.InvalidRequest.Code, fmt.Sprintf("Unknown election type %d: 0 is "+
+			"preferred, 1 unclean.", m.ElectionType)
 	case ctl.ctlPort == nil && tp != (core.TopicPartition{}) && !ok:
 		return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("Partition %s does not exist.",
 			tp)
@@ -145,7 +149,7 @@ func (ctl *adminController) electAnswered(in ControllerAnswer) bool {
 		all = kerr.NotController.Code // the controller moved: the client retries there
 	case in.Err != nil:
 		all = kerr.RequestTimedOut.Code
-		ctl.lg.Info("preferred leader election not answered by the controller",
+		ctl.lg.Info("leader election not answered by the controller",
 			zap.Error(in.Err))
 	}
 	if all != 0 && w.resp.Version >= 1 {

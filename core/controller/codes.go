@@ -21,6 +21,7 @@ var (
 	codeTopicExists              = kerr.TopicAlreadyExists.Code
 	codeElectionNotNeeded        = kerr.ElectionNotNeeded.Code
 	codePreferredNotAvailable    = kerr.PreferredLeaderNotAvailable.Code
+	codeNoEligibleLeader         = kerr.EligibleLeadersNotAvailable.Code
 	// codeRetriable answers a request whose proposal did not commit (not leader aside):
 	// rejected, unknown outcome, or committed but overtaken by an earlier record. The
 	// caller retries and is checked against the image as it is then.

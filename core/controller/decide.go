@@ -115,6 +115,24 @@ func Preferred(s meta.PartitionState, eligible func(int32) bool) (
 	return bump(s, next), true, 0
 }
 
+// Unclean returns the state an unclean election asked by an operator gives (ElectLeaders
+// with election type 1, kafka-leader-election.sh --election-type unclean): a partition
+// whose leader is eligible needs none (ELECTION_NOT_NEEDED); otherwise RepairLost with
+// unclean set, which elects an electable ISR member when there is one, else the first
+// electable replica outside the ISR, alone in it (wasUnclean: records acknowledged by
+// the old ISR may be lost). ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica can lead.
+func Unclean(s meta.PartitionState, st Standing) (next meta.PartitionState, ok,
+	wasUnclean bool, code int16) {
+	if s.Leader != meta.NoLeader && st.Eligible(s.Leader) {
+		return s, false, false, codeElectionNotNeeded
+	}
+	next, wasUnclean, changed := RepairLost(s, st, !mutantOn("unclean-elect-clean-only"))
+	if !changed || next.Leader == meta.NoLeader {
+		return s, false, false, codeNoEligibleLeader
+	}
+	return next, true, wasUnclean, 0
+}
+
 // Expired says whether a broker last heard from at last has outlived its session.
 func Expired(last, now core.Time, sessionMs int64) bool {
 	return now >= last.AddMillis(sessionMs)

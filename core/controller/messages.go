@@ -184,9 +184,12 @@ type AllocateProducerIDs struct {
 }
 
 // ElectLeaders moves leadership to each partition's preferred replica (Kafka's
-// ElectLeaders, preferred election); empty Partitions means all.
+// ElectLeaders, preferred election); empty Partitions means all. Unclean asks for an
+// unclean election instead (election type 1): a partition without an eligible leader
+// is given one, from outside the ISR when no ISR member can lead (Unclean).
 type ElectLeaders struct {
 	Partitions []core.TopicPartition
+	Unclean    bool
 }
 
 func (RegisterBroker) isMessage()      {}

@@ -182,20 +182,34 @@ func (c *Controller) electLeaders(id uint64, m ElectLeaders) {
 	tps = slices.Compact(tps)
 	e := &election{}
 	eligible := c.electable()
+	st := Standing{Eligible: Eligible(c.image), Lost: Lost(c.image), Heard: c.heardNow}
 	for _, tp := range tps {
 		s, assigned, ok := c.image.Partition(tp.Topic, tp.Partition)
 		if !ok || !assigned {
 			e.results = append(e.results, ElectResult{TP: tp, Err: codeUnknownTopicPartition})
 			continue
 		}
-		next, elect, code := Preferred(s, eligible)
-		e.results = append(e.results, ElectResult{TP: tp, Err: code})
-		if elect {
-			e.outstanding++
-			c.propose(Pending{Op: OpPreferred, Key: partitionKey(tp.Topic, tp.Partition),
-				Election: id, Record: meta.Record{Kind: meta.KindPartitionChange,
-					Topic: tp.Topic, Partition: tp.Partition, State: next}})
+		op, next, elect, unclean, code := OpPreferred, s, false, false, int16(0)
+		if m.Unclean {
+			op = OpRepair
+			next, elect, unclean, code = Unclean(s, st)
+		} else {
+			next, elect, code = Preferred(s, eligible)
 		}
+		e.results = append(e.results, ElectResult{TP: tp, Err: code})
+		if !elect {
+			continue
+		}
+		if unclean {
+			c.lg.Warn("unclean leader election asked by an operator: the new leader was "+
+				"not in the ISR, records acknowledged by the old ISR may be lost",
+				zap.Stringer("tp", tp), zap.Int32("leader", next.Leader),
+				zap.Int32s("old_isr", s.ISR))
+		}
+		e.outstanding++
+		c.propose(Pending{Op: op, Key: partitionKey(tp.Topic, tp.Partition),
+			Election: id, Record: meta.Record{Kind: meta.KindPartitionChange,
+				Topic: tp.Topic, Partition: tp.Partition, State: next, Unclean: unclean}})
 	}
 	if e.outstanding == 0 {
 		c.env.Answer(id, ElectLeadersResponse{Results: e.results})

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/meta"
 )
 
@@ -244,4 +245,52 @@ func TestALostMemberLeavesAnISRWaitingForAnUnheardMember(t *testing.T) {
 		Eligible: only(2), Lost: only(3), Heard: only(2)}, false)
 	require.Equal(t, []int32{2}, next.ISR)
 	require.Equal(t, int32(2), next.Leader)
+}
+
+// An operator's unclean election (ElectLeaders, election type 1) brings back the
+// partitions whose every ISR member is gone, as unclean.leader.election.enable would,
+// partition by partition: another live replica leads alone. A partition with an
+// eligible leader needs none, and the wiped broker is unfenced once it holds no ISR
+// place (the harsh disk-loss world's seed 20 needs this way out; docs/simulation.md).
+func TestAnUncleanElectLeadersBringsBackAPartitionWithoutISR(t *testing.T) {
+	h, epochs := storageCluster(t, testConfig())
+	h.keepAlive(10000, epochs, 3)
+	epochs[1] = h.registerStorage(1, 2, 1)
+	epochs[2] = h.registerStorage(2, 2, 2)
+	h.c.Step(h.now, BrokerConnectionClosed{NodeID: 3, BrokerEpoch: epochs[3]})
+	h.keepAlive(1500, epochs, 1, 2)
+	epochs[3] = h.registerStorage(3, 2, 9)
+	h.keepAlive(100, epochs, 1, 2, 3)
+	tp := func(p int32) core.TopicPartition { return core.TopicPartition{Topic: "t", Partition: p} }
+	require.Equal(t, meta.NoLeader, h.state("t", 0).Leader)
+
+	id := h.ask(ElectLeaders{Partitions: []core.TopicPartition{tp(0)}})
+	h.settle()
+	require.Equal(t, codePreferredNotAvailable, h.answer(id).(ElectLeadersResponse).Results[0].Err,
+		"a preferred election does not reach outside the ISR")
+	id = h.ask(ElectLeaders{Partitions: []core.TopicPartition{tp(0)}, Unclean: true})
+	h.settle()
+	require.Equal(t, []ElectResult{{TP: tp(0)}}, h.answer(id).(ElectLeadersResponse).Results)
+	s := h.state("t", 0)
+	require.Contains(t, []int32{1, 2}, s.Leader)
+	require.Equal(t, []int32{s.Leader}, s.ISR, "the new leader alone in the ISR")
+	require.Equal(t, meta.NoLeader, h.state("t", 1).Leader, "only the partition asked")
+	require.Equal(t, meta.BrokerFenced, h.brokerState(3), "still in two ISRs")
+
+	id = h.ask(ElectLeaders{Partitions: []core.TopicPartition{tp(0), tp(1), tp(2)},
+		Unclean: true})
+	h.settle()
+	require.Equal(t, []ElectResult{{TP: tp(0), Err: codeElectionNotNeeded}, {TP: tp(1)},
+		{TP: tp(2)}}, h.answer(id).(ElectLeadersResponse).Results)
+	h.keepAlive(100, epochs, 1, 2, 3)
+	h.beat(3, epochs[3])
+	require.Equal(t, meta.BrokerUnfenced, h.brokerState(3), "in no ISR now")
+
+	// Every replica gone: nothing can lead.
+	h2, e2 := storageCluster(t, testConfig())
+	h2.c.Step(h2.now, BrokerConnectionClosed{NodeID: 3, BrokerEpoch: e2[3]})
+	h2.keepAlive(10000, e2)
+	id = h2.ask(ElectLeaders{Partitions: []core.TopicPartition{tp(0)}, Unclean: true})
+	h2.settle()
+	require.Equal(t, codeNoEligibleLeader, h2.answer(id).(ElectLeadersResponse).Results[0].Err)
 }

@@ -111,6 +111,9 @@ var Catalogue = []Mutant{
 		"a new incarnation's own registration attempt, proposed but not committed, " +
 			"counts as contact with the registered process and makes its retries " +
 			"duplicates", "./core/controller/"},
+	{"controller/unclean-elect-clean-only", "core/controller", "replication",
+		"an unclean ElectLeaders elects from the ISR only, so a partition whose ISR " +
+			"members are all gone stays offline", "./core/controller/"},
 	{"controller/conn-close-ignores-fenced", "core/controller", "replication",
 		"a fenced broker's closed heartbeat connection is ignored, so once its unfence " +
 			"commits the dead broker counts as heard and is elected", "./core/controller/"},
