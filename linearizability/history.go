@@ -91,6 +91,9 @@ type Op struct {
 	SeqErr     int16
 	SeqErrAt   int64
 	SeqErrSent int
+	// SeqErrEpoch is the leader epoch of the replica that refused it, noted as the
+	// request arrived (a replicated cluster; -1: not known, 0 on one node).
+	SeqErrEpoch int32
 
 	// Read. FetchOffset is -1 for a ListOffsets(latest), which only observes HWM.
 	FetchOffset int64

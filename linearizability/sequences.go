@@ -105,6 +105,12 @@ func refusalDisproved(h *History, op *Op, session map[int]*Op, first int,
 	if h.deletedWithin(op.TP.Topic, pred.Call, op.SeqErrAt) {
 		return ""
 	}
+	if op.SeqErrEpoch >= 0 && pred.ServedEpoch > op.SeqErrEpoch {
+		// Refused by a leader of an older epoch than the one that acknowledged pred: a
+		// deposed leader that had not learnt of its successor, and never had pred
+		// (seed 2488). A Kafka leader answers the same; the client starts a new session.
+		return ""
+	}
 	if (pred.Offset < 0 && logStart > 0) || (pred.Offset >= 0 && logStart > pred.Offset) ||
 		h.mayHaveRemoved(op.TP, pred, op.SeqErrAt) || pastDupWindow(session, op) {
 		return ""

@@ -34,6 +34,30 @@ func TestOutOfOrderAfterAcknowledgedPredecessorIsAnAnomaly(t *testing.T) {
 	require.Contains(t, rep.Anomalies[0].Detail, "previous write a (op 0) was acknowledged")
 }
 
+// A refusal by a leader of an older epoch than the one that acknowledged the previous
+// write is a deposed leader's, which never had it (seed 2488); from the same epoch or a
+// later one it is still an anomaly.
+func TestOutOfOrderFromADeposedLeaderIsExplained(t *testing.T) {
+	for _, tc := range []struct {
+		ackEpoch, refusedEpoch int32
+		anomaly                bool
+	}{{2, 1, false}, {2, 2, true}, {2, 3, true}, {2, -1, true}} {
+		var b builder
+		idem(&b, "a", 1, 10, 20, OK, 0).ServedEpoch = tc.ackEpoch
+		op := idem(&b, "b", 2, 30, 0, Unknown, -1)
+		refuse(op, kerr.OutOfOrderSequenceNumber.Code, 40, 1)
+		op.SeqErrEpoch = tc.refusedEpoch
+		finalRead(&b, 0, 1, "a.0")
+		rep := check(t, &b.h)
+		want := 0
+		if tc.anomaly {
+			want = 1
+		}
+		require.Equal(t, want, rep.Counts[SequenceRefused], "acked in %d, refused in %d: %v",
+			tc.ackEpoch, tc.refusedEpoch, rep.Summary(10))
+	}
+}
+
 func TestOutOfOrderOnFirstWriteIsAnAnomaly(t *testing.T) {
 	var b builder
 	refuse(idem(&b, "a", 1, 10, 0, Unknown, -1), kerr.OutOfOrderSequenceNumber.Code, 20, 1)

@@ -398,6 +398,10 @@ func (p *producer) gapBehind(pp *pPart, b *pBatch, code int16) bool {
 func (p *producer) seqRefused(op int, code int16) {
 	o := p.w.hist.Op(op)
 	o.SeqErr, o.SeqErrAt, o.SeqErrSent = code, p.w.now, o.Attempts
+	o.SeqErrEpoch = -1
+	if p.w.clustered() {
+		o.SeqErrEpoch = p.w.servedEpoch(o.TP)
+	}
 }
 
 // settleAttempt records how a failed attempt of a non-idempotent batch ended.
