@@ -73,15 +73,18 @@ func TestClusterGroupMutantsAreCaught(t *testing.T) {
 // TestReplicaMutantBuild): a high-water mark that ignores the follower of a pending ISR
 // expansion passes what that follower holds once the expansion commits, which the
 // read-uncommitted check sees (sim/readcommit.go). It survived every check before; with
-// --set nodes=3 it failed seeds 1 20 36 of 1..60 when written and 17 30 40 41 after the
-// lost-disk fixes moved the traces; the default seeds 1..300 pass without it.
+// --set nodes=3 it failed seeds 1 20 36 of 1..60 when written, 17 30 40 41 after the
+// lost-disk fixes moved the traces, and only 4 (of 1..60; 4 and 79 of 1..120) after
+// session 17's fetcher change did. Process restarts make followers leave and rejoin
+// ISRs often: with them it fails 4 20 30 52 56 59 of 1..60, which pass without it.
 func TestPendingISRMutantIsCaught(t *testing.T) {
 	if !mutant.Build {
 		t.Skip("runs in the sluice_mutants build")
 	}
 	defer func() { mutant.Name = "" }()
 	mutant.Name = "broker/hwm-ignores-pending-isr"
-	caught, ran := caughtWithin(t, seedRange(1, 60), [][2]string{{"nodes", "3"}}, 2,
+	caught, ran := caughtWithin(t, seedRange(1, 60), [][2]string{{"nodes", "3"},
+		{"faults.restart", "on"}}, 2,
 		func(r SeedRun) bool { return r.Result.Has(ReadUncommitted) })
 	t.Logf("mutant hwm-ignores-pending-isr: %s on %d of %d seeds", ReadUncommitted, caught,
 		ran)
