@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -135,6 +136,7 @@ func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
 	if set["rack"] {
 		ns.rack = *rack
 	}
+	setGCPercent(os.Getenv)
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
 		if err != nil {
@@ -396,4 +398,20 @@ func voterListenMismatch(vs []raftmeta.Voter, id int32, listen string) string {
 			listen, id)
 	}
 	return ""
+}
+
+// nodeGCPercent is the garbage collector's target a node runs with unless GOGC is set:
+// twice Go's default. A node's heap is mostly short-lived request and fetch buffers;
+// at Go's 100 the collector and the scavenger returning freed pages to the kernel took
+// about a sixth of a replicating node's CPU, and at 200 three nodes on two cores took
+// 17 % less CPU for the same records and produced ~18 % more acks=all writes a second,
+// for ~20 MB more peak RSS each (docs/benchmarks.md, "Garbage collection").
+const nodeGCPercent = 200
+
+// setGCPercent applies nodeGCPercent unless the environment sets GOGC, which the Go
+// runtime has read already and which wins.
+func setGCPercent(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(nodeGCPercent)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -238,4 +239,19 @@ func TestVoterListenMismatch(t *testing.T) {
 	require.NotEmpty(t, voterListenMismatch(vs, 2, "10.0.0.2:9094"), "another port")
 	require.NotEmpty(t, voterListenMismatch(vs, 2, "10.0.0.9:9093"), "another host")
 	require.NotEmpty(t, voterListenMismatch(vs, 2, "garbage"))
+}
+
+// A node runs the collector at nodeGCPercent unless GOGC is set, which wins.
+func TestNodeGCPercentUnlessGOGCIsSet(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	setGCPercent(func(string) string { return "" })
+	require.Equal(t, nodeGCPercent, debug.SetGCPercent(100))
+	setGCPercent(func(k string) string {
+		if k == "GOGC" {
+			return "50"
+		}
+		return ""
+	})
+	require.Equal(t, 100, debug.SetGCPercent(100), "GOGC set: left as the runtime read it")
 }
