@@ -299,6 +299,28 @@ func (c *testCluster) partitionLeader(topic string, partition int32) int32 {
 	return -1
 }
 
+// partitionISR is the ISR of topic's partition as the first running node that knows it
+// reports it (nil if none does).
+func (c *testCluster) partitionISR(topic string, partition int32) []int32 {
+	for _, nd := range c.running() {
+		m := c.metadata(nd)
+		if m == nil {
+			continue
+		}
+		for _, tp := range m.Topics {
+			if tp.Topic == nil || *tp.Topic != topic {
+				continue
+			}
+			for _, p := range tp.Partitions {
+				if p.Partition == partition {
+					return p.ISR
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // quorumLeader is the metadata quorum's leader as a running node reports it
 // (DescribeQuorum), -1 if none answers.
 func (c *testCluster) quorumLeader() int32 {

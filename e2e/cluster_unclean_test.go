@@ -42,21 +42,9 @@ func TestClusterUncleanElectionBringsBackAPartitionWithoutISR(t *testing.T) {
 	require.Zero(t, resp.Topics[0].ErrorCode, "create: %v", kerr.ErrorForCode(resp.Topics[0].ErrorCode))
 	c.awaitHealthy("unclean", 1, 30*time.Second)
 
-	isr := func() []int32 {
-		for _, nd := range c.running() {
-			if m := c.metadata(nd); m != nil {
-				for _, tp := range m.Topics {
-					if tp.Topic != nil && *tp.Topic == "unclean" && len(tp.Partitions) == 1 {
-						return tp.Partitions[0].ISR
-					}
-				}
-			}
-		}
-		return nil
-	}
 	c.kill(c.node(5))
 	c.await(30*time.Second, "the ISR shrinks to [4]", func() bool {
-		s := isr()
+		s := c.partitionISR("unclean", 0)
 		return len(s) == 1 && s[0] == 4
 	})
 	c.kill(c.node(4))

@@ -87,10 +87,14 @@ func (c *Controller) heardNow(id int32) bool {
 	return ok && beat && e == b.Epoch && !cut
 }
 
+// standing is what this controller knows of the brokers now, for RepairLost.
+func (c *Controller) standing() Standing {
+	return Standing{Eligible: Eligible(c.image), Lost: Lost(c.image), Heard: c.heardNow}
+}
+
 // repairPartitions moves every partition off ineligible brokers (Repair).
 func (c *Controller) repairPartitions() {
-	st := Standing{Eligible: Eligible(c.image), Lost: Lost(c.image),
-		Heard: c.heardNow}
+	st := c.standing()
 	for _, name := range c.image.TopicNames() {
 		t := c.image.Topic(name)
 		for p, s := range t.States {

@@ -182,7 +182,7 @@ func (c *Controller) electLeaders(id uint64, m ElectLeaders) {
 	tps = slices.Compact(tps)
 	e := &election{}
 	eligible := c.electable()
-	st := Standing{Eligible: Eligible(c.image), Lost: Lost(c.image), Heard: c.heardNow}
+	st := c.standing()
 	for _, tp := range tps {
 		s, assigned, ok := c.image.Partition(tp.Topic, tp.Partition)
 		if !ok || !assigned {
