@@ -22,6 +22,9 @@ const (
 	// keepIdleBufferBytes is the largest it keeps once nothing is left to write: ten
 	// thousand quiet connections must not hold a batch buffer of megabytes each.
 	keepIdleBufferBytes = 64 << 10
+	// fetchFrameSlack is room for a Fetch response's frame and header beyond what
+	// fetchResponseBytes counts.
+	fetchFrameSlack = 256
 )
 
 // writeLoop writes the responses at the head of the FIFO whenever they are ready. While
@@ -59,6 +62,7 @@ func (c *conn) writeLoop() {
 					return
 				}
 				if cap(buf) > keepIdleBufferBytes {
+					putWriteBuf(buf)
 					buf = nil
 				}
 				break
@@ -84,6 +88,7 @@ func (c *conn) writeLoop() {
 				return
 			}
 			if cap(buf) > keepBufferBytes {
+				putWriteBuf(buf)
 				buf = nil
 			}
 		}
@@ -114,6 +119,9 @@ func (c *conn) writeBatch(buf []byte, batch []slot) (_ []byte, closeAfter bool, 
 	for i := range batch {
 		s := &batch[i]
 		if s.resp != nil {
+			if s.out > keepIdleBufferBytes { // a big Fetch: one buffer, not doublings
+				buf = growWriteBuf(buf, s.out+fetchFrameSlack)
+			}
 			if buf, err = c.appendResponse(buf, s); err != nil {
 				c.lg.Error("closing connection: cannot encode response", zap.Int16("key", s.key),
 					zap.Int16("version", s.version), zap.Error(err))

@@ -392,6 +392,7 @@ func (rm *replicaManager) requestSyncs() {
 			rm.hwmAdvanced(tp)
 		}
 		rm.followerDataArrived(tp)
+		rep.ForgetFresh() // the followers waiting for it were answered (replica/fresh.go)
 	}
 }
 

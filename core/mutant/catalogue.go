@@ -177,6 +177,10 @@ var Catalogue = []Mutant{
 	{"replica/no-snapshot-before-delete", "core/replica", "idempotence",
 		"retention and DeleteRecords delete a producer's batches with no snapshot covering " +
 			"them", "./core/replica/"},
+	{"replica/fresh-survives-step", "core/replica", "replication",
+		"the leader keeps the last batch it appended past the step and serves it to a " +
+			"follower fetching at its offset, even after its log was cut and rewritten",
+		"./core/replica/"},
 	{"replica/cover-snapshot-at-log-end", "core/replica", "idempotence",
 		"the snapshot before retention or DeleteRecords is taken at the log end, where a " +
 			"follower's truncation deletes it", "./core/replica/"},

@@ -60,5 +60,9 @@ func (r *Replica) ReadForFollower(offset int64, maxBytes int) ReadResult {
 	case offset == end || maxBytes <= 0:
 		return res
 	}
+	if b, ok := r.readFresh(offset); ok {
+		res.Records = b
+		return res
+	}
 	return r.readUpTo(res, offset, maxBytes, end)
 }

@@ -24,6 +24,7 @@ var ErrNotFollower = errors.New("replica is not a follower")
 // the high-water mark moves only with SetLeaderHighWatermark, never with its own
 // fsyncs.
 func (r *Replica) BecomeFollower(epoch int32) {
+	r.ForgetFresh()
 	r.forgetRecoveredHighWatermark()
 	r.follower = true
 	r.leaderEpoch = max(r.leaderEpoch, epoch)
@@ -165,6 +166,7 @@ func (r *Replica) SetLeaderHighWatermark(hwm int64) bool {
 // at or below the new end. No sync may be in flight (the caller waits for it). It
 // returns the new end, which may be below offset when offset falls inside a batch.
 func (r *Replica) TruncateTo(offset int64) (int64, error) {
+	r.ForgetFresh()
 	if r.offline {
 		return 0, ErrLogOffline
 	}
@@ -226,6 +228,7 @@ func (r *Replica) dropEpochsFrom(end int64) error {
 // the reverse order could leave a divergent log with no epochs, which the follower
 // would fetch after without any divergence check.
 func (r *Replica) ResetTo(offset, nowMs int64) error {
+	r.ForgetFresh()
 	if r.offline {
 		return ErrLogOffline
 	}

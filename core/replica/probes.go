@@ -21,6 +21,7 @@ var (
 	pReadOutOfRange      = probe.Register("replica/read-out-of-range")
 	pReadAtHighWatermark = probe.Register("replica/read-at-high-watermark")
 	pReadFailed          = probe.Register("replica/read-failed")
+	pReadFresh           = probe.Register("replica/read-fresh")
 	pDeleteRecordsMoved  = probe.Register("replica/delete-records-moved-start")
 	pDeleteRecordsRange  = probe.Register("replica/delete-records-out-of-range")
 	pDeleteRecordsHWM    = probe.Register("replica/delete-records-to-high-watermark")

@@ -106,6 +106,8 @@ type Replica struct {
 	replicated map[int32]int64
 	fetchState map[int32]*followerFetchState // followers' fetches, for ISR changes (lag.go)
 
+	fresh freshAppend // the last batch appended, until the broker's ForgetFresh (fresh.go)
+
 	refusalLoggedMs int64 // when a refused batch was last logged at info
 	refusalsQuiet   int   // refusals since then, logged at debug only
 }
@@ -334,6 +336,7 @@ func (r *Replica) appendChecked(nowMs int64, h *batch.Header, b []byte) AppendRe
 	if core.Expensive {
 		r.checkReadBack(base, b)
 	}
+	r.noteFresh(b, base, h.NextOffset())
 	r.recordProducer(h)
 	r.sinceSnapshot++
 	r.bytesAppended += int64(len(b))
