@@ -28,6 +28,10 @@ BENCH_CHART=${BENCH_CHART-docs/images/bench.svg}
 
 load3() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown; }
 loadavg() { echo "load average: $(load3)"; }
+# has PATTERN COMMAND...: whether COMMAND's output (stdout and stderr) matches PATTERN.
+# Not `COMMAND | grep -q`: under pipefail, grep -q leaving at the first match can kill
+# COMMAND with SIGPIPE, which failed the test (2026-12-04: every Sluice step skipped).
+has() { local p=$1; shift; "$@" 2>&1 | grep -E -- "$p" >/dev/null; }
 
 mkdir -p bin/bench-results
 results="bin/bench-results/$(date -u +%Y%m%dT%H%M%SZ).txt"
@@ -36,7 +40,7 @@ figures() { tee -a "$results"; }
 go build -o bin/sluice ./cmd/sluice
 echo "CONTEXT date=$(date -u +%FT%TZ) cpus=$(nproc) loadavg_start=\"$(load3)\"" | figures
 loadavg
-if ! bin/sluice help 2>&1 | grep -qE '^  bench '; then
+if ! has '^  bench ' bin/sluice help; then
   echo "sluice bench: not built yet (no 'bench' command in this binary); skipping"
 elif [ -n "${BOOTSTRAP:-}" ]; then
   bin/sluice bench --bootstrap "$BOOTSTRAP" "$@" | figures
@@ -87,7 +91,7 @@ else
   # the bench releases it.
   if [ "$COMPACTION" = 0 ]; then
     echo "compaction benchmark: skipped (COMPACTION=0)"
-  elif bin/sluice bench compaction -h 2>&1 | grep -q -- '--metrics'; then
+  elif has '--metrics' bin/sluice bench compaction -h; then
     http_port=$((BENCH_PORT + 2))
     printf '%s\n' "listeners=PLAINTEXT://127.0.0.1:$BENCH_PORT" "log.cleaner.backoff.ms=1000" \
       >"$data.compact"
@@ -106,7 +110,7 @@ fi
 # default settings, their data on the repository's disk like the single node's.
 if [ "$CLUSTER" = 0 ]; then
   echo "cluster benchmark: skipped (CLUSTER=0)"
-elif bin/sluice bench cluster -h 2>&1 | grep -q -- '--kills'; then
+elif has '--kills' bin/sluice bench cluster -h; then
   loadavg
   cdata=$(mktemp -d "$PWD/bin/bench-cluster.XXXXXX")
   # shellcheck disable=SC2086 # CLUSTER_ARGS is a list of arguments
