@@ -32,12 +32,14 @@ type cleaner struct {
 	jobs    chan cleanJob
 	stop    chan struct{}
 	wg      sync.WaitGroup
+	metrics cleanerMetrics
 }
 
 func newCleaner(deliver func(broker.Input) bool) *cleaner {
 	// The broker keeps at most one clean in flight; the buffer only absorbs a job
 	// submitted while the previous one's completion is being delivered.
-	c := &cleaner{deliver: deliver, jobs: make(chan cleanJob, 4), stop: make(chan struct{})}
+	c := &cleaner{deliver: deliver, jobs: make(chan cleanJob, 4), stop: make(chan struct{}),
+		metrics: newCleanerMetrics()}
 	c.wg.Add(1)
 	go c.work()
 	return c
@@ -61,7 +63,10 @@ func (c *cleaner) work() {
 		case <-c.stop:
 			return
 		case j := <-c.jobs:
+			c.metrics.busy.Set(1)
+			began := time.Now()
 			res, err := c.run(j)
+			c.metrics.done(res, time.Since(began))
 			if !c.deliver(broker.CleanDone{TP: j.tp, Incarnation: j.incarnation,
 				Result: res, Err: err}) {
 				return

@@ -43,6 +43,7 @@ func (n *Node) startHTTP() error {
 	reg.MustRegister(collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		n.newCollector(), n.syncer.latency)
+	reg.MustRegister(n.cleaner.metrics.collectors()...)
 	n.registerFlowMetrics(reg)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -10,6 +10,9 @@
 #   CLUSTER [1]          0 skips `sluice bench cluster` (3 node processes: RF=3 acks=all
 #                        throughput and failover times, about 5 minutes)
 #   CLUSTER_ARGS         extra arguments for it, e.g. "--kills 3 --shutdowns 3"
+#   COMPACTION [1]       0 skips `sluice bench compaction` (MB/s cleaned, and produce
+#                        p50/p99 with the cleaner idle and busy; about half a minute)
+#   COMPACTION_ARGS      extra arguments for it, e.g. "--fill-mib 1024"
 #   BENCH_CHART [docs/images/bench.svg]  the run's picture (`sluice bench chart`); "" skips it
 #
 # Every FIGURE and CONTEXT line of the run (Sluice's and the peers') is also kept in
@@ -20,10 +23,15 @@ export PATH="/usr/local/go/bin:$PATH"
 BENCH_PORT=${BENCH_PORT:-19093}
 PEERS=${PEERS:-1}
 CLUSTER=${CLUSTER:-1}
+COMPACTION=${COMPACTION:-1}
 BENCH_CHART=${BENCH_CHART-docs/images/bench.svg}
 
 load3() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown; }
 loadavg() { echo "load average: $(load3)"; }
+# has PATTERN COMMAND...: whether COMMAND's output (stdout and stderr) matches PATTERN.
+# Not `COMMAND | grep -q`: under pipefail, grep -q leaving at the first match can kill
+# COMMAND with SIGPIPE, which failed the test (2026-12-04: every Sluice step skipped).
+has() { local p=$1; shift; "$@" 2>&1 | grep -E -- "$p" >/dev/null; }
 
 mkdir -p bin/bench-results
 results="bin/bench-results/$(date -u +%Y%m%dT%H%M%SZ).txt"
@@ -32,7 +40,7 @@ figures() { tee -a "$results"; }
 go build -o bin/sluice ./cmd/sluice
 echo "CONTEXT date=$(date -u +%FT%TZ) cpus=$(nproc) loadavg_start=\"$(load3)\"" | figures
 loadavg
-if ! bin/sluice help 2>&1 | grep -qE '^  bench '; then
+if ! has '^  bench ' bin/sluice help; then
   echo "sluice bench: not built yet (no 'bench' command in this binary); skipping"
 elif [ -n "${BOOTSTRAP:-}" ]; then
   bin/sluice bench --bootstrap "$BOOTSTRAP" "$@" | figures
@@ -47,11 +55,13 @@ else
     "ssl.truststore.location=$data.tls/ca.pem" >"$data.properties"
   node=""
   trap 'if [ -n "$node" ]; then kill "$node" 2>/dev/null; wait "$node" 2>/dev/null; fi
-    rm -rf "$data" "$data.log" "$data.tls" "$data.properties"' EXIT
-  # start_node: a node on an empty data directory, serving once its port answers.
+    rm -rf "$data" "$data.log" "$data.tls" "$data.properties" "$data.compact"' EXIT
+  # start_node [PROPERTIES] [HTTP]: a node on an empty data directory, serving once its
+  # port answers; HTTP is its metrics address (none by default).
   start_node() {
     rm -rf "$data" && mkdir -p "$data"
-    bin/sluice node --id 1 --config "$data.properties" --http-listen "" --data "$data" >"$data.log" 2>&1 &
+    bin/sluice node --id 1 --config "${1:-$data.properties}" --http-listen "${2:-}" \
+      --data "$data" >"$data.log" 2>&1 &
     node=$!
     for _ in $(seq 1 150); do
       if (exec 3<>"/dev/tcp/127.0.0.1/$BENCH_PORT") 2>/dev/null; then return 0; fi
@@ -75,13 +85,32 @@ else
     --label tls_ --steps acks1_p1,acksall_p1,consume --server-pid "$node" "$@" | figures ||
     echo "TLS bench failed"
   stop_node
+  # Compaction (docs/benchmarks.md, "Compaction"): on a node of its own, its metrics on
+  # the port after the TLS one (the clean's MB/s comes from its cleaner series) and the
+  # cleaner looking for work every second instead of 15, so the clean starts soon after
+  # the bench releases it.
+  if [ "$COMPACTION" = 0 ]; then
+    echo "compaction benchmark: skipped (COMPACTION=0)"
+  elif has '--metrics' bin/sluice bench compaction -h; then
+    http_port=$((BENCH_PORT + 2))
+    printf '%s\n' "listeners=PLAINTEXT://127.0.0.1:$BENCH_PORT" "log.cleaner.backoff.ms=1000" \
+      >"$data.compact"
+    start_node "$data.compact" "127.0.0.1:$http_port"
+    loadavg
+    # shellcheck disable=SC2086 # COMPACTION_ARGS is a list of arguments
+    bin/sluice bench compaction --bootstrap "127.0.0.1:$BENCH_PORT" \
+      --metrics "http://127.0.0.1:$http_port/metrics" --server-pid "$node" \
+      ${COMPACTION_ARGS:-} | figures ||
+      { echo "compaction bench failed; the node's log:"; tail -20 "$data.log"; }
+    stop_node
+  fi
 fi
 
 # The cluster figures (docs/benchmarks.md, "Cluster"): three node processes with the
 # default settings, their data on the repository's disk like the single node's.
 if [ "$CLUSTER" = 0 ]; then
   echo "cluster benchmark: skipped (CLUSTER=0)"
-elif bin/sluice bench cluster -h 2>&1 | grep -q -- '--kills'; then
+elif has '--kills' bin/sluice bench cluster -h; then
   loadavg
   cdata=$(mktemp -d "$PWD/bin/bench-cluster.XXXXXX")
   # shellcheck disable=SC2086 # CLUSTER_ARGS is a list of arguments

@@ -133,6 +133,18 @@ func (n *node) compactConfig(t *meta.Topic) (c replica.CompactConfig, del bool) 
 	}, del
 }
 
+// segmentMs is the roll age of a topic's active segment: segment.ms, or for a
+// compacted topic max.compaction.lag.ms when that is shorter, as Kafka rolls it. The
+// cleaner never touches the active segment, so without the roll a record in it would
+// wait segment.ms (7 days), not max.compaction.lag.ms, to become cleanable. Like
+// segment.ms, it takes effect at the next append.
+func segmentMs(segmentMs int64, c replica.CompactConfig) int64 {
+	if c.Enabled && c.MaxLagMs < segmentMs {
+		return c.MaxLagMs
+	}
+	return segmentMs
+}
+
 // cleanerState is the replica manager's view of the cleaner.
 type cleanerState struct {
 	armed bool

@@ -126,3 +126,34 @@ func TestBrokerWideCompactLeavesTheOffsetsTopicAlone(t *testing.T) {
 	require.False(t, cfg.Compact.Enabled)
 	require.False(t, cfg.NoDelete)
 }
+
+// max.compaction.lag.ms on a compacted topic also rolls the active segment (Kafka's
+// roll age is the shorter of segment.ms and it), so a record that is never followed by
+// a full segment still becomes cleanable: with min.cleanable.dirty.ratio=1, which never
+// starts a clean, the lag alone cleans it once it is older than the lag.
+func TestMaxCompactionLagRollsTheActiveSegmentAndForcesAClean(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		require.NoError(t, c.Set("log.cleaner.backoff.ms", "1000"))
+	})
+	h.mustCreate("c", 1, "cleanup.policy=compact", "max.compaction.lag.ms=60000",
+		"min.cleanable.dirty.ratio=1")
+	h.mustCreate("d", 1, "max.compaction.lag.ms=60000")
+	require.EqualValues(t, 60000, h.b.replicaConfig(h.b.image.Topic("c")).Segment.SegmentMs)
+	require.EqualValues(t, 604800000, h.b.replicaConfig(h.b.image.Topic("d")).Segment.SegmentMs,
+		"not compacted: segment.ms alone")
+
+	produce := func() {
+		t.Helper()
+		p := producePart(t, h.do(produceReq(-1, "c", 0, keyed([]byte("k"), []byte("v")))))
+		require.Zero(t, p.ErrorCode)
+	}
+	produce()
+	h.advance(59 * time.Second)
+	produce() // the segment is 59 s old: no roll
+	h.advance(2 * time.Second)
+	require.Empty(t, h.env.cleans, "nothing closed yet")
+	produce() // 61 s: rolls, and the closed segment's first record is 61 s old
+	h.advance(2 * time.Second)
+	require.Len(t, h.env.cleans, 1)
+	require.EqualValues(t, 2, h.env.cleans[0].req.UpTo, "the two records of the old segment")
+}

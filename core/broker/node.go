@@ -127,7 +127,7 @@ func (n *node) replicaConfig(t *meta.Topic) replica.Config {
 		Segment: replica.SegmentConfig{
 			TopicID:       id,
 			SegmentBytes:  n.topicConfigInt(t, "segment.bytes"),
-			SegmentMs:     n.topicConfigInt(t, "segment.ms"),
+			SegmentMs:     segmentMs(n.topicConfigInt(t, "segment.ms"), compact),
 			IndexInterval: int(n.topicConfigInt(t, "index.interval.bytes")),
 		},
 		RetentionMs:          n.topicConfigInt(t, "retention.ms"),

@@ -74,8 +74,8 @@ type Cleaner interface {
 // PlanClean says whether the partition should be cleaned now and what range. dirtyStart
 // is where the last clean's key map ended (0 when unknown). Only closed segments wholly
 // below the high-water mark whose max timestamp is at least MinLagMs old are cleanable;
-// they are cleaned when their dirty share reaches MinDirtyRatio or a dirty one is older
-// than MaxLagMs.
+// they are cleaned when their dirty share is past MinDirtyRatio or a dirty one was
+// created (its first batch appended) longer than MaxLagMs ago.
 func (r *Replica) PlanClean(nowMs, dirtyStart int64) (CleanRequest, bool) {
 	c := r.cfg.Compact
 	if !c.Enabled || r.offline {
@@ -108,7 +108,9 @@ func (r *Replica) PlanClean(nowMs, dirtyStart int64) (CleanRequest, bool) {
 	if upTo < 0 || dirty == 0 || total == 0 {
 		return CleanRequest{}, false
 	}
-	if !overdue && float64(dirty)/float64(total) < c.MinDirtyRatio {
+	// Strictly past the ratio, as Kafka's cleaner chooses a log: a ratio of 1 cleans
+	// only what max.compaction.lag.ms forces.
+	if !overdue && float64(dirty)/float64(total) <= c.MinDirtyRatio {
 		return CleanRequest{}, false
 	}
 	return CleanRequest{DirtyStart: dirtyStart, UpTo: upTo, NowMs: nowMs,

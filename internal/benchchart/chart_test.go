@@ -137,6 +137,17 @@ func TestParseReadsEveryToolsFormat(t *testing.T) {
 	require.False(t, ok)
 }
 
+// The clean's figure of `sluice bench compaction` has no msgs_per_s; it is kept, with
+// no rate, rather than failing the whole picture.
+func TestParseKeepsTheCompactionCleanFigure(t *testing.T) {
+	run, err := Parse(strings.NewReader("FIGURE system=sluice test=compaction_clean " +
+		"cleaned_MB_per_s=80.1 read_MB_per_s=160.2 clean_s=3.10\n"))
+	require.NoError(t, err)
+	f, ok := run.Find("sluice", "", "compaction_clean")
+	require.True(t, ok)
+	require.Zero(t, f.MsgsPerS)
+}
+
 func TestParseRejectsAFigureWithoutSystem(t *testing.T) {
 	_, err := Parse(strings.NewReader("noise\nFIGURE test=x msgs_per_s=1\n"))
 	require.ErrorContains(t, err, "line 2")

@@ -113,6 +113,9 @@ func parseFigure(line string) (Figure, error) {
 	if strings.HasPrefix(f.Test, "failover_") {
 		return parseFailover(f, kv)
 	}
+	if f.Test == "compaction_clean" {
+		return f, nil // MB/s cleaned (sluice bench compaction): not in the picture
+	}
 	rate, err := strconv.ParseFloat(kv["msgs_per_s"], 64)
 	if err != nil {
 		return Figure{}, fmt.Errorf("FIGURE %s %s: msgs_per_s: %w", f.System, f.Test, err)
