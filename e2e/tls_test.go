@@ -66,9 +66,11 @@ func TestDevTLSWithKcat(t *testing.T) {
 	kcatPath(t)
 	plain := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	ssl := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	saslSSL := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	dir := filepath.Join(t.TempDir(), "tls")
 	n := startProcess(t, []string{"dev", "--tls", "--listen", plain, "--tls-listen", ssl,
-		"--tls-dir", dir, "--client-auth", "required"}, plain, ssl)
+		"--sasl-ssl-listen", saslSSL, "--tls-dir", dir, "--client-auth", "required"},
+		plain, ssl, saslSSL)
 	f := devcert.Files{CA: filepath.Join(dir, "ca.pem"),
 		ClientCert: filepath.Join(dir, "client.crt"), ClientKey: filepath.Join(dir, "client.key")}
 	require.Eventually(t, func() bool { return strings.Contains(n.logText(), "kcat -b "+ssl) },
