@@ -24,13 +24,13 @@ import (
 	"github.com/sluicemq/sluice/internal/devcert"
 )
 
-// saslNode is a node with PLAINTEXT, SASL_PLAINTEXT and SASL_SSL listeners: PLAIN user
-// alice (from the users file) and, once created with `sluice user create`, SCRAM user
-// bob.
+// saslNode is a node with PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL listeners: PLAIN
+// user alice (from the users file) and, once created with `sluice user create`, SCRAM
+// user bob.
 type saslNode struct {
 	*node
-	plain, saslPlain, saslSSL string
-	certs                     devcert.Files
+	plain, ssl, saslPlain, saslSSL string
+	certs                          devcert.Files
 }
 
 const (
@@ -43,6 +43,7 @@ func startSASLNode(t *testing.T, extraConf string) *saslNode {
 	f, err := devcert.Write(t.TempDir())
 	require.NoError(t, err)
 	s := &saslNode{certs: f, plain: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		ssl:       fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		saslPlain: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		saslSSL:   fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	dir := t.TempDir()
@@ -50,15 +51,15 @@ func startSASLNode(t *testing.T, extraConf string) *saslNode {
 	require.NoError(t, os.WriteFile(users, []byte("# dev users\nalice:"+alicePassword+"\n"),
 		0o600))
 	conf := filepath.Join(dir, "server.properties")
-	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(`listeners=PLAINTEXT://%s,SASL_PLAINTEXT://%s,SASL_SSL://%s
+	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(`listeners=PLAINTEXT://%s,SSL://%s,SASL_PLAINTEXT://%s,SASL_SSL://%s
 inter.broker.listener.name=PLAINTEXT
 ssl.keystore.location=%s
 ssl.truststore.location=%s
 sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
 sluice.sasl.plain.users.file=%s
-%s`, s.plain, s.saslPlain, s.saslSSL, f.Server, f.CA, users, extraConf)), 0o600))
+%s`, s.plain, s.ssl, s.saslPlain, s.saslSSL, f.Server, f.CA, users, extraConf)), 0o600))
 	s.node = startProcess(t, []string{"node", "--config", conf, "--data", t.TempDir(),
-		"--http-listen="}, s.plain, s.saslPlain, s.saslSSL)
+		"--http-listen="}, s.plain, s.ssl, s.saslPlain, s.saslSSL)
 	s.node.addr = s.plain
 	return s
 }
