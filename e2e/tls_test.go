@@ -110,6 +110,12 @@ func TestDevTLSWithKcat(t *testing.T) {
 	_, err = kcat(t, 20*time.Second, nil, "-b", ssl, "-L", "-m", "3")
 	require.Error(t, err, "plaintext on the SSL port: refused")
 
+	// The SASL user is SASL_SSL's client: the banner's line, run as printed, needs no
+	// client certificate even with --client-auth required.
+	sasl := devBannerLine(t, n, `kcat (-b `+regexp.QuoteMeta(saslSSL)+` .*-L)`)
+	_, err = kcat(t, 20*time.Second, nil, strings.Fields(sasl[1])...)
+	require.NoError(t, err, "SASL_SSL asks for no client certificate")
+
 	meta, err = kcat(t, 20*time.Second, nil, "-b", plain, "-L")
 	require.NoError(t, err, "the plaintext listener still serves")
 	require.Contains(t, meta, "broker 1 at "+plain)

@@ -45,7 +45,7 @@ func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	tlsDir := fs.String("tls-dir", "", "write the certificates to `DIR` and keep them "+
 		"(default: in the temporary directory, removed at exit)")
 	clientAuth := fs.String("client-auth", "requested", "ssl.client.auth of the SSL "+
-		"listener: none, requested or required")
+		"listener: none, requested or required (SASL_SSL asks for no certificate)")
 	useSASL := fs.Bool("sasl", false, "add a SASL_PLAINTEXT listener with user admin "+
 		"and a password drawn at start")
 	saslListen := fs.String("sasl-listen", "127.0.0.1:9094", "loopback `HOST:PORT` of "+

@@ -67,8 +67,12 @@ func addDevSASL(opts *runtime.Options, tmp string, plain bool, addr, sslAddr str
 			Addr: addr, Protocol: kafkanet.SASLPlaintext, SASL: settings})
 	}
 	if tls != nil {
+		// The SASL user is the client: no client certificate is asked for, whatever
+		// --client-auth makes the SSL listener do, so the banner's kcat line works.
+		t := tls.TLS
+		t.ClientAuth = "none"
 		opts.Listeners = append(opts.Listeners, runtime.Listener{Name: "SASL_SSL",
-			Addr: sslAddr, Protocol: kafkanet.SASLSSL, SASL: settings, TLS: tls.TLS})
+			Addr: sslAddr, Protocol: kafkanet.SASLSSL, SASL: settings, TLS: t})
 	}
 	// The authorizer, with admin its super user and what no ACL covers open to all: the
 	// PLAINTEXT and SSL listeners serve as without it, and an ACL a person adds decides
