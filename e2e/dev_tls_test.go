@@ -40,13 +40,7 @@ func TestDevTLSSASLSSLWithKcat(t *testing.T) {
 	admin := strings.Fields(line[1])[1:] // kcat's arguments as printed, without -L
 	require.NotContains(t, n.logText(), "SASL_PLAINTEXT", "--tls alone: no SASL_PLAINTEXT")
 
-	_, err := kcat(t, 30*time.Second, []byte("a:1\nb:2\n"), append(admin, "-t", "d", "-P",
-		"-K:")...)
-	require.NoError(t, err)
-	out, err := kcat(t, 30*time.Second, nil, append(admin, "-t", "d", "-C", "-e", "-o",
-		"beginning", "-f", "%k:%s\n")...)
-	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"a:1", "b:2"}, strings.Fields(out))
+	kcatProduceConsume(t, "d", admin...)
 
 	// Without credentials: librdkafka will not start SASL without them; TLS without
 	// SASL on the SASL_SSL port gets no metadata; a wrong password and an unknown user
@@ -57,7 +51,7 @@ func TestDevTLSSASLSSLWithKcat(t *testing.T) {
 			noSASL = append(noSASL, admin[i], admin[i+1])
 		}
 	}
-	_, err = kcat(t, 20*time.Second, nil, append(slices.Clip(noSASL), "-X",
+	_, err := kcat(t, 20*time.Second, nil, append(slices.Clip(noSASL), "-X",
 		"sasl.mechanisms=SCRAM-SHA-512", "-L", "-m", "3")...)
 	require.ErrorContains(t, err, "sasl.username and sasl.password must be set")
 	tlsOnly := strings.Replace(strings.Join(noSASL, " "), "protocol=SASL_SSL",
@@ -75,7 +69,7 @@ func TestDevTLSSASLSSLWithKcat(t *testing.T) {
 
 	// A second user, denied topic secret, with the commands the banner prints.
 	user := devBannerLine(t, n, `SLUICE_USER_PASSWORD=(\S+) sluice (user create bob .*)`)
-	out, err = cli(t, []string{"SLUICE_USER_PASSWORD=" + user[1]}, strings.Fields(user[2])...)
+	out, err := cli(t, []string{"SLUICE_USER_PASSWORD=" + user[1]}, strings.Fields(user[2])...)
 	require.NoError(t, err, out)
 	deny := devBannerLine(t, n, `sluice (acl add --deny-principal User:bob .*--topic secret.*)`)
 	out, err = cli(t, nil, strings.Fields(deny[1])...)

@@ -287,14 +287,8 @@ func TestDevSASLWithKcat(t *testing.T) {
 	args := []string{"-b", ss, "-X", "security.protocol=SASL_SSL", "-X",
 		"ssl.ca.location=" + filepath.Join(dir, "ca.pem"), "-X", "sasl.mechanisms=SCRAM-SHA-512",
 		"-X", "sasl.username=admin", "-X", "sasl.password=" + password}
-	_, err := kcat(t, 30*time.Second, []byte("a:1\nb:2\n"), append(args, "-t", "d", "-P",
-		"-K:")...)
-	require.NoError(t, err)
-	out, err := kcat(t, 30*time.Second, nil, append(args, "-t", "d", "-C", "-e", "-o",
-		"beginning", "-f", "%k:%s\n")...)
-	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"a:1", "b:2"}, strings.Fields(out))
-	_, err = kcat(t, 20*time.Second, nil, append(args[:10], "-X", "sasl.password=wrong",
+	kcatProduceConsume(t, "d", args...)
+	_, err := kcat(t, 20*time.Second, nil, append(args[:10], "-X", "sasl.password=wrong",
 		"-L", "-m", "3")...)
 	require.Error(t, err, "a wrong password is refused")
 
@@ -321,7 +315,7 @@ func TestDevSASLWithKcat(t *testing.T) {
 	_, rest, ok := strings.Cut(n.logText(), "--sasl-token-file ")
 	require.True(t, ok, "the banner prints an OAUTHBEARER command")
 	tokenFile, _, _ := strings.Cut(rest, "\n")
-	out, err = cli(t, nil, "topic", "list", "--bootstrap", sp, "--sasl-mechanism",
+	out, err := cli(t, nil, "topic", "list", "--bootstrap", sp, "--sasl-mechanism",
 		"OAUTHBEARER", "--sasl-token-file", strings.TrimSpace(tokenFile))
 	require.NoError(t, err, out)
 	require.Contains(t, out, "d")
