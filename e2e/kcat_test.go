@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,6 +41,20 @@ func kcat(t *testing.T, timeout time.Duration, stdin []byte, args ...string) (st
 		err = fmt.Errorf("kcat %v: %w\nstderr:\n%s", args, err, errb.String())
 	}
 	return out.String(), err
+}
+
+// kcatProduceConsume produces a:1 and b:2 to topic with kcat's connection args and
+// reads them back from the beginning.
+func kcatProduceConsume(t *testing.T, topic string, args ...string) {
+	t.Helper()
+	args = slices.Clip(args)
+	_, err := kcat(t, 30*time.Second, []byte("a:1\nb:2\n"), append(args, "-t", topic, "-P",
+		"-K:")...)
+	require.NoError(t, err)
+	out, err := kcat(t, 30*time.Second, nil, append(args, "-t", topic, "-C", "-e", "-o",
+		"beginning", "-f", "%k:%s\n")...)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"a:1", "b:2"}, strings.Fields(out))
 }
 
 func TestKcatMetadataListsBrokerAndTopics(t *testing.T) {

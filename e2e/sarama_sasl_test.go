@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"crypto/sha512"
+	"crypto/tls"
+	"fmt"
 	"testing"
 
 	"github.com/IBM/sarama"
@@ -67,6 +69,66 @@ func TestSaramaSASL(t *testing.T) {
 			_, _, err = p.SendMessage(&sarama.ProducerMessage{Topic: "sarama-sasl",
 				Value: sarama.StringEncoder(tc.name)})
 			require.NoError(t, err)
+		})
+	}
+}
+
+// Sarama over TLS: on the SSL listener with a client certificate, and on the SASL_SSL
+// listener with SCRAM-SHA-512, it produces and reads back what it produced; a wrong
+// password over SASL_SSL is refused, and the node serves the next client.
+func TestSaramaOverTLS(t *testing.T) {
+	s := startSASLNode(t, "")
+	s.createBob(t)
+	cert, err := tls.LoadX509KeyPair(s.certs.ClientCert, s.certs.ClientKey)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, addr string
+		cert       bool
+		pw         string // SCRAM-SHA-512 as bob; "": no SASL
+		ok         bool
+	}{
+		{"ssl", s.ssl, true, "", true},
+		{"sasl-ssl-scram512", s.saslSSL, false, bobPassword, true},
+		{"sasl-ssl-wrong-password", s.saslSSL, false, "nope", false},
+		{"sasl-ssl-after-refusal", s.saslSSL, false, bobPassword, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := saramaConfig()
+			c.Net.TLS.Enable, c.Net.TLS.Config = true, s.tlsConfig(t)
+			if tc.cert {
+				c.Net.TLS.Config.Certificates = []tls.Certificate{cert}
+			}
+			if tc.pw != "" {
+				c.Net.SASL.Enable, c.Net.SASL.Mechanism = true, sarama.SASLTypeSCRAMSHA512
+				c.Net.SASL.User, c.Net.SASL.Password = "bob", tc.pw
+				c.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient {
+					return &saramaSCRAM{}
+				}
+			}
+			c.Producer.Return.Successes = true
+			c.Producer.Partitioner = sarama.NewManualPartitioner
+			c.Metadata.Retry.Max = 1
+			p, err := sarama.NewSyncProducer([]string{tc.addr}, c)
+			if !tc.ok {
+				require.ErrorContains(t, err, "SASL")
+				return
+			}
+			require.NoError(t, err)
+			defer p.Close()
+			topic := "sarama-" + tc.name
+			for i := range 3 {
+				_, _, err = p.SendMessage(&sarama.ProducerMessage{Topic: topic,
+					Value: sarama.StringEncoder(fmt.Sprint(i))})
+				require.NoError(t, err)
+			}
+			cons, err := sarama.NewConsumer([]string{tc.addr}, c)
+			require.NoError(t, err)
+			defer cons.Close()
+			var vals []string
+			for _, m := range saramaReadPartition(t, cons, topic, 0) {
+				vals = append(vals, m.val)
+			}
+			require.Equal(t, []string{"0", "1", "2"}, vals)
 		})
 	}
 }

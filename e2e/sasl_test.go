@@ -24,13 +24,13 @@ import (
 	"github.com/sluicemq/sluice/internal/devcert"
 )
 
-// saslNode is a node with PLAINTEXT, SASL_PLAINTEXT and SASL_SSL listeners: PLAIN user
-// alice (from the users file) and, once created with `sluice user create`, SCRAM user
-// bob.
+// saslNode is a node with PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL listeners: PLAIN
+// user alice (from the users file) and, once created with `sluice user create`, SCRAM
+// user bob.
 type saslNode struct {
 	*node
-	plain, saslPlain, saslSSL string
-	certs                     devcert.Files
+	plain, ssl, saslPlain, saslSSL string
+	certs                          devcert.Files
 }
 
 const (
@@ -43,6 +43,7 @@ func startSASLNode(t *testing.T, extraConf string) *saslNode {
 	f, err := devcert.Write(t.TempDir())
 	require.NoError(t, err)
 	s := &saslNode{certs: f, plain: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		ssl:       fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		saslPlain: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		saslSSL:   fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	dir := t.TempDir()
@@ -50,15 +51,15 @@ func startSASLNode(t *testing.T, extraConf string) *saslNode {
 	require.NoError(t, os.WriteFile(users, []byte("# dev users\nalice:"+alicePassword+"\n"),
 		0o600))
 	conf := filepath.Join(dir, "server.properties")
-	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(`listeners=PLAINTEXT://%s,SASL_PLAINTEXT://%s,SASL_SSL://%s
+	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(`listeners=PLAINTEXT://%s,SSL://%s,SASL_PLAINTEXT://%s,SASL_SSL://%s
 inter.broker.listener.name=PLAINTEXT
 ssl.keystore.location=%s
 ssl.truststore.location=%s
 sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
 sluice.sasl.plain.users.file=%s
-%s`, s.plain, s.saslPlain, s.saslSSL, f.Server, f.CA, users, extraConf)), 0o600))
+%s`, s.plain, s.ssl, s.saslPlain, s.saslSSL, f.Server, f.CA, users, extraConf)), 0o600))
 	s.node = startProcess(t, []string{"node", "--config", conf, "--data", t.TempDir(),
-		"--http-listen="}, s.plain, s.saslPlain, s.saslSSL)
+		"--http-listen="}, s.plain, s.ssl, s.saslPlain, s.saslSSL)
 	s.node.addr = s.plain
 	return s
 }
@@ -286,14 +287,8 @@ func TestDevSASLWithKcat(t *testing.T) {
 	args := []string{"-b", ss, "-X", "security.protocol=SASL_SSL", "-X",
 		"ssl.ca.location=" + filepath.Join(dir, "ca.pem"), "-X", "sasl.mechanisms=SCRAM-SHA-512",
 		"-X", "sasl.username=admin", "-X", "sasl.password=" + password}
-	_, err := kcat(t, 30*time.Second, []byte("a:1\nb:2\n"), append(args, "-t", "d", "-P",
-		"-K:")...)
-	require.NoError(t, err)
-	out, err := kcat(t, 30*time.Second, nil, append(args, "-t", "d", "-C", "-e", "-o",
-		"beginning", "-f", "%k:%s\n")...)
-	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"a:1", "b:2"}, strings.Fields(out))
-	_, err = kcat(t, 20*time.Second, nil, append(args[:10], "-X", "sasl.password=wrong",
+	kcatProduceConsume(t, "d", args...)
+	_, err := kcat(t, 20*time.Second, nil, append(args[:10], "-X", "sasl.password=wrong",
 		"-L", "-m", "3")...)
 	require.Error(t, err, "a wrong password is refused")
 
@@ -320,7 +315,7 @@ func TestDevSASLWithKcat(t *testing.T) {
 	_, rest, ok := strings.Cut(n.logText(), "--sasl-token-file ")
 	require.True(t, ok, "the banner prints an OAUTHBEARER command")
 	tokenFile, _, _ := strings.Cut(rest, "\n")
-	out, err = cli(t, nil, "topic", "list", "--bootstrap", sp, "--sasl-mechanism",
+	out, err := cli(t, nil, "topic", "list", "--bootstrap", sp, "--sasl-mechanism",
 		"OAUTHBEARER", "--sasl-token-file", strings.TrimSpace(tokenFile))
 	require.NoError(t, err, out)
 	require.Contains(t, out, "d")

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicemq/sluice/internal/devcert"
 )
@@ -66,9 +69,11 @@ func TestDevTLSWithKcat(t *testing.T) {
 	kcatPath(t)
 	plain := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	ssl := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	saslSSL := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	dir := filepath.Join(t.TempDir(), "tls")
 	n := startProcess(t, []string{"dev", "--tls", "--listen", plain, "--tls-listen", ssl,
-		"--tls-dir", dir, "--client-auth", "required"}, plain, ssl)
+		"--sasl-ssl-listen", saslSSL, "--tls-dir", dir, "--client-auth", "required"},
+		plain, ssl, saslSSL)
 	f := devcert.Files{CA: filepath.Join(dir, "ca.pem"),
 		ClientCert: filepath.Join(dir, "client.crt"), ClientKey: filepath.Join(dir, "client.key")}
 	require.Eventually(t, func() bool { return strings.Contains(n.logText(), "kcat -b "+ssl) },
@@ -104,6 +109,12 @@ func TestDevTLSWithKcat(t *testing.T) {
 	require.Error(t, err, "no client certificate: refused")
 	_, err = kcat(t, 20*time.Second, nil, "-b", ssl, "-L", "-m", "3")
 	require.Error(t, err, "plaintext on the SSL port: refused")
+
+	// The SASL user is SASL_SSL's client: the banner's line, run as printed, needs no
+	// client certificate even with --client-auth required.
+	sasl := devBannerLine(t, n, `kcat (-b `+regexp.QuoteMeta(saslSSL)+` .*-L)`)
+	_, err = kcat(t, 20*time.Second, nil, strings.Fields(sasl[1])...)
+	require.NoError(t, err, "SASL_SSL asks for no client certificate")
 
 	meta, err = kcat(t, 20*time.Second, nil, "-b", plain, "-L")
 	require.NoError(t, err, "the plaintext listener still serves")
@@ -154,4 +165,75 @@ listener.name.external.ssl.client.auth=required
 		"-o", "beginning", "-f", "%k:%s\n")
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"a:1", "b:2"}, strings.Fields(out))
+}
+
+// An expired client certificate on a listener with ssl.client.auth=required, signed by
+// the CA the node trusts: franz-go and kcat are refused at the handshake, the node logs
+// why, and it keeps serving a client with a valid certificate and its plaintext
+// listener.
+func TestExpiredClientCertificateOverSSL(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := devcert.NewCA("test CA", time.Hour)
+	require.NoError(t, err)
+	write := func(name string, l devcert.Leaf) (certFile, keyFile string) {
+		p, err := ca.Issue(l)
+		require.NoError(t, err)
+		certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+		require.NoError(t, os.WriteFile(certFile, p.CertPEM, 0o600))
+		require.NoError(t, os.WriteFile(keyFile, p.KeyPEM, 0o600))
+		return certFile, keyFile
+	}
+	f := devcert.Files{CA: filepath.Join(dir, "ca.pem"), Server: filepath.Join(dir, "server.pem")}
+	require.NoError(t, os.WriteFile(f.CA, ca.PEM, 0o600))
+	srv, err := ca.Issue(devcert.Leaf{CommonName: "localhost", Server: true})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(f.Server, srv.Combined(), 0o600))
+	expired := f
+	expired.ClientCert, expired.ClientKey = write("expired", devcert.Leaf{CommonName: "old",
+		NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
+	valid := f
+	valid.ClientCert, valid.ClientKey = write("valid", devcert.Leaf{CommonName: "current"})
+
+	plain := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	ssl := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	conf := filepath.Join(dir, "server.properties")
+	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(`listeners=PLAINTEXT://%s,SSL://%s
+inter.broker.listener.name=PLAINTEXT
+ssl.keystore.location=%s
+ssl.truststore.location=%s
+ssl.client.auth=required
+`, plain, ssl, f.Server, f.CA)), 0o600))
+	n := startProcess(t, []string{"node", "--config", conf, "--data", t.TempDir(),
+		"--http-listen="}, plain, ssl)
+
+	franz := func(files devcert.Files) error {
+		cert, err := tls.LoadX509KeyPair(files.ClientCert, files.ClientKey)
+		require.NoError(t, err)
+		pool := x509.NewCertPool()
+		pool.AddCert(ca.Cert)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(ssl), kgo.RetryTimeout(time.Second),
+			kgo.DialTLSConfig(&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert},
+				MinVersion: tls.VersionTLS12}))
+		require.NoError(t, err)
+		defer cl.Close()
+		return cl.Ping(ctx(t, 5*time.Second))
+	}
+	require.ErrorContains(t, franz(expired), "expired certificate", "franz-go, expired")
+	require.NoError(t, franz(valid), "franz-go with a valid certificate is served")
+	if _, err := exec.LookPath("kcat"); err == nil || os.Getenv("CI") != "" {
+		_, err := kcat(t, 20*time.Second, nil, append([]string{"-b", ssl, "-L", "-m", "3"},
+			sslArgs(expired, true)...)...)
+		require.ErrorContains(t, err, "expired", "kcat, expired")
+		_, err = kcat(t, 20*time.Second, []byte("a:1\n"), append([]string{"-b", ssl, "-t",
+			"valid", "-P", "-K:"}, sslArgs(valid, true)...)...)
+		require.NoError(t, err, "kcat with a valid certificate is served")
+	}
+	// Handshake failures are logged at most once a second (startProcess's probe may
+	// have taken this second's line): an expired client may have to try again.
+	require.Eventually(t, func() bool {
+		return franz(expired) != nil && strings.Contains(n.logText(), "certificate has expired")
+	}, 10*time.Second, 250*time.Millisecond, "the node logs why:\n%s", n.logText())
+	require.NoError(t, cliTestClient(t, plain, "").Ping(ctx(t, 5*time.Second)),
+		"the plaintext listener serves")
+	require.NoError(t, n.stop())
 }

@@ -162,9 +162,15 @@ func (c *conn) saslGate(h header, rest []byte, size int) (handled, ok bool) {
 	case key == kmsg.SASLAuthenticate && s.phase == saslAuthenticate:
 		return true, c.saslAuthenticate(h, rest, size)
 	}
-	c.lg.Warn("closing connection: unexpected request during SASL authentication",
-		zap.Int16("key", h.key), zap.Int16("version", h.version),
-		zap.Int32("correlation_id", h.corr), zap.String("client_id", h.clientID))
+	// A client without credentials (TLS but no SASL, say) does this on every
+	// connection: a failed authentication, logged as one, at most once a second.
+	c.srv.counters.saslFailures.Add(1)
+	if ok, skipped := c.srv.saslSample.allow(); ok {
+		c.lg.Info("closing connection: unexpected request during SASL authentication",
+			zap.Int16("key", h.key), zap.Int16("version", h.version),
+			zap.Int32("correlation_id", h.corr), zap.String("client_id", h.clientID),
+			zap.Uint64("not_logged_since_last", skipped))
+	}
 	return true, false
 }
 

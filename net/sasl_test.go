@@ -248,6 +248,8 @@ func TestSASLRefusesWhatComesBeforeAuthentication(t *testing.T) {
 	require.Equal(t, kerr.UnsupportedSaslMechanism.Code, hs.ErrorCode)
 	require.Equal(t, SupportedMechanisms(), hs.SupportedMechanisms)
 	requireClosed(t, nc)
+	require.EqualValues(t, 3, srv.Stats().SASLFailures, "each counted as a failed "+
+		"authentication (and logged as one, at most once a second)")
 
 	nc = dialSASL(t, srv) // a frame over sasl.server.max.receive.size
 	require.Zero(t, handshake(t, nc, 1, "PLAIN").ErrorCode)

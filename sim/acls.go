@@ -253,10 +253,10 @@ func aclBinding(p string, op acl.Operation) acl.Binding {
 		Principal: p, Host: acl.Wildcard, Operation: op, Permission: acl.Allow}
 }
 
-// toController sends the next request to the controller's node on a cluster: a node
-// that does not lead the metadata quorum cannot commit an ACL or quota change (it
-// answers REQUEST_TIMED_OUT after the request's timeout; docs/simulation.md). It
-// reports whether it had to look the controller up first.
+// toController sends the next request to the controller's node on a cluster, as the
+// workload did when another node answered ACL and quota changes REQUEST_TIMED_OUT;
+// such a node now forwards them there (KIP-590; docs/simulation.md). It reports
+// whether it had to look the controller up first.
 func (a *aclAdmin) toController() bool {
 	if a.findController() {
 		return true

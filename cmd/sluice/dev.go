@@ -3,8 +3,8 @@ package main
 // `sluice dev`: a throw-away single node for trying things out. Its data lives in a
 // temporary directory removed at exit; it listens on loopback only. With --tls it also
 // has an SSL listener, with a throw-away CA, server and client certificate
-// (internal/devcert), and prints how to connect. With --sasl it has SASL listeners and
-// a user (dev_sasl.go).
+// (internal/devcert), and a SASL_SSL listener with a SASL user (dev_sasl.go); with
+// --sasl a SASL_PLAINTEXT listener with that user. It prints how to connect.
 
 import (
 	"errors"
@@ -25,7 +25,8 @@ import (
 
 func init() {
 	register("dev", command{summary: "run a throw-away node for trying things out " +
-		"(--tls: with generated certificates; --sasl: with a SASL user)", run: runDev})
+		"(--tls: SSL and SASL_SSL with generated certificates and a SASL user; " +
+		"--sasl: SASL_PLAINTEXT)", run: runDev})
 }
 
 const devSynopsis = "sluice dev [--listen 127.0.0.1:9092] [--tls] [--tls-listen 127.0.0.1:9093] " +
@@ -37,15 +38,16 @@ const devSynopsis = "sluice dev [--listen 127.0.0.1:9092] [--tls] [--tls-listen 
 func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("dev", devSynopsis, stderr)
 	listen := fs.String("listen", "127.0.0.1:9092", "loopback `HOST:PORT` of the PLAINTEXT listener")
-	useTLS := fs.Bool("tls", false, "add an SSL listener, with a throw-away CA and "+
-		"certificates (with --nodes: run the metadata quorum over mutual TLS)")
+	useTLS := fs.Bool("tls", false, "add an SSL listener and a SASL_SSL one, with a "+
+		"throw-away CA and certificates and user admin with a password drawn at start "+
+		"(with --nodes: run the metadata quorum over mutual TLS)")
 	tlsListen := fs.String("tls-listen", "127.0.0.1:9093", "loopback `HOST:PORT` of the SSL listener")
 	tlsDir := fs.String("tls-dir", "", "write the certificates to `DIR` and keep them "+
 		"(default: in the temporary directory, removed at exit)")
 	clientAuth := fs.String("client-auth", "requested", "ssl.client.auth of the SSL "+
-		"listener: none, requested or required")
-	useSASL := fs.Bool("sasl", false, "add a SASL_PLAINTEXT listener (and SASL_SSL with "+
-		"--tls) with user admin and a password drawn at start")
+		"listener: none, requested or required (SASL_SSL asks for no certificate)")
+	useSASL := fs.Bool("sasl", false, "add a SASL_PLAINTEXT listener with user admin "+
+		"and a password drawn at start")
 	saslListen := fs.String("sasl-listen", "127.0.0.1:9094", "loopback `HOST:PORT` of "+
 		"the SASL_PLAINTEXT listener")
 	saslSSLListen := fs.String("sasl-ssl-listen", "127.0.0.1:9095", "loopback `HOST:PORT` "+
@@ -117,13 +119,14 @@ func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		opts.Listeners = append(opts.Listeners, ssl)
 	}
 	var sasl *devSASL
-	if *useSASL {
+	if *useSASL || *useTLS {
 		var ssl *runtime.Listener
 		if *useTLS {
 			l := opts.Listeners[len(opts.Listeners)-1]
 			ssl = &l
 		}
-		if sasl, err = addDevSASL(&opts, tmp, *saslListen, *saslSSLListen, ssl); err != nil {
+		if sasl, err = addDevSASL(&opts, tmp, *useSASL, *saslListen, *saslSSLListen,
+			ssl); err != nil {
 			fmt.Fprintf(stderr, "sluice dev: %v\n", err)
 			return 1
 		}
