@@ -90,6 +90,7 @@ func (n *node) token() uint64 {
 // reply sends resp for r, with resp's version set to the request's.
 func (n *node) reply(r Request, resp kmsg.Response) {
 	n.fixAnswer(r, resp)
+	n.fillAuthorizedOps(r, resp) // KIP-430 (authorized_ops.go)
 	resp.SetVersion(r.Msg.GetVersion())
 	if r.Forwarded {
 		resp = envelopeAnswer(resp)
