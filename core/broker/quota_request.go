@@ -31,17 +31,6 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // nanosPerPercentSecond converts handler time to the quota's unit: 1 % of a second.
 const nanosPerPercentSecond = 1e9 / 100
 
-// HandlerTime reports how long the step that handled Request took, in nanoseconds
-// (measured by the driver). The broker charges it to Request's request_percentage
-// quota, if one applies (quota_request.go); nothing else reads it. It is an input
-// of its own so that the broker never reads a clock.
-type HandlerTime struct {
-	Request Request
-	Nanos   int64
-}
-
-func (HandlerTime) isInput() {}
-
 // exemptFromRequestQuota says whether r is inter-broker traffic, never metered.
 func exemptFromRequestQuota(r Request) bool {
 	if r.Forwarded {
