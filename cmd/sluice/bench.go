@@ -74,10 +74,14 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "compaction" {
 		return runBenchCompaction(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "hostile" {
+		return runBenchHostile(args[1:], stdout, stderr)
+	}
 	fs := newFlagSet("bench", "sluice bench [--bootstrap HOST:PORT] [--records N] [--size B] "+
 		"[--steps S,...]\n       sluice bench chart --in RESULTS --out FILE.svg\n"+
 		"       sluice bench cluster [--nodes N] [--kills K] (sluice bench cluster -h)\n"+
-		"       sluice bench compaction --metrics URL (sluice bench compaction -h)", stderr)
+		"       sluice bench compaction --metrics URL (sluice bench compaction -h)\n"+
+		"       sluice bench hostile [--conns N] [--time D] (sluice bench hostile -h)", stderr)
 	var o benchOpts
 	fs.StringVar(&o.bootstrap, "bootstrap", "127.0.0.1:9092", "broker address")
 	fs.IntVar(&o.records, "records", 200_000, "records per produce step")
