@@ -51,6 +51,7 @@ func TestHostileCombinedLoadLeavesAWellBehavedClientServed(t *testing.T) {
 	require.LessOrEqual(t, c("idle_accepted"), int64(perIP-greedy))
 	require.GreaterOrEqual(t, c("idle_refused"), int64(idle+greedy-perIP))
 	require.GreaterOrEqual(t, nodeSaw("refused_per_ip"), c("idle_refused")+c("slow_refused"))
+	require.Contains(t, n.logText(), "too many connections from one address")
 	require.LessOrEqual(t, nodeSaw("conns_open"), int64(perIP+50), "127.0.0.1 holds a few")
 	require.Zero(t, c("idle_closed"), "connections.max.idle.ms is 10 minutes")
 	// sluice.request.read.timeout.ms: each slow frame was cut after 1 s (the bound

@@ -61,7 +61,8 @@ func runBenchHostile(args []string, stdout, stderr io.Writer) int {
 		"its /metrics on the next one")
 	fs.StringVar(&o.data, "data", "", "folder for that node's data (default: a temporary one)")
 	fs.StringVar(&o.logFile, "log", "", "file for that node's log (default: discarded)")
-	fs.Var(&o.settings, "setting", "`KEY=VALUE` for that node's config file (repeatable)")
+	fs.Var(&o.settings, "setting", "a `KEY=VALUE` line of that node's config file, "+
+		"over the bench's own (repeatable)")
 	fs.StringVar(&o.metrics, "metrics", "", "`URL` of --bootstrap's /metrics, for the "+
 		"node's own counts of refused and closed connections")
 	fs.IntVar(&o.serverPID, "server-pid", 0, "`PID` of --bootstrap's node, for its RSS "+
@@ -76,10 +77,12 @@ func runBenchHostile(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.attack.openBound, "open-time", 60*time.Second,
 		"time bound for opening the connections")
 	fs.Int64Var(&o.quota, "quota", 100<<10, "producer_byte_rate of the greedy clients' id")
-	fs.DurationVar(&o.baseline, "baseline-time", 15*time.Second, "well-behaved alone")
-	fs.DurationVar(&o.hostile, "time", 15*time.Second, "well-behaved under the attack")
+	fs.DurationVar(&o.baseline, "baseline-time", 15*time.Second,
+		"how long the well-behaved producer runs alone")
+	fs.DurationVar(&o.hostile, "time", 15*time.Second,
+		"how long it runs under the attack")
 	fs.IntVar(&o.size, "size", 1024, "record value bytes of the well-behaved producer")
-	fs.IntVar(&o.records, "records", 100_000, "bound on its records per phase")
+	fs.IntVar(&o.records, "records", 100_000, "at most this many of its records per phase")
 	fs.DurationVar(&o.bound, "bound", 30*time.Second,
 		"time bound of one produce or consume; the bench fails past it")
 	if err := fs.Parse(args); err != nil {
