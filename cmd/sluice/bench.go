@@ -117,10 +117,18 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 2
 	}
+	return runUntilSignal("bench", stderr, func(ctx context.Context) error {
+		return benchRun(ctx, o, stdout)
+	})
+}
+
+// runUntilSignal runs f with a context that Ctrl-C or SIGTERM ends, and turns its
+// error into exit status 1, printed after name.
+func runUntilSignal(name string, stderr io.Writer, f func(context.Context) error) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := benchRun(ctx, o, stdout); err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
+	if err := f(ctx); err != nil {
+		fmt.Fprintln(stderr, name+":", err)
 		return 1
 	}
 	return 0

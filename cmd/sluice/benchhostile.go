@@ -16,11 +16,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -98,13 +95,9 @@ func runBenchHostile(args []string, stdout, stderr io.Writer) int {
 			"sizes, counts, times and --quota must be positive")
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := benchHostile(ctx, o, stdout); err != nil {
-		fmt.Fprintln(stderr, "bench hostile:", err)
-		return 1
-	}
-	return 0
+	return runUntilSignal("bench hostile", stderr, func(ctx context.Context) error {
+		return benchHostile(ctx, o, stdout)
+	})
 }
 
 func benchHostile(ctx context.Context, o hostileOpts, out io.Writer) error {
