@@ -175,11 +175,15 @@ func (a *attack) openIdle() error {
 			defer wg.Done()
 			for range jobs {
 				nc, err := a.dial()
+				answered := err == nil && hello(nc, 10*time.Second)
+				if err == nil && !answered {
+					a.forget(nc) // refused: its descriptor is not kept until the end
+				}
 				a.mu.Lock()
 				switch {
 				case err != nil:
 					failed = cmpFirst(failed, err)
-				case hello(nc, 10*time.Second):
+				case answered:
 					a.idle = append(a.idle, nc)
 				default:
 					a.idleRefused++
@@ -188,14 +192,19 @@ func (a *attack) openIdle() error {
 			}
 		}()
 	}
-	for i := 0; i < a.o.idle && ctx.Err() == nil && failed == nil; i++ {
+	stopped := func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return failed != nil || ctx.Err() != nil
+	}
+	for i := 0; i < a.o.idle && !stopped(); i++ {
 		select {
 		case jobs <- struct{}{}:
 		case <-ctx.Done():
 		}
 	}
 	close(jobs)
-	wg.Wait()
+	wg.Wait() // failed is read below without the lock: every writer has ended
 	if failed != nil {
 		return fmt.Errorf("opening the idle connections: %w (is the open-file limit, "+
 			"ulimit -n, high enough?)", failed)
