@@ -118,7 +118,7 @@ func benchHostile(ctx context.Context, o hostileOpts, out io.Writer) error {
 	if err := hostilePhase(ctx, o, env, "hostile_baseline", o.baseline, out); err != nil {
 		return err
 	}
-	before := scrapeLimits(o.metrics)
+	before := scrapeLimits(ctx, o.metrics)
 	a, err := startAttack(ctx, o.attack)
 	if err != nil {
 		return err
@@ -127,10 +127,10 @@ func benchHostile(ctx context.Context, o hostileOpts, out io.Writer) error {
 	if err := hostilePhase(ctx, o, env, "hostile", o.hostile, out); err != nil {
 		return err
 	}
-	during := scrapeLimits(o.metrics)
+	during := scrapeLimits(ctx, o.metrics)
 	rss, fds := serverMem(o.serverPID)
 	st := a.stop()
-	end := scrapeLimits(o.metrics)
+	end := scrapeLimits(ctx, o.metrics)
 	printAttack(out, o, st)
 	after, err := env.produceOne(ctx)
 	if err != nil {

@@ -8,15 +8,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // hostileNode is the node the bench started.
@@ -102,18 +98,11 @@ type nodeLimits struct {
 }
 
 // scrapeLimits reads url's connection figures, nil when url is "" or does not answer.
-func scrapeLimits(url string) *nodeLimits {
+func scrapeLimits(ctx context.Context, url string) *nodeLimits {
 	if url == "" {
 		return nil
 	}
-	cl := http.Client{Timeout: 5 * time.Second}
-	resp, err := cl.Get(url)
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(resp.Body)
+	mfs, err := scrapeMetrics(ctx, url)
 	if err != nil {
 		return nil
 	}
