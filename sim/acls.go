@@ -21,10 +21,9 @@ import (
 // had. The ACL clients' writes are not part of the linearizability history; they have
 // checks of their own.
 
-// aclsByDefault: whether the seeds that draw the workload run it. Off: it changes the
-// trace of every seed that draws it, and the sweeps of record (docs/simulation.md) are
-// kept; `--set acls=on` turns it on for any seed.
-const aclsByDefault = false
+// aclsByDefault: whether the seeds that draw the workload run it (on since session 18;
+// docs/simulation.md). `--set acls=on|off` forces it for any seed.
+const aclsByDefault = true
 
 // aclTopic is the topic the ACL workload protects; aclSuperUser the admin's principal.
 const (
