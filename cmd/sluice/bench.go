@@ -23,6 +23,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
@@ -228,7 +229,55 @@ func benchCreateTopic(ctx context.Context, o benchOpts, topic string) error {
 	if resp.Err != nil {
 		return resp.Err
 	}
-	return benchAwaitTopic(ctx, adm, topic, o.partitions, int(max(o.replication, 1)))
+	if err := benchAwaitTopic(ctx, adm, topic, o.partitions, int(max(o.replication, 1))); err != nil {
+		return err
+	}
+	return benchAwaitEveryBroker(ctx, adm, cl, topic, o.partitions)
+}
+
+// benchAwaitEveryBroker waits (within ctx) until every broker's own metadata names a
+// leader for each partition of topic. Nodes apply the topic's creation at different
+// moments; a produce that reaches a leader before it applied it is refused, and
+// franz-go refreshes its metadata at most every 5 s (MetadataMinAge), which became a
+// 5 s p99 on some cluster steps (docs/benchmarks.md, session 18).
+func benchAwaitEveryBroker(ctx context.Context, adm *kadm.Client, cl *kgo.Client,
+	topic string, partitions int) error {
+	brokers, err := adm.ListBrokers(ctx)
+	if err != nil {
+		return fmt.Errorf("topic %s: list brokers: %w", topic, err)
+	}
+	for _, b := range brokers {
+		for !brokerLeadsAll(ctx, cl, b.NodeID, topic, partitions) {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("topic %s: broker %d does not name every partition's "+
+					"leader: %w", topic, b.NodeID, ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// brokerLeadsAll says whether broker id's metadata names a leader for each of topic's
+// partitions.
+func brokerLeadsAll(ctx context.Context, cl *kgo.Client, id int32, topic string,
+	partitions int) bool {
+	req := kmsg.NewPtrMetadataRequest()
+	t := kmsg.NewMetadataRequestTopic()
+	t.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, cl.Broker(int(id)))
+	if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 ||
+		len(resp.Topics[0].Partitions) != partitions {
+		return false
+	}
+	for _, p := range resp.Topics[0].Partitions {
+		if p.ErrorCode != 0 || p.Leader < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // benchAwaitTopic waits (within ctx) until every partition of topic has a leader and
