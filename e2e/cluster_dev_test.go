@@ -74,6 +74,47 @@ func TestDevClusterOfThreeNodes(t *testing.T) {
 	dev.interrupt(t)
 }
 
+// TestDevClusterWithQuorumTLS runs `sluice dev --nodes 3 --tls`: the metadata quorum
+// runs over mutual TLS with throw-away certificates. The cluster forms (every broker
+// registers through the quorum, so `sluice cluster describe` lists three live ones),
+// serves an RF=3 acks=all topic, and the banner says the quorum is on TLS. (A peer
+// from another CA is refused: runtime's TestQuorumRefusesAnotherCAsPeer.)
+func TestDevClusterWithQuorumTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three node processes")
+	}
+	base := freeDevBasePort(t)
+	data := filepath.Join(t.TempDir(), "cluster")
+	addrs := []string{fmt.Sprintf("127.0.0.1:%d", base), fmt.Sprintf("127.0.0.1:%d", base+1),
+		fmt.Sprintf("127.0.0.1:%d", base+2)}
+	bootstrap := strings.Join(addrs, ",")
+	dev := startDevCluster(t, data, base, "--tls")
+	banner, err := os.ReadFile(dev.out)
+	require.NoError(t, err)
+	require.Contains(t, string(banner), "mutual TLS", string(banner))
+
+	awaitOutput(t, 30*time.Second, func() (string, bool) {
+		code, s, _ := runSluice(t, 30*time.Second, nil, "cluster", "describe",
+			"--bootstrap", addrs[2])
+		return s, code == 0 && len(regexp.MustCompile(`(?m)^[123]\s+127\.0\.0\.1:\d+\s+`+
+			`-\s+live$`).FindAllString(s, -1)) == 3
+	})
+	code, out, _ := runSluice(t, 30*time.Second, nil, "topic", "create", "secure",
+		"--partitions", "1", "--replication-factor", "3", "--config",
+		"min.insync.replicas=2", "--bootstrap", bootstrap)
+	require.Equal(t, 0, code, out)
+	awaitOutput(t, 30*time.Second, func() (string, bool) {
+		code, s, _ := runSluice(t, 30*time.Second, []byte("one\ntwo\n"), "produce", "secure",
+			"--bootstrap", bootstrap, "--acks", "all", "--timeout", "5s")
+		return s, code == 0 && strings.Contains(s, "produced 2 record(s)")
+	})
+	code, out, _ = runSluice(t, 30*time.Second, nil, "consume", "secure",
+		"--from-beginning", "--exit-at-end", "--bootstrap", bootstrap)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "one\ntwo\n")
+	dev.interrupt(t)
+}
+
 type devProcess struct {
 	cmd    *exec.Cmd
 	out    string // stdout file
@@ -82,7 +123,7 @@ type devProcess struct {
 }
 
 // startDevCluster starts `sluice dev --nodes 3` and waits for its banner.
-func startDevCluster(t *testing.T, data string, base int) *devProcess {
+func startDevCluster(t *testing.T, data string, base int, extra ...string) *devProcess {
 	t.Helper()
 	dir := t.TempDir()
 	d := &devProcess{out: filepath.Join(dir, "stdout"), waited: make(chan struct{})}
@@ -90,8 +131,8 @@ func startDevCluster(t *testing.T, data string, base int) *devProcess {
 	require.NoError(t, err)
 	stderr, err := os.Create(filepath.Join(dir, "stderr"))
 	require.NoError(t, err)
-	d.cmd = exec.Command(sluiceBinary(t), "dev", "--nodes", "3", "--data", data,
-		"--base-port", strconv.Itoa(base))
+	d.cmd = exec.Command(sluiceBinary(t), append([]string{"dev", "--nodes", "3", "--data", data,
+		"--base-port", strconv.Itoa(base)}, extra...)...)
 	d.cmd.Stdout, d.cmd.Stderr = stdout, stderr
 	require.NoError(t, d.cmd.Start())
 	go func() { _ = d.cmd.Wait(); stdout.Close(); stderr.Close(); close(d.waited) }()
