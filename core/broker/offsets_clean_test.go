@@ -28,7 +28,6 @@ type diskLogs struct {
 	state *disk.MemState
 	logs  map[core.TopicPartition]*disk.PartitionLog
 	now   func() int64
-	t     testing.TB
 }
 
 func (d *diskLogs) dir(tp core.TopicPartition) string {
@@ -59,7 +58,7 @@ func newDiskHarness(t *testing.T, opts ...func(*Config)) *harness {
 	h := &harness{t: t, cfg: cfg, env: newFakeEnv(t), now: harnessStart, seed: 1}
 	h.env.disk = &diskLogs{fs: disk.NewMemFS(), state: disk.NewMemState(),
 		logs: map[core.TopicPartition]*disk.PartitionLog{},
-		now:  func() int64 { return h.now.Millis() }, t: t}
+		now:  func() int64 { return h.now.Millis() }}
 	h.boot()
 	return h
 }
