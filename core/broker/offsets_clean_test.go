@@ -84,9 +84,9 @@ func (h *harness) runCleans() int {
 // replays it: its records, tombstones, batches thinned or emptied by the cleaner, and
 // its size on disk.
 type offsetsLogStats struct {
-	records, tombstones, cleanedBatches int
-	bytes                               int64
-	keys                                map[string]bool // keys with a tombstone
+	records, tombstones, cleanedBatches, segments int
+	bytes                                         int64
+	keys                                          map[string]bool // keys with a tombstone
 }
 
 func (h *harness) offsetsLog(p int32) offsetsLogStats {
@@ -96,6 +96,7 @@ func (h *harness) offsetsLog(p int32) offsetsLogStats {
 	st := offsetsLogStats{keys: map[string]bool{}}
 	for _, s := range rep.Log().Segments() {
 		st.bytes += s.SizeBytes
+		st.segments++
 	}
 	for off := rep.StartOffset(); off < rep.HighWatermark(); {
 		res := rep.Read(off, 1<<20)
@@ -182,7 +183,7 @@ func TestOffsetsTopicStaysBoundedByLiveRecordsAfterCleans(t *testing.T) {
 	requireCode(t, nil, h.do(del).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode)
 
 	const commits = 400
-	cleaned, maxRecords, maxBytes := 0, 0, int64(0)
+	cleaned, maxRecords, maxBytes, maxSegments := 0, 0, int64(0), 0
 	for i := range commits {
 		requireCode(t, nil, commitCodes(h.do(commitReq("g", 1, a.id, "t", int32(0),
 			int64(i), "t", int32(1), int64(1000+i))))[0])
@@ -193,6 +194,7 @@ func TestOffsetsTopicStaysBoundedByLiveRecordsAfterCleans(t *testing.T) {
 			requireCode(t, nil, b.heartbeat())
 			st := h.offsetsLog(0)
 			maxRecords, maxBytes = max(maxRecords, st.records), max(maxBytes, st.bytes)
+			maxSegments = max(maxSegments, st.segments)
 		}
 	}
 	require.Greater(t, cleaned, 0, "the cleaner rewrote segments")
@@ -203,8 +205,10 @@ func TestOffsetsTopicStaysBoundedByLiveRecordsAfterCleans(t *testing.T) {
 	// uncleaned segments: the active one and any not yet cleaned (2 KiB each, about 20
 	// records).
 	require.Less(t, maxRecords, 100, "records bounded, not growing with commits")
-	require.Less(t, maxBytes, int64(16<<10), "bytes bounded (uncleaned: %d commits of "+
+	require.Less(t, maxBytes, int64(8<<10), "bytes bounded (uncleaned: %d commits of "+
 		"~110 bytes)", commits)
+	require.Less(t, maxSegments, 10, "cleans merge the segments they shrank (~25 rolled)")
+	t.Logf("at most %d records, %d bytes, %d segments", maxRecords, maxBytes, maxSegments)
 	require.Equal(t, 2, st.tombstones, "the dropped group's tombstones are kept")
 
 	h.restart()
