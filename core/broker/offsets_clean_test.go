@@ -265,3 +265,41 @@ func TestOffsetsTombstonesAreKeptForDeleteRetention(t *testing.T) {
 	lg := kmsg.NewPtrListGroupsRequest()
 	require.Len(t, h.do(lg).(*kmsg.ListGroupsResponse).Groups, 1, "only g")
 }
+
+// An offsets topic created before it was compacted (no cleanup.policy, as the retired
+// rewrite's nodes created it) is cleaned all the same once the node restarts: its
+// commits, written then and after, load from the cleaned log.
+func TestOffsetsTopicCreatedBeforeIsCleaned(t *testing.T) {
+	h := newDiskHarness(t, offsetsCleanOpts)
+	h.mustCreate("t", 1)
+	requireCode(t, nil, commitCodes(h.do(commitReq("g", -1, "", "t", int32(0),
+		int64(0))))[0])
+	for i, rec := range h.env.committed {
+		if rec.Kind == meta.KindTopicCreated && rec.Topic == group.OffsetsTopic {
+			var cfgs []meta.Config
+			for _, c := range rec.Configs {
+				if c.Name != "cleanup.policy" {
+					cfgs = append(cfgs, c)
+				}
+			}
+			h.env.committed[i].Configs = cfgs
+		}
+	}
+	h.restart()
+	_, ok := h.b.image.Topic(group.OffsetsTopic).Override("cleanup.policy")
+	require.False(t, ok, "an old offsets topic")
+	for i := 1; i <= 200; i++ {
+		requireCode(t, nil, commitCodes(h.do(commitReq("g", -1, "", "t", int32(0),
+			int64(i))))[0])
+		if i%20 == 0 {
+			h.advance(time.Second)
+			h.runCleans()
+		}
+	}
+	st := h.offsetsLog(0)
+	require.Less(t, st.records, 60, "cleaned: 201 commits of one key")
+	require.Greater(t, st.cleanedBatches, 0)
+	h.restart()
+	off, _ := h.fetchOffset(8, "g", "t", 0)
+	require.EqualValues(t, 200, off)
+}
