@@ -6,7 +6,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluicemq/sluice/compress"
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/batch"
 	"github.com/sluicemq/sluice/core/group"
@@ -99,30 +98,13 @@ func readCompacted(r *replica.Replica, from, hwm int64) (compactedLog, error) {
 
 // add records the records of one batch.
 func (l *compactedLog) add(h batch.Header, raw []byte, from, hwm int64) error {
-	var rb kmsg.RecordBatch
-	if err := rb.ReadFrom(raw); err != nil {
-		return err
-	}
-	body := rb.Records
-	if codec := int8(rb.Attributes & batch.AttrCompressionMask); codec != 0 {
-		var err error
-		if body, err = (compress.Codecs{}).Decompress(codec, body, decodeMaxBytes); err != nil {
-			return err
-		}
-	}
-	for i := int32(0); i < rb.NumRecords; i++ {
-		var r kmsg.Record
-		if err := r.ReadFrom(body); err != nil {
-			return fmt.Errorf("record %d of %d: %w", i, rb.NumRecords, err)
-		}
-		body = body[varintSize(int64(r.Length))+int(r.Length):]
-		off := h.BaseOffset + int64(r.OffsetDelta)
+	return eachStoredRecord(raw, h, func(off int64, r *kmsg.Record) error {
 		l.last[string(r.Key)] = max(l.last[string(r.Key)], off)
 		if off >= from && off < hwm {
 			l.records[off] = keyedRecord{key: r.Key, value: r.Value}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // compactedByCleaner says whether tp's replicas compare as compacted logs.
