@@ -25,9 +25,15 @@ import (
 // startNodeWith starts a node with the given config-file settings.
 func startNodeWith(t *testing.T, settings ...string) *node {
 	t.Helper()
+	return startNodeWithArgs(t, nil, settings...)
+}
+
+// startNodeWithArgs starts a node with the given config-file settings and arguments.
+func startNodeWithArgs(t *testing.T, args []string, settings ...string) *node {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "server.properties")
 	require.NoError(t, os.WriteFile(path, []byte(strings.Join(settings, "\n")+"\n"), 0o644))
-	return startNode(t, "", "--config", path)
+	return startNode(t, "", append([]string{"--config", path}, args...)...)
 }
 
 // dialFrom connects to the node from a loopback address of its own (all of 127/8 is

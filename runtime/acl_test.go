@@ -246,3 +246,48 @@ func TestACLClusterServesItsOwnTraffic(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, kerr.ClusterAuthorizationFailed.Code, eresp.ErrorCode)
 }
+
+// TestDescribeQuorumAndAuthorizedOperationsFollowACLs: DescribeQuorum, which the node
+// answers itself, needs DESCRIBE on the cluster as in Kafka; a Metadata request that
+// asks for KIP-430's authorized operations is told what the principal's ACLs allow.
+func TestDescribeQuorumAndAuthorizedOperationsFollowACLs(t *testing.T) {
+	users := filepath.Join(t.TempDir(), "users")
+	require.NoError(t, os.WriteFile(users, []byte("admin:admin-secret\nbob:bob-secret\n"),
+		0o600))
+	n := startACLNode(t, t.TempDir(), users)
+	t.Cleanup(func() { _ = n.Close() })
+	ctx := testCtx(t, 60*time.Second)
+	admin, bob := plainClient(t, n, "admin"), plainClient(t, n, "bob")
+	_, err := kadm.NewClient(admin).CreateTopic(ctx, 1, 1, nil, "orders")
+	require.NoError(t, err)
+	created, err := kadm.NewClient(admin).CreateACLs(ctx,
+		kadm.NewACLs().Allow("User:bob").Topics("orders").Operations(kadm.OpRead))
+	require.NoError(t, err)
+	require.NoError(t, created[0].Err)
+
+	quorum := func(cl *kgo.Client) int16 {
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		rt := kmsg.NewDescribeQuorumRequestTopic()
+		rt.Topic = "__cluster_metadata"
+		rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{
+			kmsg.NewDescribeQuorumRequestTopicPartition()}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		return resp.ErrorCode
+	}
+	require.Equal(t, kerr.ClusterAuthorizationFailed.Code, quorum(bob))
+	require.Zero(t, quorum(admin))
+
+	md := kmsg.NewPtrMetadataRequest()
+	md.IncludeTopicAuthorizedOperations = true
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("orders")
+	md.Topics = append(md.Topics, mt)
+	resp, err := md.RequestWith(ctx, bob)
+	require.NoError(t, err)
+	require.Len(t, resp.Topics, 1)
+	require.Zero(t, resp.Topics[0].ErrorCode)
+	require.EqualValues(t, 1<<3|1<<8, resp.Topics[0].AuthorizedOperations,
+		"READ, and the DESCRIBE it implies")
+}

@@ -30,6 +30,11 @@ func (n *Node) answerDescribeQuorum(r broker.Request) bool {
 	}
 	resp := m.ResponseKind().(*kmsg.DescribeQuorumResponse)
 	resp.SetVersion(m.Version)
+	if !n.b.AuthorizedClusterDescribe(r) { // DESCRIBE on the cluster, as Kafka asks
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		n.replier.Reply(broker.Reply{Conn: r.Conn, ID: r.ID, Msg: resp})
+		return true
+	}
 	for _, t := range m.Topics {
 		rt := kmsg.NewDescribeQuorumResponseTopic()
 		rt.Topic = t.Topic

@@ -78,9 +78,29 @@ func (n *Node) stepReceived(in broker.Input, received time.Time) {
 	case !n.answerNoController(in):
 		n.b.Step(now, in)
 	}
+	n.reportHandlerTime(in, now)
 	n.flow.endStep()
 	n.replier.Flush(len(n.inbox) == 0 && len(n.completions) == 0)
 	n.syncer.kick()
+}
+
+// reportHandlerTime tells the broker how long the step that handled a request took:
+// the wall time from its start (now) to here, which the broker charges to the
+// request's request_percentage quota (core/broker quota_request.go). The replies'
+// writing and the fsyncs that follow are not counted, as Kafka's request-handler time
+// leaves out its network threads.
+func (n *Node) reportHandlerTime(in broker.Input, start core.Time) {
+	r, ok := in.(broker.Request)
+	if !ok {
+		return
+	}
+	now := n.now()
+	ht := broker.HandlerTime{Request: r, Nanos: int64(now - start)}
+	if n.cl != nil {
+		n.cl.h.Step(now, ht)
+		return
+	}
+	n.b.Step(now, ht)
 }
 
 // answerNoController answers, on a node without a quorum, DescribeQuorum (a quorum of

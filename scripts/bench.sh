@@ -13,6 +13,11 @@
 #   COMPACTION [1]       0 skips `sluice bench compaction` (MB/s cleaned, and produce
 #                        p50/p99 with the cleaner idle and busy; about half a minute)
 #   COMPACTION_ARGS      extra arguments for it, e.g. "--fill-mib 1024"
+#   HOSTILE [1]          0 skips `sluice bench hostile` (a node of its own, last: a
+#                        well-behaved producer alone and under 2,000 hostile
+#                        connections, about 45 seconds)
+#   HOSTILE_PORT [19300] its node's Kafka port (/metrics on the next one)
+#   HOSTILE_ARGS         extra arguments for it, e.g. "--time 60s --conns 4000"
 #   BENCH_CHART [docs/images/bench.svg]  the run's picture (`sluice bench chart`); "" skips it
 #
 # Every FIGURE and CONTEXT line of the run (Sluice's and the peers') is also kept in
@@ -24,6 +29,8 @@ BENCH_PORT=${BENCH_PORT:-19093}
 PEERS=${PEERS:-1}
 CLUSTER=${CLUSTER:-1}
 COMPACTION=${COMPACTION:-1}
+HOSTILE=${HOSTILE:-1}
+HOSTILE_PORT=${HOSTILE_PORT:-19300}
 BENCH_CHART=${BENCH_CHART-docs/images/bench.svg}
 
 load3() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown; }
@@ -133,6 +140,26 @@ elif [ -f "$peer" ]; then
   bash "$peer" | figures || echo "peer benchmarks: failed; the picture shows what ran"
 else
   echo "peer benchmarks: $peer not found; skipping"
+fi
+# The hostile-client figures (docs/benchmarks.md, "Hostile clients"), after all the
+# others so that its 2,000 connections disturb none of them: `sluice bench hostile`
+# starts a node of its own (data on the repository's disk) and stops it. The bench and
+# its node each hold over 2,000 descriptors; Go raises the soft limit to the hard one.
+if [ "$HOSTILE" = 0 ]; then
+  echo "hostile-client benchmark: skipped (HOSTILE=0)"
+elif [ "$(ulimit -Hn)" != unlimited ] && [ "$(ulimit -Hn)" -lt 4500 ]; then
+  echo "hostile-client benchmark: skipped (ulimit -Hn is $(ulimit -Hn); it needs 4500)"
+elif has '--slow' bin/sluice bench hostile -h; then
+  loadavg
+  hdata=$(mktemp -d "$PWD/bin/bench-hostile.XXXXXX")
+  # shellcheck disable=SC2086 # HOSTILE_ARGS is a list of arguments
+  if bin/sluice bench hostile --port "$HOSTILE_PORT" --data "$hdata" --log "$hdata.log" \
+    ${HOSTILE_ARGS:-} | figures; then
+    rm -f "$hdata.log"
+  else
+    echo "hostile-client benchmark failed; node log in $hdata.log"
+  fi
+  rm -rf "$hdata"
 fi
 echo "CONTEXT loadavg_end=\"$(load3)\"" | figures
 loadavg

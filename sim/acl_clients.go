@@ -130,14 +130,14 @@ func (c *aclClient) produce() {
 }
 
 // noteThrottle counts a throttled answer; a client without a quota must not get one
-// (unless the run sets quotas for every client id: AdminSpec.QuotaBytes).
+// (unless the run sets quotas for every client id: AdminSpec.QuotaBytes, QuotaPercent).
 func (c *aclClient) noteThrottle(api string, t int32) {
 	if t <= 0 {
 		return
 	}
 	c.throttled++
 	c.w.stats.ACLs["throttled-"+c.name]++
-	if !c.quota && c.w.cfg.Admin.QuotaBytes == 0 {
+	if !c.quota && c.w.cfg.Admin.QuotaBytes == 0 && c.w.cfg.Admin.QuotaPercent == 0 {
 		c.w.fail("quota", "%s: a %s answer carried ThrottleMillis %d though no quota "+
 			"applies to it", c.name, api, t)
 	}

@@ -18,7 +18,7 @@ type admin struct {
 	spec     AdminSpec
 	topics   []TopicSpec
 	created  bool
-	quotaSet bool // AdminSpec.QuotaBytes is in force
+	quotaSet bool // AdminSpec.QuotaBytes and QuotaPercent are in force
 	busyReq  bool
 	draining bool
 	parts    map[string]int32
@@ -48,7 +48,7 @@ func (a *admin) pump() {
 		a.createTopics()
 		return
 	}
-	if a.spec.QuotaBytes > 0 && !a.quotaSet {
+	if (a.spec.QuotaBytes > 0 || a.spec.QuotaPercent > 0) && !a.quotaSet {
 		a.setQuota()
 		return
 	}
@@ -156,17 +156,25 @@ func (a *admin) createTopics() {
 	})
 }
 
-// setQuota sets the client-id=<default> byte-rate quotas (AdminSpec.QuotaBytes).
+// setQuota sets the client-id=<default> quotas: byte rates (AdminSpec.QuotaBytes)
+// and request_percentage (AdminSpec.QuotaPercent), those that are on.
 func (a *admin) setQuota() {
 	req := kmsg.NewPtrAlterClientQuotasRequest()
 	e := kmsg.NewAlterClientQuotasRequestEntry()
 	ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
 	ent.Type = "client-id" // Name nil: the <default> client id
 	e.Entity = append(e.Entity, ent)
-	for _, k := range []string{"producer_byte_rate", "consumer_byte_rate"} {
+	add := func(k string, v float64) {
 		op := kmsg.NewAlterClientQuotasRequestEntryOp()
-		op.Key, op.Value = k, float64(a.spec.QuotaBytes)
+		op.Key, op.Value = k, v
 		e.Ops = append(e.Ops, op)
+	}
+	if a.spec.QuotaBytes > 0 {
+		add("producer_byte_rate", float64(a.spec.QuotaBytes))
+		add("consumer_byte_rate", float64(a.spec.QuotaBytes))
+	}
+	if a.spec.QuotaPercent > 0 {
+		add("request_percentage", a.spec.QuotaPercent)
 	}
 	req.Entries = append(req.Entries, e)
 	a.busyReq = true

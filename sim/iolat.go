@@ -86,6 +86,20 @@ func (n *node) endStep() {
 	})
 }
 
+// reportHandlerTime tells the broker how long a request's step kept the node busy in
+// virtual time (its drawn I/O latency), which it charges to the request's
+// request_percentage quota (core/broker quota_request.go): deterministic, from the
+// node's io stream, never a real clock. A step without I/O costs nothing and reports
+// nothing, and without a request quota the broker only reads it, so seeds keep their
+// traces.
+func (n *node) reportHandlerTime(in broker.Input) {
+	r, ok := in.(broker.Request)
+	if !ok || !n.up || n.busyUntil <= n.w.now {
+		return
+	}
+	n.stepActors(broker.HandlerTime{Request: r, Nanos: n.busyUntil - n.w.now})
+}
+
 // releaseHeld sends the replies of a step that did no I/O.
 func (n *node) releaseHeld() {
 	held := n.heldReplies

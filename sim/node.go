@@ -192,6 +192,7 @@ func (n *node) step(in broker.Input) {
 	n.stepping = false
 	if n.ioLatency() && n.up {
 		n.endStep()
+		n.reportHandlerTime(in)
 	}
 }
 

@@ -193,6 +193,10 @@ type AdminSpec struct {
 	// client is throttled and its connections muted (rule E8) when over it; 0 (the
 	// default) sets none and keeps every seed's trace.
 	QuotaBytes int64
+	// QuotaPercent > 0: the admin also sets request_percentage of client-id=<default>
+	// to it, charged with each request step's virtual I/O time (iolat.go
+	// reportHandlerTime); 0 (the default) sets none and keeps every seed's trace.
+	QuotaPercent float64
 	// ReassignChance: on a cluster, each change is, with this chance (drawn after every
 	// older choice; 0, the default, keeps a seed's older trace), a partition
 	// reassignment to random brokers or a cancel (AlterPartitionReassignments, reassign.go).
@@ -675,6 +679,13 @@ func (c *Config) setSim(name, value string) (bool, error) {
 		return true, nil
 	case name == "quota.bytes":
 		return true, setInt64(&c.Admin.QuotaBytes, value)
+	case name == "quota.percent":
+		p, err := strconv.ParseFloat(value, 64)
+		if err != nil || !(p >= 0 && p <= 1e6) { // NaN and Inf too
+			return true, fmt.Errorf("quota.percent: want a non-negative number, got %q", value)
+		}
+		c.Admin.QuotaPercent = p
+		return true, nil
 	case name == "codec":
 		on, err := onOff(value)
 		c.Codec = on

@@ -74,10 +74,14 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "compaction" {
 		return runBenchCompaction(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "hostile" {
+		return runBenchHostile(args[1:], stdout, stderr)
+	}
 	fs := newFlagSet("bench", "sluice bench [--bootstrap HOST:PORT] [--records N] [--size B] "+
 		"[--steps S,...]\n       sluice bench chart --in RESULTS --out FILE.svg\n"+
 		"       sluice bench cluster [--nodes N] [--kills K] (sluice bench cluster -h)\n"+
-		"       sluice bench compaction --metrics URL (sluice bench compaction -h)", stderr)
+		"       sluice bench compaction --metrics URL (sluice bench compaction -h)\n"+
+		"       sluice bench hostile [--conns N] [--time D] (sluice bench hostile -h)", stderr)
 	var o benchOpts
 	fs.StringVar(&o.bootstrap, "bootstrap", "127.0.0.1:9092", "broker address")
 	fs.IntVar(&o.records, "records", 200_000, "records per produce step")
@@ -113,10 +117,18 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 2
 	}
+	return runUntilSignal("bench", stderr, func(ctx context.Context) error {
+		return benchRun(ctx, o, stdout)
+	})
+}
+
+// runUntilSignal runs f with a context that Ctrl-C or SIGTERM ends, and turns its
+// error into exit status 1, printed after name.
+func runUntilSignal(name string, stderr io.Writer, f func(context.Context) error) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := benchRun(ctx, o, stdout); err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
+	if err := f(ctx); err != nil {
+		fmt.Fprintln(stderr, name+":", err)
 		return 1
 	}
 	return 0

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -82,13 +81,9 @@ func runBenchCluster(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o.failoverPartitions = o.nodes
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := benchCluster(ctx, o, stdout); err != nil {
-		fmt.Fprintln(stderr, "bench cluster:", err)
-		return 1
-	}
-	return 0
+	return runUntilSignal("bench cluster", stderr, func(ctx context.Context) error {
+		return benchCluster(ctx, o, stdout)
+	})
 }
 
 func benchCluster(ctx context.Context, o clusterBenchOpts, out io.Writer) error {

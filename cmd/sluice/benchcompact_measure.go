@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -150,25 +151,34 @@ type cleanerSample struct {
 	cleans, read, cleaned, written, seconds, busy, size float64
 }
 
-func scrapeCleaner(ctx context.Context, url, topic string) (cleanerSample, error) {
+// scrapeMetrics reads a node's /metrics (url) within 5 s.
+func scrapeMetrics(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return cleanerSample{}, err
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return cleanerSample{}, fmt.Errorf("metrics: %w", err)
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return cleanerSample{}, fmt.Errorf("metrics: %s from %s", resp.Status, url)
+		return nil, fmt.Errorf("metrics: %s from %s", resp.Status, url)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return cleanerSample{}, fmt.Errorf("metrics: %w", err)
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return fams, nil
+}
+
+func scrapeCleaner(ctx context.Context, url, topic string) (cleanerSample, error) {
+	fams, err := scrapeMetrics(ctx, url)
+	if err != nil {
+		return cleanerSample{}, err
 	}
 	one := func(name string) (float64, error) {
 		f, ok := fams[name]

@@ -39,7 +39,7 @@ func runQuota(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "  %-8s %s\n", name, quotaActions[name].summary)
 		}
 		fmt.Fprintln(stderr, "\nkeys: producer_byte_rate, consumer_byte_rate (bytes per second), "+
-			"request_percentage (stored, not enforced)\nRun 'sluice quota <action> -h' "+
+			"request_percentage (% of one request handler's time)\nRun 'sluice quota <action> -h' "+
 			"for an action's flags.")
 		if len(args) == 0 {
 			return 2

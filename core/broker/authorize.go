@@ -106,6 +106,13 @@ func (b *Broker) AuthorizedClusterAction(r Request) bool {
 	return b.allowedCluster(r, acl.OpClusterAction)
 }
 
+// AuthorizedClusterDescribe says whether r's principal may DESCRIBE the cluster: the
+// node answers DescribeQuorum itself (runtime), and Kafka asks that of it. True with
+// the authorizer off.
+func (b *Broker) AuthorizedClusterDescribe(r Request) bool {
+	return b.allowedCluster(r, acl.OpDescribe)
+}
+
 // fixLater registers f to complete r's answer (after any fix registered before).
 func (n *node) fixLater(r Request, f func(kmsg.Response)) {
 	if n.authz.fixes == nil {

@@ -89,6 +89,8 @@ func (b *Broker) Step(now core.Time, in Input) {
 		b.controllerAnswered(in)
 	case Drain:
 		b.drain()
+	case HandlerTime:
+		b.chargeHandlerTime(in)
 	default:
 		panic(fmt.Sprintf("broker: unknown input %T", in))
 	}

@@ -232,6 +232,17 @@ type PeerReply struct {
 // PeerReply.
 type PeerLinkDown struct{ Node int32 }
 
+// HandlerTime reports how long the step that handled Request took, in nanoseconds: the
+// driver steps it right after that step (the runtime measures the step's wall time; a
+// simulator would take it from its virtual time or a model, never from a real clock).
+// The broker charges it to Request's request_percentage quota, if one applies
+// (quota_request.go), and to nothing else. A driver that never sends it leaves
+// request_percentage unenforced.
+type HandlerTime struct {
+	Request Request
+	Nanos   int64
+}
+
 // Drain says the node is shutting down: parked fetches are answered now with what is
 // there, and new fetches no longer wait. Produces still wait for their fsyncs, which
 // complete promptly.
@@ -249,6 +260,7 @@ func (MetaApplied) isInput()       {}
 func (MetaLeaderChanged) isInput() {}
 func (PeerReply) isInput()         {}
 func (PeerLinkDown) isInput()      {}
+func (HandlerTime) isInput()       {}
 
 // Reply answers the request with the same Conn and ID.
 type Reply struct {

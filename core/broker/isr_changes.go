@@ -18,9 +18,12 @@ package broker
 // Answers: NOT_CONTROLLER, REQUEST_TIMED_OUT and transport errors are retried with a
 // backoff (alterBackoffMs doubling up to alterBackoffMaxMs) to the quorum leader known
 // then; a success waits for its record (a record with a newer partition epoch ends
-// every pending change); any other error (a stale epoch, an ineligible replica) drops
-// the change after the backoff, and the next check or fetch decides again from the
-// image.
+// every pending change); INELIGIBLE_REPLICA and OPERATION_NOT_ATTEMPTED, which say
+// nothing was applied, drop the change (an expansion at once) and the next check or
+// fetch decides again after the backoff; any other error (a stale partition or leader
+// epoch) keeps the change, maximal ISR included, until its record or a newer one is
+// applied, as Kafka's Partition.handleAlterPartitionError does: an earlier attempt
+// whose answer was lost may be what made the state stale.
 
 import (
 	"slices"
@@ -286,7 +289,7 @@ func (rm *replicaManager) alterAnswered(in PeerReply) bool {
 		rm.lg.Info("ISR change not taken; retrying", zap.Stringer("tp", tp),
 			zap.Int16("code", code), zap.Error(in.Err))
 		rm.backoffAlter(a, alterBackoff)
-	default:
+	case kerr.IneligibleReplica.Code, kerr.OperationNotAttempted.Code:
 		rm.lg.Warn("ISR change refused", zap.Stringer("tp", tp), zap.Int32s("isr", a.newISR),
 			zap.NamedError("error", kerr.ErrorForCode(code)))
 		rm.backoffAlter(a, alterFailed)
@@ -295,6 +298,26 @@ func (rm *replicaManager) alterAnswered(in PeerReply) bool {
 				rep.SetISR(others(s.ISR, rm.cfg.NodeID)) // the refused expansion goes
 			}
 		}
+	default:
+		// A stale partition or leader epoch, or anything else: the state this node
+		// proposed against is out of date, and an earlier attempt whose answer was lost
+		// may be what moved it, so the change may be committed already. As Kafka does,
+		// the maximal ISR stays until the record that moved the epoch is applied
+		// (seed 853 of the ACL world: reset at once, the high-water mark passed the
+		// follower the committed ISR held).
+		rm.lg.Info("ISR change answered with a stale state; waiting for the record",
+			zap.Stringer("tp", tp), zap.Int32s("isr", a.newISR),
+			zap.NamedError("error", kerr.ErrorForCode(code)))
+		if mutantOn("isr-stale-answer-resets") {
+			rm.backoffAlter(a, alterFailed)
+			if rep := rm.replicas[tp]; rep != nil {
+				if s, ok := rm.assignedState(tp); ok && s.Leader == rm.cfg.NodeID {
+					rep.SetISR(others(s.ISR, rm.cfg.NodeID))
+				}
+			}
+			return true
+		}
+		rm.backoffAlter(a, alterAnswered)
 	}
 	return true
 }

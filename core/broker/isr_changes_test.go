@@ -137,3 +137,49 @@ var errTestPeer = errTestPeerT("peer timed out")
 type errTestPeerT string
 
 func (e errTestPeerT) Error() string { return string(e) }
+
+// An expansion whose first AlterPartition was committed but whose answer was lost is
+// answered INVALID_UPDATE_VERSION at its retry, before this node applied the record.
+// The leader keeps the maximal ISR until the record comes, as Kafka does: dropping the
+// follower would let the high-water mark pass what the committed ISR holds (seed 853
+// of the ACL world, read-uncommitted).
+func TestAStaleAnswerKeepsTheExpansionUntilItsRecord(t *testing.T) {
+	h := leaderHarness(t, ids(1), "1")
+	requireCode(t, nil, producePart(t, h.do(produceReq(-1, "r", 0, values("a")))).ErrorCode)
+	_ = h.do(followerFetch(2, "r", 0, 1, 2, 2, 0))
+	sent := h.takePeer()
+	require.Len(t, sent, 1)
+	req := sent[0].Msg.(*kmsg.AlterPartitionRequest)
+	rp := req.Topics[0].Partitions[0]
+	rec, change, code, _ := controller.DecideAlterPartition(h.b.image, controller.AlterPartition{
+		NodeID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, Topic: "r", Partition: 0,
+		LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch, NewISR: rp.NewISR},
+		controller.Eligible(h.b.image))
+	require.True(t, change)
+	require.Zero(t, code)
+	h.step(PeerReply{Node: 1, ID: sent[0].ID, Err: errTestPeer}) // committed; answer lost
+	h.advance(150 * time.Millisecond)
+	sent = h.takePeer()
+	require.Len(t, sent, 1, "retried")
+	s, _, _ := h.b.image.Partition("r", 0)
+	h.step(PeerReply{Node: 1, ID: sent[0].ID,
+		Msg: alterResponse("r", 0, kerr.InvalidUpdateVersion.Code, s)})
+	h.settle()
+
+	id := h.send(produceReq(-1, "r", 0, values("b")))
+	h.settle()
+	h.advance(time.Second)
+	_, answered := h.reply(id)
+	require.False(t, answered, "node 2, in the committed ISR, does not hold b yet")
+	require.Contains(t, pendingKinds(h), PendingISRChange)
+
+	h.commitMeta(rec)
+	s, _, _ = h.b.image.Partition("r", 0)
+	require.Equal(t, ids(1, 2), s.ISR)
+	require.NotContains(t, pendingKinds(h), PendingISRChange, "the record ends the change")
+	_, answered = h.reply(id)
+	require.False(t, answered)
+	_ = h.do(followerFetch(2, "r", 0, 2, 2, 2, 0))
+	_, answered = h.reply(id)
+	require.True(t, answered, "answered once node 2 holds it")
+}

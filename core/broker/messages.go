@@ -101,6 +101,14 @@ type msgTombstoneCount struct {
 	delta int
 }
 
+// msgConnThrottled (any part → replica manager): an answer throttled conn's client
+// until until under its request quota; hold the Produce and Fetch it sent ahead
+// (quota_hold.go).
+type msgConnThrottled struct {
+	conn  uint64
+	until core.Time
+}
+
 // msgAnswerMetadata (controller → front): the topics a Metadata request auto-created
 // were created (or failed); answer it from the image.
 type msgAnswerMetadata struct {
@@ -110,6 +118,7 @@ type msgAnswerMetadata struct {
 }
 
 func (msgAnswerMetadata) isMessage()     {}
+func (msgConnThrottled) isMessage()      {}
 func (msgDurable) isMessage()            {}
 func (msgOffsetsRole) isMessage()        {}
 func (msgPartitionFailed) isMessage()    {}
@@ -156,6 +165,8 @@ func (b *Broker) deliver(m message) {
 		ctl.tombstoneCounted(m)
 	case msgAnswerMetadata:
 		b.reply(m.req, b.metadataResponse(m.req.Listener, m.m, m.failed))
+	case msgConnThrottled:
+		rm.holdConn(m.conn, m.until)
 	default:
 		core.Invariant(false, "B11", "message of unknown type %T", m)
 	}

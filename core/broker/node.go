@@ -61,6 +61,8 @@ type node struct {
 	probes *probe.Set // code probes hit (nil: not counted; WithProbes)
 
 	authz authzState // the authorizer and the answers it completes (authorize.go)
+	// reqQuotas meters request_percentage (quota_request.go); its holds are unused.
+	reqQuotas quotaState
 
 	queue []message       // messages between parts, drained at once (post)
 	route func(m message) // the Broker's router (Broker.deliver)
@@ -88,14 +90,7 @@ func (n *node) token() uint64 {
 }
 
 // reply sends resp for r, with resp's version set to the request's.
-func (n *node) reply(r Request, resp kmsg.Response) {
-	n.fixAnswer(r, resp)
-	resp.SetVersion(r.Msg.GetVersion())
-	if r.Forwarded {
-		resp = envelopeAnswer(resp)
-	}
-	n.env.Reply(Reply{Conn: r.Conn, ID: r.ID, Msg: resp})
-}
+func (n *node) reply(r Request, resp kmsg.Response) { n.replyMuted(r, resp, 0) }
 
 // topicConfig returns the effective value of a topic config: the topic's override if
 // set, else the broker default.

@@ -115,7 +115,7 @@ func (rm *replicaManager) handleProduce(r Request, m *kmsg.ProduceRequest) {
 	switch {
 	case m.Acks == 0:
 		rm.hit(pProduceAcks0)
-		rm.env.Reply(Reply{Conn: r.Conn, ID: r.ID, MuteMs: int64(p.mute)})
+		rm.replyMuted(r, nil, p.mute)
 	case len(waits) == 0:
 		rm.replyMuted(r, resp, p.mute)
 	default:

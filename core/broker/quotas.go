@@ -36,8 +36,8 @@ package broker
 // (quota_hold.go). A Fetch's response is capped at what the
 // quota lets through in num-1 windows, as Kafka caps it. Unlike Kafka, a throttled
 // Fetch still carries the records it read (they were counted): the mute that follows
-// makes up for them. request_percentage is validated and stored but not enforced: the
-// broker's pure core cannot measure handler time (docs/limits.md, "Client quotas").
+// makes up for them. request_percentage, a share of handler time, is metered by the
+// same sensors from times the driver reports (quota_request.go).
 
 import (
 	"math"
@@ -91,6 +91,7 @@ type quotaKind uint8
 const (
 	quotaProduce quotaKind = iota // producer_byte_rate
 	quotaFetch                    // consumer_byte_rate
+	quotaRequest                  // request_percentage (quota_request.go)
 )
 
 func (k quotaKind) key() string {
@@ -99,6 +100,8 @@ func (k quotaKind) key() string {
 		return keyProducerByteRate
 	case quotaFetch:
 		return keyConsumerByteRate
+	case quotaRequest:
+		return keyRequestPercentage
 	default:
 		return "quota(?)"
 	}
@@ -329,22 +332,26 @@ func (rm *replicaManager) quotaFetchCap(r Request) int {
 
 // logThrottle logs a throttled client at most once per quotaLogEveryMs per sensor,
 // with the count of throttled answers since the last line.
-func (rm *replicaManager) logThrottle(s *sensor, now int64, r Request, kind quotaKind,
+func (n *node) logThrottle(s *sensor, now int64, r Request, kind quotaKind,
 	bound float64, t int64) {
 	s.held++
 	if s.logged != 0 && now-s.logged < quotaLogEveryMs {
 		return
 	}
-	rm.lg.Info("client throttled: over its quota", zap.String("quota", kind.key()),
+	n.lg.Info("client throttled: over its quota", zap.String("quota", kind.key()),
 		zap.String("principal", r.Principal), zap.String("client_id", r.ClientID),
-		zap.Float64("bound_bytes_per_sec", bound), zap.Int64("throttle_ms", t),
+		zap.Float64("bound", bound), zap.Int64("throttle_ms", t),
 		zap.Int("throttled_answers", s.held))
 	s.logged, s.held = now, 0
 }
 
-// replyMuted sends resp for r and mutes r's connection for muteMs (rule E8).
+// replyMuted sends resp for r and mutes r's connection for muteMs (rule E8), or longer
+// when r's request quota throttles it (quota_request.go). resp nil sends nothing
+// (acks=0) but still mutes.
 func (n *node) replyMuted(r Request, resp kmsg.Response, muteMs int32) {
 	n.fixAnswer(r, resp)
+	n.fillAuthorizedOps(r, resp) // KIP-430 (authorized_ops.go)
+	muteMs = n.throttleAnswer(r, resp, muteMs)
 	if resp != nil {
 		resp.SetVersion(r.Msg.GetVersion())
 		if r.Forwarded {

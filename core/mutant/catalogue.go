@@ -78,6 +78,10 @@ var Catalogue = []Mutant{
 	{"replica/keeps-recovered-hwm", "core/replica", "replication",
 		"a restarted replica keeps its recovered log end as its high-water mark when it " +
 			"takes a role in a replicated partition", "./core/replica/"},
+	{"broker/isr-stale-answer-resets", "core/broker", "replication",
+		"an ISR expansion answered INVALID_UPDATE_VERSION is dropped at once, though a " +
+			"lost earlier attempt may have committed it: the high-water mark passes the " +
+			"follower the committed ISR holds", "./core/broker/"},
 	{"broker/hwm-ignores-pending-isr", "core/broker", "replication",
 		"while an ISR expansion is pending the high-water mark ignores the follower being " +
 			"added (Kafka's maximal ISR)", "./core/broker/"},

@@ -153,6 +153,23 @@ func TestParseRejectsAFigureWithoutSystem(t *testing.T) {
 	require.ErrorContains(t, err, "line 2")
 	_, err = Parse(strings.NewReader("FIGURE system=sluice test=x msgs_per_s=fast\n"))
 	require.ErrorContains(t, err, "msgs_per_s")
+	_, err = Parse(strings.NewReader("FIGURE system=sluice test=x records=3\n"))
+	require.ErrorContains(t, err, "msgs_per_s")
+}
+
+// sluice bench hostile's counts have no rate; its rates are read as any other.
+func TestParseTakesHostileCounts(t *testing.T) {
+	run, err := Parse(strings.NewReader("FIGURE system=sluice test=hostile_connections " +
+		"conns=2000 idle_refused=0\nFIGURE system=sluice test=produce_hostile msgs_per_s=900 " +
+		"ack_latency(P50:1.2ms P99:8ms max:40ms) acked=9000 failed=0\n"))
+	require.NoError(t, err)
+	f, ok := run.Find("sluice", "", "hostile_connections")
+	require.True(t, ok)
+	require.Zero(t, f.MsgsPerS)
+	f, ok = run.Find("sluice", "", "produce_hostile")
+	require.True(t, ok)
+	require.Equal(t, 900.0, f.MsgsPerS)
+	require.Equal(t, 8*time.Millisecond, f.P99)
 }
 
 func TestRenderOneBarPerSystemWithItsValue(t *testing.T) {

@@ -116,6 +116,9 @@ func parseFigure(line string) (Figure, error) {
 	if f.Test == "compaction_clean" {
 		return f, nil // MB/s cleaned (sluice bench compaction): not in the picture
 	}
+	if _, ok := kv["msgs_per_s"]; !ok && strings.HasPrefix(f.Test, "hostile_") {
+		return f, nil // a count, not a rate (sluice bench hostile's connections and node)
+	}
 	rate, err := strconv.ParseFloat(kv["msgs_per_s"], 64)
 	if err != nil {
 		return Figure{}, fmt.Errorf("FIGURE %s %s: msgs_per_s: %w", f.System, f.Test, err)
