@@ -13,9 +13,12 @@ import (
 )
 
 // Log compaction: Clean rewrites closed segments keeping the last record of each key
-// (docs/storage.md, "Compaction"). Each segment is rewritten into <base>.log.cleaned,
-// fsynced, renamed to <base>.log.swap (the commit point: recovery finishes a swap it
-// finds) and renamed over <base>.log. The active segment is never touched.
+// (docs/storage.md, "Compaction"). Consecutive segments whose sizes add up to at most
+// segment.bytes (segments earlier cleans shrank) are rewritten together, as Kafka's
+// cleaner groups them, into <base>.log.cleaned named after the first, fsynced, renamed
+// to <base>.log.swap (the commit point: recovery finishes a swap it finds, and drops
+// the segments it covers) and renamed over <base>.log; the others' files go. The
+// active segment is never touched.
 
 // Suffixes of a segment being swapped in by the cleaner.
 const (
@@ -61,6 +64,7 @@ type cleanPlan struct {
 	mapEnd      int64            // the key map covers [dirtyStart, mapEnd)
 	keys        map[string]int64 // key → offset of its last record in the mapped range
 	lastOfPid   map[int64]int64  // producer id → base offset of its last batch in the log
+	segBytes    int64            // segment.bytes: what a group of segments adds up to at most
 }
 
 // Clean implements replica.Cleaner with Kafka's codecs and no I/O bound.
@@ -86,11 +90,8 @@ func (l *PartitionLog) CleanWith(req replica.CleanRequest, opt CleanOptions) (
 		return res, err
 	}
 	res.CleanedTo = max(p.mapEnd, req.DirtyStart)
-	for _, cs := range p.segs {
-		if cs.next > max(p.mapEnd, req.DirtyStart) {
-			break // not wholly covered by the key map
-		}
-		if err := l.cleanSegment(p, cs, req, opt, &res); err != nil {
+	for _, g := range cleanGroups(p, res.CleanedTo) {
+		if err := l.cleanSegments(p, g, req, opt, &res); err != nil {
 			return res, err
 		}
 	}
@@ -113,7 +114,8 @@ func (l *PartitionLog) planClean(req replica.CleanRequest) (*cleanPlan, error) {
 		return nil, err
 	}
 	ds := max(min(req.DirtyStart, l.cleanedTo), l.start)
-	p := &cleanPlan{start: l.start, truncations: l.truncations, dirtyStart: ds, mapEnd: ds}
+	p := &cleanPlan{start: l.start, truncations: l.truncations, dirtyStart: ds, mapEnd: ds,
+		segBytes: l.cfg.SegmentBytes}
 	closed := l.segs[:len(l.segs)-1]
 	if mutantOn("clean-active-segment") {
 		closed = l.segs
@@ -128,6 +130,31 @@ func (l *PartitionLog) planClean(req replica.CleanRequest) (*cleanPlan, error) {
 		p.segs = append(p.segs, cleanSeg{seg: s, size: s.size, base: s.base, next: s.next})
 	}
 	return p, nil
+}
+
+// cleanGroups splits the segments wholly below end (covered by the key map) into runs
+// of consecutive segments rewritten as one: a run's sizes add up to at most segment.bytes
+// and its offsets fit maxRelOffset (the index's relative offsets, a filler's
+// lastOffsetDelta). A long-compacted log so keeps few segments, not one per segment it
+// ever rolled.
+func cleanGroups(p *cleanPlan, end int64) [][]cleanSeg {
+	var out [][]cleanSeg
+	var size int64
+	for _, cs := range p.segs {
+		if cs.next > end {
+			break // not wholly covered by the key map
+		}
+		n := len(out)
+		if n > 0 && size+cs.size <= p.segBytes && cs.next-1-out[n-1][0].base <= maxRelOffset &&
+			!mutantOn("clean-active-segment") {
+			out[n-1] = append(out[n-1], cs)
+			size += cs.size
+			continue
+		}
+		out = append(out, []cleanSeg{cs})
+		size = cs.size
+	}
+	return out
 }
 
 // producerLastBatches finds the last batch of every producer in the log: the cleaner

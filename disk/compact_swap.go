@@ -52,12 +52,13 @@ func (w *cleanWriter) flush() error {
 	return err
 }
 
-// cleanSegment rewrites one closed segment without the records the key map and the
-// tombstone horizon remove, and swaps the result in. A segment that loses nothing is
-// left alone.
-func (l *PartitionLog) cleanSegment(p *cleanPlan, cs cleanSeg, req replica.CleanRequest,
+// cleanSegments rewrites a run of consecutive closed segments (cleanGroups) into one,
+// without the records the key map and the tombstone horizon remove, and swaps the
+// result in. A single segment that loses nothing is left alone.
+func (l *PartitionLog) cleanSegments(p *cleanPlan, g []cleanSeg, req replica.CleanRequest,
 	opt CleanOptions, res *replica.CleanResult) error {
-	tmp := segmentFile(l.dir, cs.base, cleanedSuffix)
+	first := g[0]
+	tmp := segmentFile(l.dir, first.base, cleanedSuffix)
 	if err := l.fs.Remove(tmp); err != nil && !isNotExist(err) {
 		return err
 	}
@@ -68,10 +69,22 @@ func (l *PartitionLog) cleanSegment(p *cleanPlan, cs cleanSeg, req replica.Clean
 	l.mu.Lock()
 	interval := l.cfg.IndexInterval
 	l.mu.Unlock()
-	w := &cleanWriter{f: f, base: cs.base, interval: interval, idx: newSegIndex(),
+	w := &cleanWriter{f: f, base: first.base, interval: interval, idx: newSegIndex(),
 		throttle: opt.Throttle}
-	removed, err := l.writeCleaned(p, cs, req, opt, res, w)
-	changed := removed > 0 || w.pos != cs.size
+	var fill filler // a run of removed batches may go on into the next segment
+	var removed, size int64
+	for _, cs := range g {
+		if err == nil {
+			var n int64
+			n, err = l.writeCleaned(p, cs, req, opt, res, w, &fill)
+			removed += n
+		}
+		size += cs.size
+	}
+	if b := fill.take(); b != nil && err == nil {
+		err = w.add(b)
+	}
+	changed := removed > 0 || w.pos != size || len(g) > 1
 	if err == nil && changed {
 		err = w.flush()
 		if err == nil {
@@ -83,11 +96,11 @@ func (l *PartitionLog) cleanSegment(p *cleanPlan, cs cleanSeg, req replica.Clean
 		_ = l.fs.Remove(tmp)
 		return err
 	}
-	if err := l.swapIn(p, cs, w); err != nil {
+	if err := l.swapIn(p, g, w); err != nil {
 		return err
 	}
-	res.Segments++
-	res.BytesBefore += cs.size
+	res.Segments += len(g)
+	res.BytesBefore += size
 	res.BytesAfter += w.pos
 	res.RecordsRemoved += removed
 	return nil
@@ -96,14 +109,14 @@ func (l *PartitionLog) cleanSegment(p *cleanPlan, cs cleanSeg, req replica.Clean
 // writeCleaned writes the kept batches of cs to w and returns how many records it
 // removed. Control and transactional batches are kept whole. A batch that loses every
 // record goes, except the last batch of its producer, kept empty for the producer
-// state; runs of removed batches become one empty filler batch spanning their offsets.
+// state; runs of removed batches become one empty filler batch spanning their offsets
+// (fill: the caller writes the run still open at the end).
 func (l *PartitionLog) writeCleaned(p *cleanPlan, cs cleanSeg, req replica.CleanRequest,
-	opt CleanOptions, res *replica.CleanResult, w *cleanWriter) (int64, error) {
+	opt CleanOptions, res *replica.CleanResult, w *cleanWriter, fill *filler) (int64, error) {
 	horizon := int64(math.MinInt64)
 	if req.DeleteRetentionMs >= 0 && req.NowMs > math.MinInt64+req.DeleteRetentionMs {
 		horizon = req.NowMs - req.DeleteRetentionMs
 	}
-	var fill filler
 	var removed int64
 	flushFill := func() error {
 		if b := fill.take(); b != nil {
@@ -165,37 +178,36 @@ func (l *PartitionLog) writeCleaned(p *cleanPlan, cs cleanSeg, req replica.Clean
 		}
 		return w.add(nb)
 	})
-	if err == nil {
-		err = flushFill()
-	}
 	return removed, err
 }
 
-// swapIn makes the cleaned file the segment: rename to .swap and fsync the directory
-// (from then on recovery finishes the swap), remove the old index files (they certify
-// the old bytes), rename over the .log, and replace the in-memory segment. fileMu keeps
-// truncation, removal, Close and index writes out for the duration, so the segment
-// recovery would swap in is the one the cleaner read.
-func (l *PartitionLog) swapIn(p *cleanPlan, cs cleanSeg, w *cleanWriter) error {
-	tmp := segmentFile(l.dir, cs.base, cleanedSuffix)
+// swapIn makes the cleaned file the segment of the run g: rename to .swap and fsync the
+// directory (from then on recovery finishes the swap), remove the old index files (they
+// certify the old bytes), rename over the first segment's .log, replace the in-memory
+// segments, and remove the files of the others (recovery drops any left: their offsets
+// are inside the swapped-in segment). fileMu keeps truncation, removal, Close and index
+// writes out for the duration, so the segments recovery would replace are the ones the
+// cleaner read.
+func (l *PartitionLog) swapIn(p *cleanPlan, g []cleanSeg, w *cleanWriter) error {
+	first, last := g[0], g[len(g)-1]
+	tmp := segmentFile(l.dir, first.base, cleanedSuffix)
 	l.fileMu.Lock()
 	defer l.fileMu.Unlock()
-	l.mu.Lock()
-	ok := l.stillThereLocked(cs) && l.truncations == p.truncations
-	if ok {
-		cs.seg.indexFailed = true // its index files go now; none may be written again
-	}
-	l.mu.Unlock()
-	if !ok {
+	if !l.markSwapping(p, g) {
 		_ = l.fs.Remove(tmp)
 		return errCleanAborted
 	}
-	swap := segmentFile(l.dir, cs.base, swapSuffix)
+	swap := segmentFile(l.dir, first.base, swapSuffix)
 	if err := l.fs.Rename(tmp, swap); err != nil {
 		_ = l.fs.Remove(tmp)
 		return fmt.Errorf("clean %s: %w", l.dir, err)
 	}
-	err := removeIndexFiles(l.fs, l.dir, cs.base)
+	var err error
+	for _, cs := range g {
+		if err == nil {
+			err = removeIndexFiles(l.fs, l.dir, cs.base)
+		}
+	}
 	if err == nil {
 		err = l.fs.SyncDir(l.dir)
 	}
@@ -207,23 +219,52 @@ func (l *PartitionLog) swapIn(p *cleanPlan, cs cleanSeg, w *cleanWriter) error {
 	if l.closed || l.failed != nil {
 		return errCleanAborted // the .swap is durable: recovery finishes it
 	}
-	name := segmentFile(l.dir, cs.base, logSuffix)
+	name := segmentFile(l.dir, first.base, logSuffix)
 	if err := l.fs.Rename(swap, name); err != nil {
 		// The .swap stays: recovery finishes it. Until then the old bytes are served.
 		l.dirChanges++
-		return l.goOffline(fmt.Errorf("swap cleaned segment %d: %w", cs.base, err))
+		return l.goOffline(fmt.Errorf("swap cleaned segment %d: %w", first.base, err))
 	}
 	l.dirChanges++
 	nf, err := l.fs.OpenFile(name)
 	if err != nil {
-		return l.goOffline(fmt.Errorf("reopen cleaned segment %d: %w", cs.base, err))
+		return l.goOffline(fmt.Errorf("reopen cleaned segment %d: %w", first.base, err))
 	}
-	ns := &segment{base: cs.base, f: nf, size: w.pos, next: cs.next,
-		createdMs: cs.seg.createdMs, idx: w.idx, sealed: true, synced: w.pos,
+	ns := &segment{base: first.base, f: nf, size: w.pos, next: last.next,
+		createdMs: first.seg.createdMs, idx: w.idx, sealed: true, synced: w.pos,
 		truncFloor: w.pos}
-	l.segs[slices.Index(l.segs, cs.seg)] = ns
-	_ = cs.seg.f.Close()
+	i := slices.Index(l.segs, first.seg)
+	l.segs = slices.Replace(l.segs, i, i+len(g), ns)
+	_ = first.seg.f.Close()
+	for _, cs := range g[1:] {
+		if err := l.removeSegment(cs.seg); err != nil {
+			return l.goOffline(fmt.Errorf("remove segment %d merged into %d: %w", cs.base,
+				first.base, err))
+		}
+	}
 	return nil
+}
+
+// markSwapping checks that the run g is still what the cleaner read, consecutive in the
+// log, and marks its segments so that no index file of theirs is written again (they go
+// now).
+func (l *PartitionLog) markSwapping(p *cleanPlan, g []cleanSeg) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.truncations != p.truncations {
+		return false
+	}
+	i := slices.Index(l.segs, g[0].seg)
+	for k, cs := range g {
+		if !l.stillThereLocked(cs) || i < 0 || i+k >= len(l.segs) || l.segs[i+k] != cs.seg ||
+			(i+k == len(l.segs)-1 && !mutantOn("clean-active-segment")) {
+			return false // never the active segment
+		}
+	}
+	for _, cs := range g {
+		cs.seg.indexFailed = true
+	}
+	return true
 }
 
 // undoSwap removes a .swap whose swap could not go on. If it cannot be removed for

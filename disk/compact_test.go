@@ -156,3 +156,108 @@ func TestCrashDuringSwapLeavesAValidLog(t *testing.T) {
 		})
 	}
 }
+
+// overwriteAndClean appends rounds of overwrites of keys a and b and cleans the closed
+// segments after each round, as the broker's cleaner would.
+func overwriteAndClean(t *testing.T, l *PartitionLog, rounds int) {
+	t.Helper()
+	for r := 0; r < rounds; r++ {
+		for i := 0; i < 12; i++ {
+			appendKeyed(t, l, 1000, "a", "b")
+		}
+		require.NoError(t, l.Sync())
+		segs := l.Segments()
+		_, err := l.CleanWith(replica.CleanRequest{UpTo: segs[len(segs)-2].EndOffset,
+			NowMs: 2000, DeleteRetentionMs: 1000}, CleanOptions{Codec: compress.Codecs{}})
+		require.NoError(t, err)
+	}
+}
+
+// Cleans merge the segments earlier cleans shrank (their sizes add up to at most
+// segment.bytes): overwriting the same keys for ever keeps a bounded number of segments
+// and bytes, not one segment per segment rolled; offsets stay dense and every key's
+// last value stays, across a reopen.
+func TestCleansMergeShrunkSegments(t *testing.T) {
+	fsys, st := NewMemFS(), NewMemState()
+	cfg := replica.SegmentConfig{SegmentBytes: 400}
+	l := openTestLog(t, fsys, st, cfg)
+	overwriteAndClean(t, l, 3)
+	segs3 := len(l.Segments())
+	overwriteAndClean(t, l, 27)
+	segs := l.Segments()
+	var size int64
+	for i, s := range segs {
+		size += s.SizeBytes
+		if i > 0 {
+			require.Equal(t, segs[i-1].EndOffset, s.BaseOffset, "segments chain")
+		}
+	}
+	require.LessOrEqual(t, len(segs), segs3, "30 rounds keep no more segments than 3")
+	require.LessOrEqual(t, len(segs), 6)
+	require.Less(t, size, int64(6*400))
+	require.EqualValues(t, 0, segs[0].BaseOffset)
+	wantLast, n := lastValues(t, l)
+	require.Equal(t, map[string]string{"a": fmt.Sprintf("a@%d", l.EndOffset()-2),
+		"b": fmt.Sprintf("b@%d", l.EndOffset()-1)}, wantLast)
+	require.Less(t, n, 40, "records: the last of each key plus the uncleaned segments")
+	require.NoError(t, l.Close())
+	l = openTestLog(t, fsys, st, cfg)
+	gotLast, m := lastValues(t, l)
+	require.Equal(t, wantLast, gotLast)
+	require.Equal(t, n, m)
+	require.Len(t, l.Segments(), len(segs))
+}
+
+// A crash after a merge's commit point (the .swap is durable) but before the merged
+// segments' files went, or with the rename over the first one undone, leaves a valid
+// log: recovery finishes the swap and drops the segments it covers.
+func TestCrashDuringAMergeLeavesAValidLog(t *testing.T) {
+	for _, stop := range []Op{OpRemove, OpRename} {
+		t.Run(stop.String(), func(t *testing.T) {
+			fsys, st := NewMemFS(), NewMemState()
+			cfg := replica.SegmentConfig{SegmentBytes: 400}
+			l := openTestLog(t, fsys, st, cfg)
+			overwriteAndClean(t, l, 3)
+			for i := 0; i < 12; i++ {
+				appendKeyed(t, l, 1000, "a", "b")
+			}
+			require.NoError(t, l.Sync())
+			wantLast, _ := lastValues(t, l)
+			before := len(l.Segments())
+			fsys.SetFault(func(op Op, p string) error {
+				switch {
+				case stop == OpRemove && op == OpRemove && strings.HasSuffix(p, logSuffix):
+					return syscall.EIO // a merged segment's file
+				case stop == OpRename && op == OpRename && strings.HasSuffix(p, swapSuffix):
+					return syscall.EIO // .swap over .log (the log goes offline)
+				}
+				return nil
+			})
+			segs := l.Segments()
+			_, err := l.CleanWith(replica.CleanRequest{UpTo: segs[len(segs)-2].EndOffset,
+				NowMs: 2000, DeleteRetentionMs: 1000}, CleanOptions{Codec: compress.Codecs{}})
+			require.Error(t, err)
+			fsys.SetFault(nil)
+			fsys.Crash(rand.New(rand.NewSource(1)))
+			l = openTestLog(t, fsys, st, cfg)
+			gotLast, _ := lastValues(t, l)
+			require.Equal(t, wantLast, gotLast)
+			require.Less(t, len(l.Segments()), before, "the merge was finished")
+			for i, s := range l.Segments() {
+				if i > 0 {
+					require.Equal(t, l.Segments()[i-1].EndOffset, s.BaseOffset)
+				}
+			}
+			names, err := fsys.ReadDir("data/t-0")
+			require.NoError(t, err)
+			logs := 0
+			for _, name := range names {
+				require.NotContains(t, name, swapSuffix)
+				if strings.HasSuffix(name, logSuffix) {
+					logs++
+				}
+			}
+			require.Equal(t, len(l.Segments()), logs, "no leftover segment file")
+		})
+	}
+}

@@ -57,6 +57,17 @@ func (l *PartitionLog) recover(nowMs int64) error {
 		if !ok || suffix != logSuffix {
 			continue
 		}
+		if !dropping && len(l.segs) > 0 && base > l.active().base && base < l.active().next {
+			// A segment a clean merged into the one before it (finishCleaning swapped that
+			// one in, or the clean's removal of this one did not reach the disk): every
+			// offset of it is in that one.
+			l.lg.Info("dropping a segment merged into the one before it by a clean",
+				zap.Int64("segment", base), zap.Int64("into", l.active().base))
+			if err := l.dropSegmentFiles(base); err != nil {
+				return err
+			}
+			continue
+		}
 		if !dropping && len(l.segs) > 0 && base != l.active().next {
 			l.lg.Warn("segment does not continue the log; dropping it and all later ones",
 				zap.Int64("segment", base), zap.Int64("expected", l.active().next))

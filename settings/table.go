@@ -164,6 +164,9 @@ var table = []Setting{
 	intS(Broker, "offsets.topic.replication.factor", "3", 1, math.MaxInt16,
 		"replicas of __consumer_offsets with a metadata quorum, capped to the live "+
 			"brokers (a node without a quorum: 1)"),
+	intS(Broker, "offsets.topic.segment.bytes", "104857600", 14, i32,
+		"segment.bytes of __consumer_offsets (compacted), set when it is created: "+
+			"the cleaner compacts only closed segments"),
 	intS(Broker, "offset.metadata.max.bytes", "4096", 0, i32,
 		"largest metadata string of a committed offset"),
 	intS(Broker, "group.min.session.timeout.ms", "6000", 0, i32,

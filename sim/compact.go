@@ -53,6 +53,27 @@ func drawCompact(r *Rand, c *Config) {
 	c.setCompact(on)
 }
 
+// drawOffsetsCleaning gives __consumer_offsets small segments
+// (offsets.topic.segment.bytes) and the cleaner a short backoff on half the seeds, so
+// that the log cleaner compacts the offsets partitions committers and group members
+// write, under crashes and coordinator moves, and the group and committer checkers
+// read what a coordinator replays from cleaned logs. Tombstones keep Kafka's 24 h
+// delete.retention.ms, beyond a run. Drawn after every older choice; --set wins.
+func drawOffsetsCleaning(r *Rand, c *Config) {
+	on := r.Chance(0.5)
+	segment := Pick(r, 1024, 4096, 16384)
+	backoff := Pick(r, 100, 250, 1000)
+	if !on {
+		return
+	}
+	if _, set := c.Broker["offsets.topic.segment.bytes"]; !set {
+		c.Broker["offsets.topic.segment.bytes"] = strconv.Itoa(segment)
+	}
+	if _, set := c.Broker["log.cleaner.backoff.ms"]; !set {
+		c.Broker["log.cleaner.backoff.ms"] = strconv.Itoa(backoff)
+	}
+}
+
 // setCompact turns the workload on or off; on sets the cleaner's broker setting unless
 // --set gave one.
 func (c *Config) setCompact(on bool) {

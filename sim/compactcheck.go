@@ -211,6 +211,21 @@ func (s *compactState) fetched(rd *cRead, raw []byte, hwm, now int64) bool {
 // records checks each record of one batch (the cleaner keeps the offset deltas of the
 // records it keeps, so they need not run 0, 1, 2 …).
 func (s *compactState) records(rd *cRead, b []byte, h batch.Header) error {
+	return eachStoredRecord(b, h, func(off int64, r *kmsg.Record) error {
+		if off >= h.NextOffset() {
+			return fmt.Errorf("record at offset %d past the batch's end %d", off,
+				h.NextOffset())
+		}
+		if off >= rd.pos {
+			s.record(rd, off, r)
+		}
+		return nil
+	})
+}
+
+// eachStoredRecord calls fn with each record of a stored batch (compressed or not,
+// thinned by a cleaner or not) and its offset.
+func eachStoredRecord(b []byte, h batch.Header, fn func(off int64, r *kmsg.Record) error) error {
 	var rb kmsg.RecordBatch
 	if err := rb.ReadFrom(b); err != nil {
 		return err
@@ -228,15 +243,9 @@ func (s *compactState) records(rd *cRead, b []byte, h batch.Header) error {
 			return fmt.Errorf("record %d of %d: %w", i, rb.NumRecords, err)
 		}
 		body = body[varintSize(int64(r.Length))+int(r.Length):]
-		off := h.BaseOffset + int64(r.OffsetDelta)
-		if off < rd.pos || off >= h.NextOffset() {
-			if off >= h.NextOffset() {
-				return fmt.Errorf("record at offset %d past the batch's end %d", off,
-					h.NextOffset())
-			}
-			continue
+		if err := fn(h.BaseOffset+int64(r.OffsetDelta), &r); err != nil {
+			return err
 		}
-		s.record(rd, off, &r)
 	}
 	return nil
 }

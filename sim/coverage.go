@@ -176,9 +176,6 @@ var NeverHitReasons = map[string]string{
 	"broker/offsets-expired": "as group/offsets-expire-empty-group",
 	"broker/empty-group-deleted": "the sweep of emptied groups runs with offset expiry, " +
 		"every 10 min (offsets.retention.check.interval.ms)",
-	"broker/offsets-partition-compacted": "the offsets partitions are compacted after " +
-		"50 000 records (CompactAfterRecords), more than a seed commits (core/broker " +
-		"offsets_test.go drives it with 20)",
 	"broker/produce-shed-too-many-waiting": "needs more than 10 000 acks=all produces " +
 		"waiting (MaxWaitingProduces); a few simulated producers never get there",
 	"broker/fetch-answered-at-drain": "Drain is the clean shutdown runtime/ sends on " +

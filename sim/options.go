@@ -321,9 +321,10 @@ func Draw(seed uint64) Config {
 	c.Faults.MetaUnknownChance = Pick(r, 0.0, 0.0, 0.02, 0.1)
 	drawSyncStalls(r, &c) // member_stall.go, after every older choice
 	drawClusterFaults(r, &c)
-	drawCompact(r, &c)      // compact.go, after every older choice
-	drawCascadeFault(r, &c) // faults_cascade.go, after every older choice
-	drawACLs(r, &c)         // acls.go, after every older choice
+	drawCompact(r, &c)         // compact.go, after every older choice
+	drawCascadeFault(r, &c)    // faults_cascade.go, after every older choice
+	drawACLs(r, &c)            // acls.go, after every older choice
+	drawOffsetsCleaning(r, &c) // compact.go, after every older choice
 	return c
 }
 

@@ -155,6 +155,10 @@ func (w *World) compareReplicas(tp core.TopicPartition, lid int32, lead *replica
 	if from >= hwm {
 		return
 	}
+	if compactedByCleaner(tp) {
+		w.compareCompacted(tp, lid, lead, fid, f, from, hwm)
+		return
+	}
 	lb, lerr := batchesBelow(lead, from, hwm)
 	fb, ferr := batchesBelow(f, from, hwm)
 	switch {

@@ -78,8 +78,15 @@ func varintLen(v int32) int {
 
 // Records decodes the records of one uncompressed batch. It returns an error for a
 // compressed batch: the broker never needs to look inside those.
-func Records(b []byte) ([]KV, error) {
-	h, err := Check(b)
+func Records(b []byte) ([]KV, error) { return records(b, Check) }
+
+// StoredRecords is Records for a batch a log holds, checked with CheckStored: a batch of
+// a compacted log may have fewer records than its offsets (thinned by the cleaner) or
+// none (emptied).
+func StoredRecords(b []byte) ([]KV, error) { return records(b, CheckStored) }
+
+func records(b []byte, check func([]byte) (Header, error)) ([]KV, error) {
+	h, err := check(b)
 	if err != nil {
 		return nil, err
 	}

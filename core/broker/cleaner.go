@@ -113,16 +113,18 @@ func floatRange(lo, hi float64) func(string) error {
 }
 
 // compactConfig resolves a topic's compaction settings; del says whether retention
-// applies too. __consumer_offsets is never given to the cleaner, whatever
-// log.cleanup.policy says: the group coordinator compacts it itself (groups_compact.go)
-// and its retention is off by its own configs.
+// applies too. __consumer_offsets is always compacted and never deleted by retention,
+// whatever its cleanup.policy says (an offsets topic created before it was compacted
+// has none; one altered to delete would lose live offsets): the cleaner keeps the last
+// record of each group-metadata and offset key the coordinator writes, and offsets
+// expire through the coordinator's tombstones (groups_expire.go).
 func (n *node) compactConfig(t *meta.Topic) (c replica.CompactConfig, del bool) {
-	if t != nil && t.Name == group.OffsetsTopic {
-		return replica.CompactConfig{}, true
-	}
 	compact, del, err := cleanupPolicy(n.topicConfig(t, "cleanup.policy"))
 	core.Invariant(err == nil, "B5", "cleanup.policy %q was validated: %v",
 		n.topicConfig(t, "cleanup.policy"), err)
+	if t != nil && t.Name == group.OffsetsTopic {
+		compact, del = true, false
+	}
 	ratio, err := strconv.ParseFloat(n.topicConfig(t, "min.cleanable.dirty.ratio"), 64)
 	core.Invariant(err == nil, "B5", "min.cleanable.dirty.ratio was validated: %v", err)
 	return replica.CompactConfig{Enabled: compact,
@@ -228,5 +230,8 @@ func (rm *replicaManager) cleanDone(d CleanDone) {
 		return
 	}
 	rm.cleaner.cleanedTo[d.TP] = d.Result.CleanedTo
+	if d.TP.Topic == group.OffsetsTopic && d.Result.Segments > 0 {
+		rm.hit(pOffsetsCleaned)
+	}
 	rm.startClean()
 }

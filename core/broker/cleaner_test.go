@@ -113,18 +113,21 @@ func TestCleanerIsScheduledOnlyForCompactedTopics(t *testing.T) {
 	require.Len(t, h.env.cleans, 1, "nothing dirty after it")
 }
 
-// log.cleanup.policy=compact makes new topics compacted, but never __consumer_offsets,
-// which the group coordinator compacts itself.
-func TestBrokerWideCompactLeavesTheOffsetsTopicAlone(t *testing.T) {
+// log.cleanup.policy=compact,delete makes new topics compacted and deleted by
+// retention, but __consumer_offsets is compacted only: retention would remove live
+// offsets (offsets_clean_test.go has the rest).
+func TestBrokerWideCompactDeleteLeavesTheOffsetsTopicCompactOnly(t *testing.T) {
 	h := newHarness(t, func(c *Config) {
-		require.NoError(t, c.Set("log.cleanup.policy", "compact"))
+		require.NoError(t, c.Set("log.cleanup.policy", "compact,delete"))
 	})
 	h.mustCreate("t", 1)
-	require.True(t, h.b.replicaConfig(h.b.image.Topic("t")).Compact.Enabled)
-	off := &meta.Topic{Name: group.OffsetsTopic}
-	cfg := h.b.replicaConfig(off)
-	require.False(t, cfg.Compact.Enabled)
+	cfg := h.b.replicaConfig(h.b.image.Topic("t"))
+	require.True(t, cfg.Compact.Enabled)
 	require.False(t, cfg.NoDelete)
+	off := &meta.Topic{Name: group.OffsetsTopic}
+	cfg = h.b.replicaConfig(off)
+	require.True(t, cfg.Compact.Enabled)
+	require.True(t, cfg.NoDelete)
 }
 
 // max.compaction.lag.ms on a compacted topic also rolls the active segment (Kafka's

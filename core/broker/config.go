@@ -80,6 +80,10 @@ type TopicConfigDef struct {
 	Doc        string
 }
 
+// minSegmentBytes is the smallest segment.bytes (and offsets.topic.segment.bytes), as
+// in Kafka.
+const minSegmentBytes = 14
+
 // TopicConfigDefs lists every topic config, sorted by name.
 var TopicConfigDefs = []TopicConfigDef{
 	{"cleanup.policy", "log.cleanup.policy", "delete", validCleanupPolicy,
@@ -109,7 +113,8 @@ var TopicConfigDefs = []TopicConfigDef{
 	{"min.insync.replicas", "min.insync.replicas", "1", intRange(1, 1<<15), "checked for acks=all"},
 	{"retention.bytes", "log.retention.bytes", "-1", intRange(-1, 1<<62), "per-partition size bound"},
 	{"retention.ms", "log.retention.ms", "604800000", intRange(-1, 1<<62), "age bound of whole segments"},
-	{"segment.bytes", "log.segment.bytes", "1073741824", intRange(14, 1<<31-1), "segment roll size"},
+	{"segment.bytes", "log.segment.bytes", "1073741824", intRange(minSegmentBytes, 1<<31-1),
+		"segment roll size"},
 	{"segment.ms", "log.roll.ms", "604800000", intRange(1, 1<<62), "segment roll age"},
 }
 

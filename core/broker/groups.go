@@ -48,9 +48,10 @@ type GroupConfig struct {
 	OffsetsReplicationFactor int16
 	MetadataMaxBytes         int // offset.metadata.max.bytes
 	Coordinator              group.Config
-	// CompactAfterRecords is how many records an offsets partition takes before it may
-	// be rewritten to its live offsets (groups_compact.go).
-	CompactAfterRecords int
+	// OffsetsSegmentBytes is offsets.topic.segment.bytes, the segment.bytes the offsets
+	// topic is created with (Kafka: 100 MiB): the cleaner only compacts closed
+	// segments, so this bounds how much of a partition waits uncompacted.
+	OffsetsSegmentBytes int64
 	// RetentionCheckIntervalMs is how often expired offsets are looked for
 	// (offsets.retention.check.interval.ms; groups_expire.go). The retention itself,
 	// offsets.retention.minutes, is Coordinator.OffsetsRetentionMs.
@@ -62,7 +63,7 @@ type GroupConfig struct {
 func DefaultGroupConfig() GroupConfig {
 	return GroupConfig{OffsetsPartitions: 8, OffsetsReplicationFactor: 3,
 		MetadataMaxBytes: 4096,
-		Coordinator:      group.DefaultConfig(), CompactAfterRecords: 50_000,
+		Coordinator:      group.DefaultConfig(), OffsetsSegmentBytes: 100 << 20,
 		RetentionCheckIntervalMs: 600_000}
 }
 
@@ -71,7 +72,7 @@ var groupSettingNames = []string{"offsets.topic.num.partitions",
 	"offsets.topic.replication.factor", "offset.metadata.max.bytes",
 	"group.min.session.timeout.ms", "group.max.session.timeout.ms",
 	"group.initial.rebalance.delay.ms", "group.max.size", "offsets.retention.minutes",
-	"offsets.retention.check.interval.ms"}
+	"offsets.retention.check.interval.ms", "offsets.topic.segment.bytes"}
 
 // set applies one setting; ok is false when name is not a group setting.
 func (c *GroupConfig) set(name, value string) (ok bool, err error) {
@@ -88,6 +89,9 @@ func (c *GroupConfig) set(name, value string) (ok bool, err error) {
 	}
 	if name == "offsets.topic.replication.factor" && (n < 1 || n > math.MaxInt16) {
 		return true, fmt.Errorf("%s: %d is outside [1, %d]", name, n, math.MaxInt16)
+	}
+	if name == "offsets.topic.segment.bytes" && n < minSegmentBytes {
+		return true, fmt.Errorf("%s: must be at least %d", name, minSegmentBytes)
 	}
 	if n < 1 && (name == "offsets.topic.num.partitions" || name == "group.max.size" ||
 		name == "offsets.retention.minutes" || name == "offsets.retention.check.interval.ms") {
@@ -112,6 +116,8 @@ func (c *GroupConfig) set(name, value string) (ok bool, err error) {
 		c.Coordinator.OffsetsRetentionMs = n * 60_000
 	case "offsets.retention.check.interval.ms":
 		c.RetentionCheckIntervalMs = n
+	case "offsets.topic.segment.bytes":
+		c.OffsetsSegmentBytes = n
 	}
 	return true, nil
 }
@@ -128,7 +134,6 @@ type groupsState struct {
 	timers   map[string]groupTimer
 	writes   map[core.TopicPartition][]*offsetWrite // in append order
 	nWrite   int
-	compact  compactState
 	parked   map[parkedKey]parkedGroupReq // JoinGroup/SyncGroup held by groups (groups_parked.go)
 	// owned holds the partitions of an assigned offsets topic this node leads, loading
 	// or loaded (groups_load.go); unused for an unassigned one.
@@ -152,8 +157,6 @@ func (gc *groupCoordinator) startGroups() {
 	gc.groups.coord = group.NewCoordinator(gcfg, gc.rnd)
 	gc.groups.timers = map[string]groupTimer{}
 	gc.groups.writes = map[core.TopicPartition][]*offsetWrite{}
-	gc.groups.compact = compactState{since: map[core.TopicPartition]int{},
-		running: map[core.TopicPartition]bool{}}
 	if t := gc.image.Topic(group.OffsetsTopic); t != nil {
 		gc.hit(pOffsetsLoaded)
 		gc.loadOffsets(t.Partitions)
@@ -213,6 +216,14 @@ func (gc *groupCoordinator) loadOffsets(partitions int32) {
 // replayOffsets applies one offsets partition from its log start to its high-water
 // mark and returns how many records it applied. A partition that cannot be read is
 // logged and skipped: its groups get errors, the others work.
+//
+// The partition is compacted (cleaner.go): its log may start anywhere, and its batches
+// may have offset gaps, fewer records than offsets, or none (a run of removed batches
+// becomes one empty batch). Every batch is read with the stored-batch checks, and
+// replay goes from each batch to the next by its last offset. Since the cleaner only
+// removes a record whose key has a later record below the high-water mark, or a
+// tombstone older than delete.retention.ms, the last record of every key is read
+// whatever the cleaner did: the replayed table is the same as from the uncleaned log.
 func (gc *groupCoordinator) replayOffsets(tp core.TopicPartition) int {
 	pos, ok := gc.logs.position(tp)
 	if !ok {
@@ -221,14 +232,16 @@ func (gc *groupCoordinator) replayOffsets(tp core.TopicPartition) int {
 		return 0
 	}
 	n := 0
-	defer func() { gc.groups.compact.since[tp] = n }()
 	for off := pos.start; off < pos.hwm; {
 		res := gc.logs.readLog(tp, off, replayReadBytes)
 		next := off
 		err := errors.New("nothing read")
 		if res.Err == 0 && len(res.Records) > 0 {
-			err = batch.Split(res.Records, func(h batch.Header, raw []byte) error {
+			err = batch.SplitStored(res.Records, func(h batch.Header, raw []byte) error {
 				if h.NextOffset() > off {
+					if int64(h.RecordCount) <= int64(h.LastOffsetDelta) {
+						gc.hit(pOffsetsReplayedCleaned) // thinned or emptied by the cleaner
+					}
 					n += gc.replayBatch(tp, raw)
 					next = h.NextOffset()
 				}
@@ -247,7 +260,7 @@ func (gc *groupCoordinator) replayOffsets(tp core.TopicPartition) int {
 }
 
 func (gc *groupCoordinator) replayBatch(tp core.TopicPartition, raw []byte) int {
-	kvs, err := batch.Records(raw)
+	kvs, err := batch.StoredRecords(raw)
 	if err != nil {
 		gc.lg.Warn("unreadable batch in the offsets topic", zap.Stringer("tp", tp),
 			zap.Error(err))

@@ -139,8 +139,6 @@ func (gc *groupCoordinator) tryLoadOffsets(tp core.TopicPartition) {
 func (gc *groupCoordinator) unloadOffsets(tp core.TopicPartition) {
 	delete(gc.groups.owned, tp.Partition)
 	gc.offsetWritesFailed(tp, kerr.NotLeaderForPartition.Code)
-	delete(gc.groups.compact.since, tp)
-	delete(gc.groups.compact.running, tp)
 	ids := gc.groups.coord.Unload(func(id string) bool {
 		return group.Partition(id, gc.groups.parts) == tp.Partition
 	}, kerr.NotCoordinator.Code)

@@ -224,26 +224,3 @@ func TestSweptEmptyGroupIsTombstoned(t *testing.T) {
 	h.restart()
 	require.Empty(t, h.do(lg).(*kmsg.ListGroupsResponse).Groups, "does not come back")
 }
-
-func TestCompactionKeepsGroupMetadata(t *testing.T) {
-	h := newHarness(t, func(c *Config) {
-		c.Groups.OffsetsPartitions = 1
-		c.Groups.CompactAfterRecords = 20
-	})
-	h.mustCreate("t", 2)
-	a, b := twoMemberGroup(h)
-	for i := range 30 {
-		h.waitMs(1000)
-		requireCode(t, nil, commitCodes(h.do(commitReq("g", 1, a.id, "t", int32(0),
-			int64(i))))[0])
-		requireCode(t, nil, b.heartbeat())
-	}
-	rep := h.b.replicas[core.TopicPartition{Topic: group.OffsetsTopic}]
-	require.Greater(t, rep.StartOffset(), int64(0), "compacted")
-	h.restart()
-	requireCode(t, nil, a.heartbeat())
-	requireCode(t, nil, b.heartbeat())
-	require.Equal(t, "Stable", h.describeGroup("g").State)
-	off, _ := h.fetchOffset(8, "g", "t", 0)
-	require.Equal(t, int64(29), off)
-}

@@ -92,6 +92,9 @@ type fakeEnv struct {
 	metaErr           error // proposals delivered while set fail with it
 	openErr           func(tp core.TopicPartition) error
 	batchesPerSegment int // for logs created from now on
+	// disk, when set, opens disk logs instead of MemLogs (offsets_clean_test.go): logs
+	// that compact when a test runs their cleans.
+	disk *diskLogs
 }
 
 func newFakeEnv(t testing.TB) *fakeEnv {
@@ -154,6 +157,9 @@ func (e *fakeEnv) OpenLog(tp core.TopicPartition, cfg replica.SegmentConfig) (re
 		if err := e.openErr(tp); err != nil {
 			return nil, err
 		}
+	}
+	if e.disk != nil {
+		return e.disk.open(tp, cfg)
 	}
 	if l, ok := e.logs[tp]; ok {
 		l.Reopen(cfg)

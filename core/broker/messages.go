@@ -69,31 +69,6 @@ type msgAppended struct {
 	code   int16
 }
 
-// msgAppendSnapshot (group coordinator → replica manager): append an offsets
-// snapshot's batches to tp (groups_compact.go); answered by msgSnapshotAppended unless
-// an append fails.
-type msgAppendSnapshot struct {
-	write   *offsetWrite
-	tp      core.TopicPartition
-	batches [][]byte
-}
-
-// msgSnapshotAppended (replica manager → group coordinator): the snapshot is in the
-// log, durable once the high-water mark reaches offset.
-type msgSnapshotAppended struct {
-	write  *offsetWrite
-	offset int64
-}
-
-// msgTrimOffsets (group coordinator → replica manager): a snapshot of live records is
-// durable; move tp's log start to start, unless tp is another incarnation by now.
-type msgTrimOffsets struct {
-	tp          core.TopicPartition
-	incarnation uint64
-	start       int64
-	live        int
-}
-
 // msgEnsureOffsetsTopic (group coordinator → controller): create __consumer_offsets.
 // Answered by msgLoadOffsets (when it exists) and msgOffsetsTopicEnded.
 type msgEnsureOffsetsTopic struct{}
@@ -151,9 +126,6 @@ func (msgAwaitOpens) isMessage()         {}
 func (msgLogsOpened) isMessage()         {}
 func (msgAppendInternal) isMessage()     {}
 func (msgAppended) isMessage()           {}
-func (msgAppendSnapshot) isMessage()     {}
-func (msgSnapshotAppended) isMessage()   {}
-func (msgTrimOffsets) isMessage()        {}
 func (msgEnsureOffsetsTopic) isMessage() {}
 func (msgLoadOffsets) isMessage()        {}
 func (msgOffsetsTopicEnded) isMessage()  {}
@@ -179,12 +151,6 @@ func (b *Broker) deliver(m message) {
 		rm.appendInternal(m)
 	case msgAppended:
 		gc.offsetsAppended(m)
-	case msgAppendSnapshot:
-		rm.appendSnapshot(m)
-	case msgSnapshotAppended:
-		gc.snapshotAppended(m)
-	case msgTrimOffsets:
-		rm.trimOffsets(m)
 	case msgEnsureOffsetsTopic:
 		ctl.queueOffsetsTopic()
 	case msgLoadOffsets:

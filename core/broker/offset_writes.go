@@ -5,8 +5,7 @@ package broker
 // Every append to __consumer_offsets is one offsetWrite: the group it belongs to, its
 // records (until appended), the offset that makes it durable, and its owner, which
 // says what the outcome is for: a client's OffsetCommit, OffsetDelete or DeleteGroups,
-// a group's metadata record, an offsets snapshot (groups_compact.go), an expiry or
-// sweep (groups_expire.go), or a topic deletion's tombstones (groups_topics.go). A
+// a group's metadata record, an expiry or sweep (groups_expire.go), or a topic deletion's tombstones (groups_topics.go). A
 // write waits in groups.created while the offsets topic is being created, then in
 // groups.writes[tp] until the high-water mark covers it; offsetWriteEnded dispatches
 // its outcome with one switch over the owner's type (B11 for an unknown one).
@@ -77,13 +76,6 @@ type groupMetadataOwner struct {
 	w group.MetadataWrite
 }
 
-// snapshotOwner is an offsets snapshot (groups_compact.go).
-type snapshotOwner struct {
-	incarnation uint64
-	start       int64
-	live        int
-}
-
 // expireOwner is a batch of expired offsets' tombstones (groups_expire.go).
 type expireOwner struct{ part []core.TopicPartition }
 
@@ -102,7 +94,6 @@ func (*commitOwner) ownerName() string        { return "OffsetCommit" }
 func (*offsetDeleteOwner) ownerName() string  { return "OffsetDelete" }
 func (*deleteGroupOwner) ownerName() string   { return "DeleteGroups" }
 func (*groupMetadataOwner) ownerName() string { return "group-metadata" }
-func (*snapshotOwner) ownerName() string      { return "offsets-snapshot" }
 func (*expireOwner) ownerName() string        { return "offsets-expiry" }
 func (*sweepOwner) ownerName() string         { return "group-sweep" }
 func (o *tombstoneOwner) ownerName() string   { return "tombstones(" + adminName(o.op) + ")" }
@@ -143,8 +134,6 @@ func (gc *groupCoordinator) offsetWriteEnded(w *offsetWrite, code int16) {
 	case *groupMetadataOwner:
 		o.g.MetadataWritten(gc.now, o.w, code)
 		gc.groupChanged(w.group)
-	case *snapshotOwner:
-		gc.offsetsSnapshotDone(w.tp, o.incarnation, o.start, o.live, code)
 	case *expireOwner:
 		gc.expiryWritten(w.group, o.part, code)
 	case *sweepOwner:
@@ -199,7 +188,6 @@ func (gc *groupCoordinator) offsetsAppended(m msgAppended) {
 	w.tp, w.offset, w.appended, w.kvs = m.tp, m.offset, true, nil
 	gc.groups.writes[m.tp] = append(gc.groups.writes[m.tp], w)
 	gc.groups.nWrite++
-	gc.groups.compact.since[m.tp] += w.n
 }
 
 // offsetWritesDurable completes the writes on tp that the high-water mark (m.hwm) now
@@ -227,7 +215,6 @@ func (gc *groupCoordinator) offsetWritesDurable(m msgDurable) {
 	for _, w := range ws[:i] {
 		gc.offsetWriteEnded(w, code)
 	}
-	gc.maybeCompactOffsets(tp)
 }
 
 // offsetWritesFailed fails every write waiting on tp (msgPartitionFailed).
@@ -276,4 +263,26 @@ func describeWrite(w *offsetWrite) string {
 // logWriteFailure is shared by the broker's own writes whose failure only gets logged.
 func (gc *groupCoordinator) logWriteFailure(msg, groupID string, code int16) {
 	gc.lg.Warn(msg, zap.String("group", groupID), zap.Int16("code", code))
+}
+
+// chunkBatchBytes bounds one batch of the broker's own tombstones (expiry, deleted
+// topics), well under max.message.bytes.
+const chunkBatchBytes = 256 << 10
+
+// chunkRecords splits records into batches of at most chunkBatchBytes (roughly).
+func chunkRecords(kvs []batch.KV) [][]batch.KV {
+	var out [][]batch.KV
+	start, size := 0, 0
+	for i, kv := range kvs {
+		n := len(kv.Key) + len(kv.Value) + 16 // plus record framing, roughly
+		if i > start && size+n > chunkBatchBytes {
+			out = append(out, kvs[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(kvs) {
+		out = append(out, kvs[start:])
+	}
+	return out
 }

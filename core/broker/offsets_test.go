@@ -248,38 +248,6 @@ func TestOffsetsPartitionOfflineMeansCoordinatorNotAvailable(t *testing.T) {
 	require.Equal(t, int64(3), off)
 }
 
-func TestOffsetsPartitionIsCompactedToLiveOffsets(t *testing.T) {
-	opts := func(c *Config) {
-		c.Groups.OffsetsPartitions = 1
-		c.Groups.CompactAfterRecords = 20
-	}
-	h := newHarness(t, opts)
-	h.mustCreate("t", 2)
-	otp := core.TopicPartition{Topic: group.OffsetsTopic, Partition: 0}
-	for i := range 30 {
-		commitCodes(h.do(commitReq("g", -1, "", "t", int32(0), int64(i), "t", int32(1),
-			int64(1000+i))))
-	}
-	commitCodes(h.do(commitReq("dropped", -1, "", "t", int32(0), int64(1))))
-	req := kmsg.NewPtrDeleteGroupsRequest()
-	req.Groups = []string{"dropped"}
-	h.do(req)
-	rep := h.b.replicas[otp]
-	require.Greater(t, rep.StartOffset(), int64(0), "old commits trimmed")
-	require.Less(t, rep.EndOffset()-rep.StartOffset(), int64(30),
-		"what is left is about the live offsets plus the commits since")
-
-	h.restart()
-	off, _ := h.fetchOffset(8, "g", "t", 0)
-	require.Equal(t, int64(29), off)
-	off, _ = h.fetchOffset(8, "g", "t", 1)
-	require.Equal(t, int64(1029), off)
-	off, _ = h.fetchOffset(8, "dropped", "t", 0)
-	require.Equal(t, int64(-1), off)
-	lg := kmsg.NewPtrListGroupsRequest()
-	require.Len(t, h.do(lg).(*kmsg.ListGroupsResponse).Groups, 1)
-}
-
 func TestOffsetsTopicCannotBeDeletedOrGrown(t *testing.T) {
 	h := newHarness(t)
 	h.do(&kmsg.FindCoordinatorRequest{Version: 4, CoordinatorKeys: []string{"g"}})

@@ -8,6 +8,7 @@ package broker
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
@@ -147,10 +148,13 @@ func (ctl *adminController) offsetsTopicSpec() meta.Record {
 	return meta.Record{Kind: meta.KindTopicCreated, Topic: group.OffsetsTopic,
 		Partitions:        ctl.cfg.Groups.OffsetsPartitions,
 		ReplicationFactor: ctl.offsetsTopicReplicationFactor(),
-		// Durable before answered, never removed by log retention (offsets expire
-		// through the coordinator, groups_expire.go), segments of Kafka's
-		// offsets.topic.segment.bytes.
-		Configs: []meta.Config{{Name: "log.flush.policy", Value: "always"},
+		// Durable before answered, compacted as in Kafka and never removed by log
+		// retention (offsets expire through the coordinator's tombstones,
+		// groups_expire.go; compactConfig compacts the topic whatever these say),
+		// segments of offsets.topic.segment.bytes so the cleaner has closed ones.
+		Configs: []meta.Config{{Name: "cleanup.policy", Value: "compact"},
+			{Name: "log.flush.policy", Value: "always"},
 			{Name: "retention.bytes", Value: "-1"}, {Name: "retention.ms", Value: "-1"},
-			{Name: "segment.bytes", Value: "104857600"}}}
+			{Name: "segment.bytes",
+				Value: strconv.FormatInt(ctl.cfg.Groups.OffsetsSegmentBytes, 10)}}}
 }
