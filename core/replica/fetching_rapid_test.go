@@ -21,6 +21,21 @@ type pair struct {
 	now  int64
 }
 
+// newPair is two fresh replicas of tp, each over its own MemLog, with log.flush.policy
+// always; the first leads and the second follows, in epoch 0.
+func newPair(rt *rapid.T) *pair {
+	c := cfg(true)
+	p := &pair{t: rt}
+	for i := range p.rs {
+		p.logs[i] = replicatest.NewMemLog(c.Segment)
+		r, err := replica.New(tp, 1, p.logs[i], c, zap.NewNop())
+		require.NoError(rt, err)
+		p.rs[i] = r
+	}
+	p.rs[1].BecomeFollower(0)
+	return p
+}
+
 // syncAll runs a sync cycle on r if it needs one.
 func (p *pair) syncAll(r *replica.Replica) {
 	if r.NeedsSync() {
@@ -74,16 +89,8 @@ func (p *pair) replicate(l, f *replica.Replica, fid int32, maxBytes int, maxRoun
 // What was below a high-water mark is never cut.
 func TestFollowersConvergeOnTheirLeadersLog(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		c := cfg(true)
-		p := &pair{t: rt}
-		for i := range p.rs {
-			p.logs[i] = replicatest.NewMemLog(c.Segment)
-			r, err := replica.New(tp, 1, p.logs[i], c, zap.NewNop())
-			require.NoError(rt, err)
-			p.rs[i] = r
-		}
+		p := newPair(rt)
 		leader, epoch := 0, int32(0)
-		p.rs[1].BecomeFollower(0)
 		var acked [][]byte // batches below a leader's high-water mark: never to be cut
 		for term, terms := 0, rapid.IntRange(1, 6).Draw(rt, "terms"); term < terms; term++ {
 			l, f := p.rs[leader], p.rs[1-leader]

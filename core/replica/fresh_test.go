@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
 	"pgregory.net/rapid"
 
 	"github.com/sluicemq/sluice/core/batch"
@@ -20,16 +19,8 @@ import (
 // the end of some steps only, as when the followers were woken.
 func TestReadForFollowerIsWhatTheLogHolds(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		c := cfg(true)
-		p := &pair{t: rt}
-		for i := range p.rs {
-			p.logs[i] = replicatest.NewMemLog(c.Segment)
-			r, err := replica.New(tp, 1, p.logs[i], c, zap.NewNop())
-			require.NoError(rt, err)
-			p.rs[i] = r
-		}
+		p := newPair(rt)
 		leader, epoch := 0, int32(0)
-		p.rs[1].BecomeFollower(0)
 		for term, terms := 0, rapid.IntRange(1, 6).Draw(rt, "terms"); term < terms; term++ {
 			l, f := p.rs[leader], p.rs[1-leader]
 			l.SetISR([]int32{int32(2 - leader)})
