@@ -181,6 +181,10 @@ var Catalogue = []Mutant{
 	{"replica/no-snapshot-before-delete", "core/replica", "idempotence",
 		"retention and DeleteRecords delete a producer's batches with no snapshot covering " +
 			"them", "./core/replica/"},
+	{"replica/reports-survive-follow", "core/replica", "replication",
+		"a replica keeps what its followers reported while it led, through a term as a " +
+			"follower: led again, it counts a follower that was cut back at its old end",
+		"./core/replica/"},
 	{"replica/fresh-survives-step", "core/replica", "replication",
 		"the leader keeps the last batch it appended past the step and serves it to a " +
 			"follower fetching at its offset, even after its log was cut and rewritten",

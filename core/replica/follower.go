@@ -25,6 +25,7 @@ var ErrNotFollower = errors.New("replica is not a follower")
 // fsyncs.
 func (r *Replica) BecomeFollower(epoch int32) {
 	r.ForgetFresh()
+	r.forgetFollowerReports()
 	r.forgetRecoveredHighWatermark()
 	r.follower = true
 	r.leaderEpoch = max(r.leaderEpoch, epoch)
@@ -37,6 +38,9 @@ func (r *Replica) BecomeLeader(epoch int32) error {
 	if last, ok := r.epochs.latest(); ok && epoch < last.Epoch {
 		return fmt.Errorf("%s: lead in epoch %d, log has epoch %d: %w", r.tp, epoch,
 			last.Epoch, ErrEpochWentBack)
+	}
+	if r.follower {
+		r.forgetFollowerReports()
 	}
 	r.forgetRecoveredHighWatermark()
 	r.follower = false
@@ -59,6 +63,20 @@ func (r *Replica) forgetRecoveredHighWatermark() {
 	}
 	r.hwmRecovered = false
 	r.hwm = r.log.StartOffset()
+}
+
+// forgetFollowerReports drops what the followers reported while this replica led
+// before. Their logs may have been cut since (a leader that lacked their tail, a lost
+// disk): kept, an old report of a follower now behind let a replica elected again set
+// its high-water mark past what that ISR member held (SetISR counts a member at the
+// larger of its report and the mark; seed 2145 of the default draw, read-uncommitted).
+// A new leader hears each follower afresh at its next fetch, as Kafka's resets a
+// remote replica's log end to unknown when a broker becomes leader.
+func (r *Replica) forgetFollowerReports() {
+	if mutantOn("reports-survive-follow") {
+		return
+	}
+	r.replicated = nil
 }
 
 // Follower reports whether the replica follows another.

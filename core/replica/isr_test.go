@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicemq/sluice/core/batch"
 	"github.com/sluicemq/sluice/core/replica/replicatest"
 )
 
@@ -102,4 +103,46 @@ func TestAFollowersLowerReportReplacesItsEarlierOne(t *testing.T) {
 	require.False(t, r.FollowerReplicated(2, 4), "2 holds 4 again: not past 4 yet")
 	require.True(t, r.FollowerReplicated(2, 5))
 	require.EqualValues(t, 5, r.HighWatermark())
+}
+
+// A replica that led, followed, and leads again does not count a follower at what it
+// reported in the earlier term: that follower's log may have been cut since. Its
+// high-water mark stays where following left it until the follower reports again
+// (seed 2145 of the default draw, read-uncommitted).
+func TestALeaderAgainForgetsTheReportsOfItsEarlierTerm(t *testing.T) {
+	c := cfg(true)
+	log := replicatest.NewMemLog(c.Segment)
+	r := newReplica(t, log, c)
+	r.SetISR([]int32{2})
+	for _, v := range []string{"a", "b", "c", "d", "e", "f"} {
+		require.Zero(t, r.Append(1000, plain(v)).Err)
+	}
+	sync(t, r)
+	r.FollowerReplicated(2, 6)
+	require.EqualValues(t, 6, r.HighWatermark())
+
+	// Another replica leads in epoch 1 without the last four batches: this one cuts
+	// them and takes two new ones; follower 2, cut back too, holds only the first two.
+	r.BecomeFollower(1)
+	_, err := r.TruncateTo(2)
+	require.NoError(t, err)
+	for i, v := range []string{"x", "y"} {
+		b := plain(v)
+		batch.SetBaseOffset(b, int64(2+i))
+		batch.SetLeaderEpoch(b, 1)
+		_, err := r.AppendReplicated(2000, b)
+		require.NoError(t, err)
+	}
+	sync(t, r)
+	r.SetLeaderHighWatermark(3)
+	require.EqualValues(t, 3, r.HighWatermark())
+
+	require.NoError(t, r.BecomeLeader(2))
+	r.SetISR([]int32{2})
+	require.EqualValues(t, 3, r.HighWatermark(),
+		"follower 2 has not reported in this term: its old 6 vouches for nothing")
+	r.FollowerReplicated(2, 2)
+	require.EqualValues(t, 3, r.HighWatermark(), "never back")
+	require.True(t, r.FollowerReplicated(2, 4))
+	require.EqualValues(t, 4, r.HighWatermark())
 }
