@@ -280,28 +280,28 @@ func fullISR(m *kmsg.MetadataResponse, topic string, partitions int) bool {
 
 // partitionLeader is the leader of topic's partition as a running node reports it.
 func (c *testCluster) partitionLeader(topic string, partition int32) int32 {
-	for _, nd := range c.running() {
-		m := c.metadata(nd)
-		if m == nil {
-			continue
-		}
-		for _, tp := range m.Topics {
-			if tp.Topic == nil || *tp.Topic != topic {
-				continue
-			}
-			for _, p := range tp.Partitions {
-				if p.Partition == partition && p.Leader >= 0 {
-					return p.Leader
-				}
-			}
-		}
+	p, ok := c.findPartition(topic, partition, func(p kmsg.MetadataResponseTopicPartition) bool {
+		return p.Leader >= 0
+	})
+	if !ok {
+		return -1
 	}
-	return -1
+	return p.Leader
 }
 
 // partitionISR is the ISR of topic's partition as the first running node that knows it
 // reports it (nil if none does).
 func (c *testCluster) partitionISR(topic string, partition int32) []int32 {
+	p, _ := c.findPartition(topic, partition, func(kmsg.MetadataResponseTopicPartition) bool {
+		return true
+	})
+	return p.ISR
+}
+
+// findPartition is topic's partition as the first running node whose answer has it and
+// passes accept reports it.
+func (c *testCluster) findPartition(topic string, partition int32,
+	accept func(kmsg.MetadataResponseTopicPartition) bool) (kmsg.MetadataResponseTopicPartition, bool) {
 	for _, nd := range c.running() {
 		m := c.metadata(nd)
 		if m == nil {
@@ -312,13 +312,13 @@ func (c *testCluster) partitionISR(topic string, partition int32) []int32 {
 				continue
 			}
 			for _, p := range tp.Partitions {
-				if p.Partition == partition {
-					return p.ISR
+				if p.Partition == partition && accept(p) {
+					return p, true
 				}
 			}
 		}
 	}
-	return nil
+	return kmsg.MetadataResponseTopicPartition{}, false
 }
 
 // quorumLeader is the metadata quorum's leader as a running node reports it
