@@ -268,6 +268,12 @@ func (e env) SendPeer(p broker.PeerRequest) {
 
 func (e env) Logger() *zap.Logger { return e.n.lg }
 
+// ServingHeld times a request the broker held for its quota from here on as the
+// step's (metrics_flow.go).
+func (e env) ServingHeld(id uint64) { e.n.flow.servingHeld(id) }
+
+var _ broker.HeldObserver = env{}
+
 // logDir is the partition's directory. Topic names are limited to [a-zA-Z0-9._-], and
 // the partition is the text after the last '-', so two partitions never share a name.
 func (n *Node) logDir(tp core.TopicPartition) string {

@@ -20,6 +20,9 @@ import (
 // The stages of a Produce request, as the runtime sees them:
 //   - queue: from the connection reader handing it to the node until its step begins
 //     (waiting in the inbox behind other inputs, or for the step lock);
+//   - held: for a request the broker held because its connection's quota throttle was
+//     running (core/broker/quota_hold.go), from the end of its first step until the
+//     step that serves it (broker.HeldObserver); its append stage is that step;
 //   - append: its step, which validates and appends every batch (a write to the page
 //     cache, no fsync); a request answered in its step (acks=0, acks=1, errors) ends
 //     here;
@@ -39,16 +42,18 @@ type flowMetrics struct {
 	topics    map[string]*topicTraffic
 	slow      *slowLog // logs slow produces with their stages; nil: off
 
-	queue, appendStage, fsync, replication prometheus.Observer
-	stages                                 *prometheus.HistogramVec
-	batchRecords, batchBytes               prometheus.Histogram
+	queue, held, appendStage, fsync, replication prometheus.Observer
+	stages                                       *prometheus.HistogramVec
+	batchRecords, batchBytes                     prometheus.Histogram
 }
 
 // produceTiming is one Produce request's way through the node.
 type produceTiming struct {
 	id            uint64
 	received      time.Time
-	start, end    time.Time // its step
+	queued        time.Duration // from received to the start of its first step
+	held          time.Duration // held for its connection's quota (0: it was not)
+	start, end    time.Time     // the step that appended it (that served it, if held)
 	tps           []core.TopicPartition
 	fsyncsPending int       // partitions whose fsync has not completed
 	fsynced       time.Time // when the last of them completed
@@ -73,8 +78,8 @@ func newFlowMetrics() *flowMetrics {
 		topics: map[string]*topicTraffic{},
 		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "sluice_produce_stage_seconds",
-			Help: "Time a Produce request spent in each stage (queue, append, fsync, " +
-				"replication); see docs/operations.md.",
+			Help: "Time a Produce request spent in each stage (queue, held, append, " +
+				"fsync, replication); see docs/operations.md.",
 			// 10 µs to ~4 s.
 			Buckets: prometheus.ExponentialBuckets(10e-6, 2.5, 15),
 		}, []string{"stage"}),
@@ -92,6 +97,7 @@ func newFlowMetrics() *flowMetrics {
 		}),
 	}
 	f.queue = f.stages.WithLabelValues("queue")
+	f.held = f.stages.WithLabelValues("held")
 	f.appendStage = f.stages.WithLabelValues("append")
 	f.fsync = f.stages.WithLabelValues("fsync")
 	f.replication = f.stages.WithLabelValues("replication")
@@ -122,7 +128,8 @@ func (f *flowMetrics) beginStep(in broker.Input, received time.Time) {
 			if received.IsZero() {
 				received = now
 			}
-			f.cur = &produceTiming{id: in.ID, received: received, start: now}
+			f.cur = &produceTiming{id: in.ID, received: received, start: now,
+				queued: now.Sub(received)}
 		case *kmsg.FetchRequest:
 			if m.ReplicaID >= 0 || m.ReplicaState.ID >= 0 {
 				f.followers[in.ID] = in.Conn
@@ -152,6 +159,23 @@ func (f *flowMetrics) endStep() {
 	}
 	t.end = time.Now()
 	f.parked[t.id] = t
+}
+
+// servingHeld makes the parked Produce id, held for its connection's quota since its
+// first step, the step's: what the broker now appends and answers is its.
+func (f *flowMetrics) servingHeld(id uint64) {
+	if f == nil {
+		return
+	}
+	t := f.parked[id]
+	if t == nil {
+		return // a held Fetch
+	}
+	f.endStep() // one served before it in this step and not answered waits on
+	delete(f.parked, id)
+	now := time.Now()
+	t.held, t.start = now.Sub(t.end), now
+	f.cur = t
 }
 
 // appendLive appends t to ts, first dropping the answered produces when ts is full, so
@@ -244,7 +268,7 @@ func (f *flowMetrics) replied(r broker.Reply) {
 	if t := f.cur; t != nil && t.id == r.ID {
 		t.done = true
 		now := time.Now()
-		f.queue.Observe(t.start.Sub(t.received).Seconds())
+		f.observeUntilAppend(t)
 		f.appendStage.Observe(now.Sub(t.start).Seconds())
 		f.slowProduce(t, now, false)
 		return
@@ -266,8 +290,17 @@ func (f *flowMetrics) replied(r broker.Reply) {
 	}
 }
 
+// observeUntilAppend observes the stages before a Produce's append: its queue, and
+// its hold if it had one.
+func (f *flowMetrics) observeUntilAppend(t *produceTiming) {
+	f.queue.Observe(t.queued.Seconds())
+	if t.held > 0 {
+		f.held.Observe(t.held.Seconds())
+	}
+}
+
 func (f *flowMetrics) finishParked(t *produceTiming, now time.Time) {
-	f.queue.Observe(t.start.Sub(t.received).Seconds())
+	f.observeUntilAppend(t)
 	f.appendStage.Observe(t.end.Sub(t.start).Seconds())
 	synced := t.fsynced
 	if t.fsyncsPending > 0 || synced.IsZero() {

@@ -11,7 +11,7 @@ import (
 
 // The slow-request log: a request answered later than Options.SlowRequest
 // (sluice.request.slow.log.ms) gets one warning line with its API, version, error code
-// and time, and a Produce its stages (queue, append, fsync, replication; see
+// and time, and a Produce its stages (queue, held, append, fsync, replication; see
 // metrics_flow.go) when the node keeps them (an HTTP listener). APIs that wait by design
 // are not logged: Fetch (a long poll waits up to its MaxWait), JoinGroup and SyncGroup
 // (a rebalance waits for the group). The node's logger samples repeated lines, so a
@@ -62,7 +62,10 @@ func (f *flowMetrics) slowProduce(t *produceTiming, now time.Time, parked bool) 
 		return
 	}
 	fields := []zap.Field{zap.Float64("elapsed_ms", ms(now.Sub(t.received))),
-		zap.Float64("queue_ms", ms(t.start.Sub(t.received)))}
+		zap.Float64("queue_ms", ms(t.queued))}
+	if t.held > 0 {
+		fields = append(fields, zap.Float64("held_ms", ms(t.held)))
+	}
 	if !parked {
 		fields = append(fields, zap.Float64("append_ms", ms(now.Sub(t.start))))
 	} else {

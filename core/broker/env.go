@@ -103,6 +103,15 @@ type Env interface {
 	Logger() *zap.Logger
 }
 
+// HeldObserver is an Env that times requests (the runtime's produce stages). The
+// broker calls ServingHeld(id) in the step that serves a request it held for its
+// connection's quota throttle (quota_hold.go), just before running its handler, so
+// that what the handler appends and answers is timed as that request's. An Env need
+// not implement it.
+type HeldObserver interface {
+	ServingHeld(id uint64)
+}
+
 // Input is one thing that happens to the broker. The set is closed: Step's switch over
 // it panics on a type it does not know.
 type Input interface{ isInput() }

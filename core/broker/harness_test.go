@@ -83,6 +83,8 @@ type fakeEnv struct {
 	peerReqs  []PeerRequest
 	syncs     []syncReq
 	cleans    []cleanReq
+	// servedHeld: the requests ServingHeld named, in order (HeldObserver).
+	servedHeld []uint64
 
 	committed []meta.Record // the durable metadata log, in commit order
 	logs      map[core.TopicPartition]*replicatest.MemLog
@@ -118,6 +120,16 @@ func (e *fakeEnv) Reply(r Reply) {
 	e.replies[r.ID] = r
 	e.replyOrder = append(e.replyOrder, r.ID)
 }
+
+// ServingHeld records a held request about to be served; it must not be answered yet.
+func (e *fakeEnv) ServingHeld(id uint64) {
+	if _, done := e.replies[id]; done {
+		e.t.Errorf("ServingHeld(%d) after its reply", id)
+	}
+	e.servedHeld = append(e.servedHeld, id)
+}
+
+var _ HeldObserver = (*fakeEnv)(nil)
 
 func (e *fakeEnv) SetTimer(at core.Time, id uint64) {
 	e.timerSeq++

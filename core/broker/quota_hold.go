@@ -85,6 +85,9 @@ func (rm *replicaManager) holdEnded(conn uint64) {
 // serveHeld runs a held request's handler (which does not hold it again: the check
 // is made where requests arrive, Broker.request).
 func (rm *replicaManager) serveHeld(r Request) {
+	if o, ok := rm.env.(HeldObserver); ok {
+		o.ServingHeld(r.ID)
+	}
 	switch m := r.Msg.(type) {
 	case *kmsg.ProduceRequest:
 		rm.handleProduce(r, m)

@@ -325,6 +325,7 @@ func TestProduceOverQuotaIsThrottledMutedAndHeld(t *testing.T) {
 	h.advance(time.Millisecond)
 	_, ok = h.reply(held)
 	require.True(t, ok, "served once the throttle ended")
+	require.Equal(t, []uint64{held}, h.env.servedHeld, "the Env was told which request it serves")
 	// Once the client kept away long enough, it is within its quota again.
 	h.advance(60 * time.Second)
 	id, ok = h.sendAs(1, "", "slow", produceReq(-1, "t", 0, rec))
@@ -348,6 +349,8 @@ func TestProduceOverQuotaIsThrottledMutedAndHeld(t *testing.T) {
 	h.settle()
 	_, ok = h.reply(last)
 	require.True(t, ok, "served at the drain")
+	require.Equal(t, []uint64{held, last}, h.env.servedHeld,
+		"the served held requests, not the dropped one")
 }
 
 func TestFetchOverQuotaIsThrottledCappedAndMuted(t *testing.T) {
