@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 
 	"go.uber.org/zap"
@@ -28,18 +29,10 @@ func (o *Options) interBrokerPrincipal(lg *zap.Logger) string {
 		return "User:" + l.SASL.InterBrokerUser
 	case l.Protocol.UsesTLS():
 		cfg, err := l.TLS.ClientConfig(lg)
-		if err != nil || cfg.GetClientCertificate == nil {
-			return ""
-		}
-		c, err := cfg.GetClientCertificate(nil)
-		if err != nil || c == nil || len(c.Certificate) == 0 {
-			return ""
-		}
-		leaf, err := x509.ParseCertificate(c.Certificate[0])
 		if err != nil {
 			return ""
 		}
-		return kafkanet.PrincipalOf(leaf)
+		return ownPrincipal(cfg)
 	default:
 		return acl.Anonymous
 	}
@@ -69,4 +62,23 @@ func (n *Node) configureAuthz() {
 		zap.Strings("super.users", cfg.SuperUsers),
 		zap.Bool("allow.everyone.if.no.acl.found", cfg.AllowIfNoACL),
 		zap.String("inter_broker_principal", cfg.InterBrokerPrincipal))
+}
+
+// ownPrincipal is the principal of the certificate cli presents ("" when none).
+func ownPrincipal(cli *tls.Config) string {
+	var c *tls.Certificate
+	switch {
+	case cli.GetClientCertificate != nil:
+		c, _ = cli.GetClientCertificate(&tls.CertificateRequestInfo{})
+	case len(cli.Certificates) > 0:
+		c = &cli.Certificates[0]
+	}
+	if c == nil || len(c.Certificate) == 0 {
+		return ""
+	}
+	leaf, err := x509.ParseCertificate(c.Certificate[0])
+	if err != nil {
+		return ""
+	}
+	return kafkanet.PrincipalOf(leaf)
 }

@@ -2,8 +2,11 @@ package runtime
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -68,7 +71,8 @@ func (n *Node) openQuorum() (broker.Start, error) {
 		cfg.JoinInUseGiveUp = time.Duration(2*st)*time.Millisecond + 2*time.Second
 	}
 	if n.opts.ControllerTLS != nil {
-		t, err := quorumTLS(*n.opts.ControllerTLS, n.lg.Named("quorum-tls"))
+		t, err := quorumTLS(*n.opts.ControllerTLS, &n.opts.Config.Authz,
+			n.lg.Named("quorum-tls"))
 		if err != nil {
 			return broker.Start{}, err
 		}
@@ -91,11 +95,13 @@ func (n *Node) openQuorum() (broker.Start, error) {
 }
 
 // quorumTLS builds the quorum transport's TLS from the controller listener's ssl.*
-// settings: client certificates are always required and verified (a quorum member is
-// whoever holds a certificate the truststore accepts), and the keystore, re-read when
-// its file changes, is presented both ways, so a renewed certificate is used by every
-// new quorum connection.
-func quorumTLS(s kafkanet.TLSSettings, lg *zap.Logger) (*raftmeta.TransportTLS, error) {
+// settings: client certificates are always required and verified, and the keystore,
+// re-read when its file changes, is presented both ways, so a renewed certificate is
+// used by every new quorum connection. Without an authorizer a quorum member is whoever
+// holds a certificate the truststore accepts; with one, its principal must also be a
+// super user or this node's own (quorumPeerAllowed).
+func quorumTLS(s kafkanet.TLSSettings, authz *broker.AuthzConfig,
+	lg *zap.Logger) (*raftmeta.TransportTLS, error) {
 	if s.TruststoreLocation == "" && s.TruststoreCerts == "" {
 		return nil, fmt.Errorf("the controller listener (quorum transport) needs " +
 			"ssl.truststore.location: the CA that signs every quorum member's certificate")
@@ -109,7 +115,24 @@ func quorumTLS(s kafkanet.TLSSettings, lg *zap.Logger) (*raftmeta.TransportTLS, 
 	if err != nil {
 		return nil, fmt.Errorf("the controller listener (quorum transport): %w", err)
 	}
-	return &raftmeta.TransportTLS{Server: srv, Client: cli}, nil
+	t := &raftmeta.TransportTLS{Server: srv, Client: cli}
+	if authz.Enabled {
+		t.PeerAllowed = quorumPeerAllowed(authz.SuperUsers, cli)
+	}
+	return t, nil
+}
+
+// quorumPeerAllowed admits a quorum peer whose certificate's principal (Kafka's DEFAULT
+// mapping, as on an SSL listener) is one of superUsers or the principal of the
+// certificate this node presents (cli's, read at each connection: a renewed keystore
+// counts), as Kafka's authorizer lets only super users act on a controller listener
+// until it has loaded the ACLs. Nodes that share one certificate need no super.users
+// entry; nodes with certificates of their own list theirs.
+func quorumPeerAllowed(superUsers []string, cli *tls.Config) func(*x509.Certificate) bool {
+	return func(leaf *x509.Certificate) bool {
+		p := kafkanet.PrincipalOf(leaf)
+		return slices.Contains(superUsers, p) || p == ownPrincipal(cli)
+	}
 }
 
 // isVoter says whether this node is one of Options.Voters (else a non-voter: it follows

@@ -69,3 +69,54 @@ func isTimeout(err error) bool {
 	ne, ok := err.(interface{ Timeout() bool })
 	return ok && ne.Timeout()
 }
+
+// TestQuorumWithAnAuthorizerAdmitsSuperUsersAndItself: with authorizer.class.name set,
+// a certificate from the quorum's CA is not enough to speak on the quorum transport:
+// its principal must be a super user or the node's own (the same certificate, as nodes
+// sharing one have). A client's certificate from the same CA is closed right after the
+// handshake; without an authorizer it is let in, as before.
+func TestQuorumWithAnAuthorizerAdmitsSuperUsersAndItself(t *testing.T) {
+	f := newTLSFiles(t, "none")
+	start := func(authz bool) *runtime.Node {
+		cfg := broker.DefaultConfig()
+		cfg.NodeID = 1
+		if authz {
+			cfg.Authz = broker.AuthzConfig{Enabled: true, ClassName: "sluice",
+				SuperUsers: []string{"User:CN=admin"}}
+		}
+		ts := f.settings
+		n := runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0", DataDir: t.TempDir(),
+			Config: cfg, Logger: zaptest.NewLogger(t), DrainTimeout: 2 * time.Second,
+			Voters: []raftmeta.Voter{{ID: 1, Addr: freeAddr(t)}}, ControllerTLS: &ts,
+			QuorumTiming: raftmeta.TestTiming()})
+		require.NoError(t, n.Start(context.Background()))
+		t.Cleanup(func() { _ = n.Close() })
+		return n
+	}
+	issue := func(cn string) tls.Certificate {
+		p, err := f.ca.Issue(devcert.Leaf{CommonName: cn, Server: true})
+		require.NoError(t, err)
+		c, err := tls.X509KeyPair(p.CertPEM, p.KeyPEM)
+		require.NoError(t, err)
+		return c
+	}
+	own, err := tls.LoadX509KeyPair(f.server, f.server)
+	require.NoError(t, err)
+	// admitted: the connection stays open (a read waits) rather than being closed.
+	admitted := func(n *runtime.Node, cert tls.Certificate) bool {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp",
+			n.QuorumAddr(), &tls.Config{RootCAs: f.roots, Certificates: []tls.Certificate{cert}})
+		require.NoError(t, err)
+		defer c.Close()
+		_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		var b [1]byte
+		_, err = c.Read(b[:])
+		return isTimeout(err)
+	}
+	n := start(true)
+	require.False(t, admitted(n, f.client), "a client's certificate (CN=writer,O=Acme)")
+	require.True(t, admitted(n, own), "the node's own certificate")
+	require.True(t, admitted(n, issue("admin")), "a super user's")
+	require.False(t, admitted(n, issue("other node")), "another name, not a super user")
+	require.True(t, admitted(start(false), f.client), "no authorizer: any certificate")
+}

@@ -2,6 +2,7 @@ package raftmeta
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -22,6 +23,10 @@ type TransportTLS struct {
 	// Client dials peers; it must present a certificate (Certificates or
 	// GetClientCertificate) and verify the peer's (RootCAs).
 	Client *tls.Config
+	// PeerAllowed, when set, decides whether an accepted peer whose certificate chains to
+	// the truststore may speak on the transport (leaf: its certificate); one it refuses
+	// is logged and closed before it sends a byte. Nil: any such certificate is a member.
+	PeerAllowed func(leaf *x509.Certificate) bool
 }
 
 func (t *TransportTLS) check() error {
@@ -41,7 +46,7 @@ func (t *TransportTLS) check() error {
 // how many were refused since the last line (a port scan must not flood the log).
 const handshakeLogEvery = 5 * time.Second
 
-// refusals logs refused TLS handshakes on the quorum transport, rate limited.
+// refusals logs refused connections on the quorum transport, rate limited.
 type refusals struct {
 	lg         *zap.Logger
 	mu         sync.Mutex
@@ -49,7 +54,15 @@ type refusals struct {
 	suppressed int
 }
 
-func (r *refusals) log(remote net.Addr, err error) {
+const (
+	refusedHandshake = "quorum transport: refused a connection, its TLS handshake failed " +
+		"(a plaintext peer, or a certificate the truststore does not accept)"
+	refusedPeer = "quorum transport: refused a peer whose certificate may not join the " +
+		"quorum (with an authorizer, a member's principal is a super user or this " +
+		"node's own)"
+)
+
+func (r *refusals) log(msg string, remote net.Addr, why zap.Field) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
@@ -57,9 +70,7 @@ func (r *refusals) log(remote net.Addr, err error) {
 		r.suppressed++
 		return
 	}
-	r.lg.Warn("quorum transport: refused a connection, its TLS handshake failed (a "+
-		"plaintext peer, or a certificate the truststore does not accept)",
-		zap.Stringer("remote", remote), zap.Error(err),
+	r.lg.Warn(msg, zap.Stringer("remote", remote), why,
 		zap.Int("refused_since_last_line", r.suppressed))
 	r.last, r.suppressed = now, 0
 }
@@ -70,16 +81,27 @@ func (l *joinLayer) serverHandshake(c net.Conn, bound time.Duration) (net.Conn, 
 	tc := tls.Server(c, l.tls.Server)
 	_ = tc.SetDeadline(time.Now().Add(bound))
 	if err := tc.Handshake(); err != nil {
-		l.refused.log(c.RemoteAddr(), err)
+		l.refused.log(refusedHandshake, c.RemoteAddr(), zap.Error(err))
 		_ = c.Close()
 		return nil, false
+	}
+	if allowed := l.tls.PeerAllowed; allowed != nil {
+		// RequireAndVerifyClientCert (check) guarantees a verified leaf.
+		leaf := tc.ConnectionState().PeerCertificates[0]
+		if !allowed(leaf) {
+			l.refused.log(refusedPeer, c.RemoteAddr(),
+				zap.String("subject", leaf.Subject.String()))
+			_ = c.Close()
+			return nil, false
+		}
 	}
 	_ = tc.SetDeadline(time.Time{})
 	return tc, true
 }
 
 // dialQuorum connects to a peer's quorum transport: TCP, then TLS when configured, the
-// handshake within timeout.
+// handshake within timeout, and the peer's certificate checked as an accepted peer's
+// is (TransportTLS.PeerAllowed).
 func dialQuorum(address string, timeout time.Duration, t *TransportTLS) (net.Conn, error) {
 	d := &net.Dialer{Timeout: timeout}
 	if t == nil {
@@ -88,6 +110,15 @@ func dialQuorum(address string, timeout time.Duration, t *TransportTLS) (net.Con
 	c, err := tls.DialWithDialer(d, "tcp", address, t.Client)
 	if err != nil {
 		return nil, fmt.Errorf("TLS connection to quorum peer %s: %w", address, err)
+	}
+	// The peer is held to the rule it holds us to: a node not allowed to join is sent
+	// nothing, not even as a voter the configuration names.
+	if t.PeerAllowed != nil {
+		if leaf := c.ConnectionState().PeerCertificates[0]; !t.PeerAllowed(leaf) {
+			_ = c.Close()
+			return nil, fmt.Errorf("quorum peer %s presented a certificate (%s) that may "+
+				"not join the quorum", address, leaf.Subject)
+		}
 	}
 	return c, nil
 }

@@ -23,7 +23,13 @@ import (
 // transportTLS issues a node certificate (for 127.0.0.1) from ca and trusts trust.
 func transportTLS(t *testing.T, ca, trust *devcert.CA) *TransportTLS {
 	t.Helper()
-	p, err := ca.Issue(devcert.Leaf{CommonName: "quorum node", Server: true})
+	return transportTLSAs(t, "quorum node", ca, trust)
+}
+
+// transportTLSAs is transportTLS with the certificate's common name.
+func transportTLSAs(t *testing.T, cn string, ca, trust *devcert.CA) *TransportTLS {
+	t.Helper()
+	p, err := ca.Issue(devcert.Leaf{CommonName: cn, Server: true})
 	require.NoError(t, err)
 	cert, err := tls.X509KeyPair(p.CertPEM, p.KeyPEM)
 	require.NoError(t, err)
@@ -52,6 +58,10 @@ func observed(c *testCluster) map[int32]*observer.ObservedLogs {
 
 func refusedLines(o *observer.ObservedLogs) int {
 	return o.FilterMessageSnippet("refused a connection, its TLS handshake failed").Len()
+}
+
+func refusedPeerLines(o *observer.ObservedLogs) int {
+	return o.FilterMessageSnippet("refused a peer whose certificate may not join").Len()
 }
 
 func proposeTopic(c *testCluster, on int, tok uint64) {
@@ -164,4 +174,66 @@ func TestQuorumRefusesAnotherCAsPeer(t *testing.T) {
 		require.NotEqual(t, c.nodes[i].id, l, "node %d leads", c.nodes[i].id)
 	}
 	require.Contains(t, []int{0, 1}, c.leaderOf(), "the leader is still voter 1 or 2")
+}
+
+// TestQuorumRefusesAPeerItDoesNotAllow: every certificate comes from the quorum's CA,
+// but the voters admit only the common name "quorum node" (TransportTLS.PeerAllowed,
+// which a node with an authorizer sets to its super users and its own principal).
+// Voter 3 and a would-be non-voter, named "intruder", complete the handshake and are
+// refused before a byte of raft: they never learn a record, vote a leader in nor join,
+// and the voters log the refusals with the subject.
+func TestQuorumRefusesAPeerItDoesNotAllow(t *testing.T) {
+	ca, err := devcert.NewCA("quorum CA", time.Hour)
+	require.NoError(t, err)
+	c, err := newTestCluster(3, steadyTiming(), newStats())
+	require.NoError(t, err)
+	defer c.close()
+	c.tlsOf = func(id int32) *TransportTLS {
+		cn := "quorum node"
+		if id >= 3 {
+			cn = "intruder"
+		}
+		tt := transportTLSAs(t, cn, ca, ca)
+		tt.PeerAllowed = func(leaf *x509.Certificate) bool {
+			return leaf.Subject.CommonName == "quorum node"
+		}
+		return tt
+	}
+	logs := observed(c)
+	boxes := []*inbox{{}, {}, {}, {}}
+	for i := 0; i < 3; i++ {
+		c.boot(i, boxes[i].deliver)
+	}
+	require.True(t, waitFor(settleBound, func() bool {
+		l := c.leaderOf()
+		return l == 0 || l == 1
+	}), "voters 1 and 2 elect no leader")
+	lead := c.leaderOf()
+	proposeTopic(c, lead, 1)
+	require.True(t, waitFor(settleBound, func() bool {
+		a, ok := boxes[lead].answers()[1]
+		return ok && a.Outcome == broker.MetaCommitted
+	}), "voters 1 and 2 do not commit")
+
+	nv, err := c.addNonvoter()
+	require.NoError(t, err)
+	c.boot(nv, boxes[nv].deliver)
+	require.True(t, waitFor(settleBound, func() bool {
+		return refusedPeerLines(logs[1])+refusedPeerLines(logs[2]) > 0
+	}), "the voters log no refused peer")
+	time.Sleep(4 * c.timing.Election) // give a wrong join or vote the time to land
+	require.Empty(t, boxes[2].applied(), "voter 3, not allowed, learned a record")
+	require.Empty(t, boxes[nv].applied(), "the non-voter, not allowed, learned a record")
+	require.NotContains(t, c.suffrages(lead), c.nodes[nv].id, "the refused non-voter was added")
+	for _, i := range []int{2, nv} {
+		l, _ := c.nodes[i].m.Leader()
+		require.NotEqual(t, c.nodes[i].id, l, "node %d leads", c.nodes[i].id)
+	}
+	require.Contains(t, []int{0, 1}, c.leaderOf(), "the leader is still voter 1 or 2")
+	for _, i := range []int32{1, 2} {
+		for _, e := range logs[i].FilterMessageSnippet("refused a peer").All() {
+			require.Equal(t, "CN=intruder", e.ContextMap()["subject"])
+		}
+		require.Zero(t, refusedLines(logs[i]), "the handshakes themselves succeeded")
+	}
 }
