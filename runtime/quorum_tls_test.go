@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicemq/sluice/core/broker"
 	"github.com/sluicemq/sluice/internal/devcert"
+	kafkanet "github.com/sluicemq/sluice/net"
 	"github.com/sluicemq/sluice/runtime"
 	"github.com/sluicemq/sluice/runtime/raftmeta"
 )
@@ -27,13 +28,7 @@ func TestQuorumTLSReloadsItsCertificate(t *testing.T) {
 	_, err := ts.Set("sluice.ssl.keystore.reload.check.ms", "1")
 	require.NoError(t, err)
 	cfg := broker.DefaultConfig()
-	cfg.NodeID = 1
-	n := runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0", DataDir: t.TempDir(),
-		Config: cfg, Logger: zaptest.NewLogger(t), DrainTimeout: 2 * time.Second,
-		Voters: []raftmeta.Voter{{ID: 1, Addr: freeAddr(t)}}, ControllerTLS: &ts,
-		QuorumTiming: raftmeta.TestTiming()})
-	require.NoError(t, n.Start(context.Background()))
-	t.Cleanup(func() { _ = n.Close() })
+	n := startQuorumTLSVoter(t, cfg, ts)
 
 	serial := func(withCert bool) (string, error) {
 		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", n.QuorumAddr(), f.clientConfig(withCert))
@@ -65,6 +60,20 @@ func TestQuorumTLSReloadsItsCertificate(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond, "new quorum connections keep the old certificate")
 }
 
+// startQuorumTLSVoter starts node 1, the only voter of a quorum whose transport has
+// the TLS settings ts.
+func startQuorumTLSVoter(t *testing.T, cfg broker.Config, ts kafkanet.TLSSettings) *runtime.Node {
+	t.Helper()
+	cfg.NodeID = 1
+	n := runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0", DataDir: t.TempDir(),
+		Config: cfg, Logger: zaptest.NewLogger(t), DrainTimeout: 2 * time.Second,
+		Voters: []raftmeta.Voter{{ID: 1, Addr: freeAddr(t)}}, ControllerTLS: &ts,
+		QuorumTiming: raftmeta.TestTiming()})
+	require.NoError(t, n.Start(context.Background()))
+	t.Cleanup(func() { _ = n.Close() })
+	return n
+}
+
 func isTimeout(err error) bool {
 	ne, ok := err.(interface{ Timeout() bool })
 	return ok && ne.Timeout()
@@ -79,19 +88,11 @@ func TestQuorumWithAnAuthorizerAdmitsSuperUsersAndItself(t *testing.T) {
 	f := newTLSFiles(t, "none")
 	start := func(authz bool) *runtime.Node {
 		cfg := broker.DefaultConfig()
-		cfg.NodeID = 1
 		if authz {
 			cfg.Authz = broker.AuthzConfig{Enabled: true, ClassName: "sluice",
 				SuperUsers: []string{"User:CN=admin"}}
 		}
-		ts := f.settings
-		n := runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0", DataDir: t.TempDir(),
-			Config: cfg, Logger: zaptest.NewLogger(t), DrainTimeout: 2 * time.Second,
-			Voters: []raftmeta.Voter{{ID: 1, Addr: freeAddr(t)}}, ControllerTLS: &ts,
-			QuorumTiming: raftmeta.TestTiming()})
-		require.NoError(t, n.Start(context.Background()))
-		t.Cleanup(func() { _ = n.Close() })
-		return n
+		return startQuorumTLSVoter(t, cfg, f.settings)
 	}
 	issue := func(cn string) tls.Certificate {
 		p, err := f.ca.Issue(devcert.Leaf{CommonName: cn, Server: true})

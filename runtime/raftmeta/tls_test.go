@@ -134,61 +134,24 @@ func TestQuorumRefusesAnotherCAsPeer(t *testing.T) {
 	require.NoError(t, err)
 	rogue, err := devcert.NewCA("another CA", time.Hour)
 	require.NoError(t, err)
-	c, err := newTestCluster(3, steadyTiming(), newStats())
-	require.NoError(t, err)
-	defer c.close()
-	c.tlsOf = func(id int32) *TransportTLS {
+	requireOutsidersLearnNothing(t, func(id int32) *TransportTLS {
 		if id >= 3 {
 			return transportTLS(t, rogue, good)
 		}
 		return transportTLS(t, good, good)
-	}
-	logs := observed(c)
-	boxes := []*inbox{{}, {}, {}, {}}
-	for i := 0; i < 3; i++ {
-		c.boot(i, boxes[i].deliver)
-	}
-	require.True(t, waitFor(settleBound, func() bool {
-		l := c.leaderOf()
-		return l == 0 || l == 1
-	}), "voters 1 and 2 elect no leader")
-	lead := c.leaderOf()
-	proposeTopic(c, lead, 1)
-	require.True(t, waitFor(settleBound, func() bool {
-		a, ok := boxes[lead].answers()[1]
-		return ok && a.Outcome == broker.MetaCommitted
-	}), "voters 1 and 2 do not commit")
-
-	nv, err := c.addNonvoter()
-	require.NoError(t, err)
-	c.boot(nv, boxes[nv].deliver)
-	require.True(t, waitFor(settleBound, func() bool {
-		return refusedLines(logs[1])+refusedLines(logs[2]) > 0
-	}), "the voters log no refused handshake")
-	time.Sleep(4 * c.timing.Election) // give a wrong join or vote the time to land
-	require.Empty(t, boxes[2].applied(), "voter 3 with another CA's certificate learned a record")
-	require.Empty(t, boxes[nv].applied(), "the rogue non-voter learned a record")
-	require.NotContains(t, c.suffrages(lead), c.nodes[nv].id, "the rogue non-voter was added")
-	for _, i := range []int{2, nv} {
-		l, _ := c.nodes[i].m.Leader()
-		require.NotEqual(t, c.nodes[i].id, l, "node %d leads", c.nodes[i].id)
-	}
-	require.Contains(t, []int{0, 1}, c.leaderOf(), "the leader is still voter 1 or 2")
+	}, refusedLines)
 }
 
 // TestQuorumRefusesAPeerItDoesNotAllow: every certificate comes from the quorum's CA,
 // but the voters admit only the common name "quorum node" (TransportTLS.PeerAllowed,
 // which a node with an authorizer sets to its super users and its own principal).
 // Voter 3 and a would-be non-voter, named "intruder", complete the handshake and are
-// refused before a byte of raft: they never learn a record, vote a leader in nor join,
-// and the voters log the refusals with the subject.
+// refused before a byte of raft (voter 3 by the voters dialing it too): they never
+// learn a record, lead nor join, and the voters log the refusals with the subject.
 func TestQuorumRefusesAPeerItDoesNotAllow(t *testing.T) {
 	ca, err := devcert.NewCA("quorum CA", time.Hour)
 	require.NoError(t, err)
-	c, err := newTestCluster(3, steadyTiming(), newStats())
-	require.NoError(t, err)
-	defer c.close()
-	c.tlsOf = func(id int32) *TransportTLS {
+	logs := requireOutsidersLearnNothing(t, func(id int32) *TransportTLS {
 		cn := "quorum node"
 		if id >= 3 {
 			cn = "intruder"
@@ -198,7 +161,26 @@ func TestQuorumRefusesAPeerItDoesNotAllow(t *testing.T) {
 			return leaf.Subject.CommonName == "quorum node"
 		}
 		return tt
+	}, refusedPeerLines)
+	for _, i := range []int32{1, 2} {
+		for _, e := range logs[i].FilterMessageSnippet("refused a peer").All() {
+			require.Equal(t, "CN=intruder", e.ContextMap()["subject"])
+		}
+		require.Zero(t, refusedLines(logs[i]), "the handshakes themselves succeeded")
 	}
+}
+
+// requireOutsidersLearnNothing runs voters 1 and 2 (members) and 3 (an outsider) with
+// tlsOf's transports, then a non-voter (an outsider too): the members elect and
+// commit, log refusals (counted by refused), and the outsiders never learn a record,
+// lead, or join. It returns the nodes' logs.
+func requireOutsidersLearnNothing(t *testing.T, tlsOf func(id int32) *TransportTLS,
+	refused func(*observer.ObservedLogs) int) map[int32]*observer.ObservedLogs {
+	t.Helper()
+	c, err := newTestCluster(3, steadyTiming(), newStats())
+	require.NoError(t, err)
+	defer c.close()
+	c.tlsOf = tlsOf
 	logs := observed(c)
 	boxes := []*inbox{{}, {}, {}, {}}
 	for i := 0; i < 3; i++ {
@@ -219,21 +201,16 @@ func TestQuorumRefusesAPeerItDoesNotAllow(t *testing.T) {
 	require.NoError(t, err)
 	c.boot(nv, boxes[nv].deliver)
 	require.True(t, waitFor(settleBound, func() bool {
-		return refusedPeerLines(logs[1])+refusedPeerLines(logs[2]) > 0
-	}), "the voters log no refused peer")
+		return refused(logs[1])+refused(logs[2]) > 0
+	}), "the voters log no refusal")
 	time.Sleep(4 * c.timing.Election) // give a wrong join or vote the time to land
-	require.Empty(t, boxes[2].applied(), "voter 3, not allowed, learned a record")
-	require.Empty(t, boxes[nv].applied(), "the non-voter, not allowed, learned a record")
-	require.NotContains(t, c.suffrages(lead), c.nodes[nv].id, "the refused non-voter was added")
+	require.Empty(t, boxes[2].applied(), "voter 3, an outsider, learned a record")
+	require.Empty(t, boxes[nv].applied(), "the outsider non-voter learned a record")
+	require.NotContains(t, c.suffrages(lead), c.nodes[nv].id, "the outsider non-voter was added")
 	for _, i := range []int{2, nv} {
 		l, _ := c.nodes[i].m.Leader()
 		require.NotEqual(t, c.nodes[i].id, l, "node %d leads", c.nodes[i].id)
 	}
 	require.Contains(t, []int{0, 1}, c.leaderOf(), "the leader is still voter 1 or 2")
-	for _, i := range []int32{1, 2} {
-		for _, e := range logs[i].FilterMessageSnippet("refused a peer").All() {
-			require.Equal(t, "CN=intruder", e.ContextMap()["subject"])
-		}
-		require.Zero(t, refusedLines(logs[i]), "the handshakes themselves succeeded")
-	}
+	return logs
 }
