@@ -10,6 +10,7 @@ package broker
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -60,25 +61,21 @@ func (n *node) refuseWithoutAuthorizer(r Request) bool {
 		return false
 	}
 	code, msg := kerr.SecurityDisabled.Code, strp(noAuthorizer)
+	var resp kmsg.Response
 	switch m := r.Msg.(type) {
 	case *kmsg.CreateACLsRequest:
-		resp := m.ResponseKind().(*kmsg.CreateACLsResponse)
-		for range m.Creations {
-			res := kmsg.NewCreateACLsResponseResult()
-			res.ErrorCode, res.ErrorMessage = code, msg
-			resp.Results = append(resp.Results, res)
-		}
-		n.reply(r, resp)
+		res := kmsg.CreateACLsResponseResult{ErrorCode: code, ErrorMessage: msg}
+		cr := m.ResponseKind().(*kmsg.CreateACLsResponse)
+		cr.Results, resp = slices.Repeat([]kmsg.CreateACLsResponseResult{res},
+			len(m.Creations)), cr
 	case *kmsg.DeleteACLsRequest:
-		resp := m.ResponseKind().(*kmsg.DeleteACLsResponse)
-		for range m.Filters {
-			res := kmsg.NewDeleteACLsResponseResult()
-			res.ErrorCode, res.ErrorMessage = code, msg
-			resp.Results = append(resp.Results, res)
-		}
-		n.reply(r, resp)
+		res := kmsg.DeleteACLsResponseResult{ErrorCode: code, ErrorMessage: msg}
+		dr := m.ResponseKind().(*kmsg.DeleteACLsResponse)
+		dr.Results, resp = slices.Repeat([]kmsg.DeleteACLsResponseResult{res},
+			len(m.Filters)), dr
 	default:
 		return false
 	}
+	n.reply(r, resp)
 	return true
 }
