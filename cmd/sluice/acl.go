@@ -41,7 +41,8 @@ func runACL(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stderr, "\noperations: all, read, write, create, delete, alter, "+
 			"describe, cluster-action,\n  describe-configs, alter-configs, idempotent-write"+
-			"\nThe node checks ACLs only with authorizer.class.name set (docs/security.md)."+
+			"\nThe node keeps and checks ACLs only with authorizer.class.name set "+
+			"(docs/security.md)."+
 			"\nRun 'sluice acl <action> -h' for an action's flags.")
 		if len(args) == 0 {
 			return 2

@@ -19,7 +19,7 @@ import (
 // committed when the client is answered. The CLI's client may pick any node; the
 // direct requests go to a non-leader by id.
 func TestACLAndQuotaChangesThroughANonLeaderNode(t *testing.T) {
-	nodes := startThreeNodeCluster(t)
+	nodes := startThreeNodeCluster(t, withAuthorizer)
 	var leader *runtime.Node
 	require.Eventually(t, func() bool {
 		for _, n := range nodes {

@@ -1,13 +1,48 @@
 package main
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicemq/sluice/core/acl"
+	"github.com/sluicemq/sluice/core/broker"
+	"github.com/sluicemq/sluice/runtime"
 )
 
-func TestACLAddListRemove(t *testing.T) {
+// withAuthorizer turns the authorizer on (the ACL APIs need one, as in Kafka) with the
+// CLI's client, anonymous on PLAINTEXT, a super user.
+func withAuthorizer(c *broker.Config) {
+	c.Authz = broker.AuthzConfig{Enabled: true, ClassName: "sluice",
+		SuperUsers: []string{acl.Anonymous}}
+}
+
+// startACLTestNode is startTestNode with withAuthorizer.
+func startACLTestNode(t *testing.T) string {
+	t.Helper()
+	cfg := broker.DefaultConfig()
+	withAuthorizer(&cfg)
+	n := runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0", DataDir: t.TempDir(),
+		Config: cfg})
+	require.NoError(t, n.Start(context.Background()))
+	t.Cleanup(func() { require.NoError(t, n.Close()) })
+	return n.Addr()
+}
+
+// Without an authorizer the node refuses the ACL APIs (SECURITY_DISABLED), and says why.
+func TestACLWithoutAnAuthorizer(t *testing.T) {
 	addr := startTestNode(t)
+	_, errOut := cli(t, addr, 1, "", "acl", "add", "--allow-principal", "User:bob",
+		"--operation", "read", "--topic", "orders")
+	require.Contains(t, errOut, "SECURITY_DISABLED")
+	require.Contains(t, errOut, "authorizer.class.name")
+	_, errOut = cli(t, addr, 1, "", "acl", "list")
+	require.Contains(t, errOut, "SECURITY_DISABLED")
+}
+
+func TestACLAddListRemove(t *testing.T) {
+	addr := startACLTestNode(t)
 	out, _ := cli(t, addr, 0, "", "acl", "list")
 	require.Contains(t, out, "no ACLs")
 	out, _ = cli(t, addr, 0, "", "acl", "add", "--allow-principal", "User:bob",

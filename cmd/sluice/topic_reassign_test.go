@@ -49,8 +49,9 @@ func startThreeNodes(t *testing.T) string {
 	return startThreeNodeCluster(t)[0].Addr()
 }
 
-// startThreeNodeCluster is startThreeNodes returning the nodes (node i+1 at index i).
-func startThreeNodeCluster(t *testing.T) []*runtime.Node {
+// startThreeNodeCluster is startThreeNodes returning the nodes (node i+1 at index i);
+// opts change every node's broker configuration.
+func startThreeNodeCluster(t *testing.T, opts ...func(*broker.Config)) []*runtime.Node {
 	t.Helper()
 	free := func() string {
 		addr, err := testport.Addr()
@@ -65,6 +66,9 @@ func startThreeNodeCluster(t *testing.T) []*runtime.Node {
 	for i := range nodes {
 		cfg := broker.DefaultConfig()
 		cfg.NodeID = int32(i + 1)
+		for _, o := range opts {
+			o(&cfg)
+		}
 		ctl := controller.DefaultConfig()
 		ctl.HeartbeatIntervalMs = 100
 		nodes[i] = runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0",

@@ -87,8 +87,8 @@ func (b Binding) String() string {
 }
 
 // Check says whether b can be stored: a concrete resource type, pattern, operation
-// and permission; a name (the cluster's for the cluster); a principal of the form
-// Type:name; a host.
+// and permission; a name (the cluster's for the cluster, LITERAL or PREFIXED as in
+// Kafka: both cover it alone); a principal of the form Type:name; a host.
 func (b Binding) Check() error {
 	switch {
 	case b.Type < ResourceTopic || b.Type > ResourceTransactionalID:
@@ -97,8 +97,8 @@ func (b Binding) Check() error {
 		return fmt.Errorf("pattern type %s cannot be stored in an ACL", b.Pattern)
 	case b.Name == "":
 		return fmt.Errorf("the resource name is empty")
-	case b.Type == ResourceCluster && (b.Name != ClusterName || b.Pattern != PatternLiteral):
-		return fmt.Errorf("the cluster resource is LITERAL %q", ClusterName)
+	case b.Type == ResourceCluster && b.Name != ClusterName:
+		return fmt.Errorf("the only name of the cluster resource is %q", ClusterName)
 	case b.Operation < OpAll || b.Operation > OpIdempotentWrite:
 		return fmt.Errorf("operation %s cannot be stored in an ACL", b.Operation)
 	case b.Permission != Allow && b.Permission != Deny:

@@ -1,6 +1,7 @@
 package acl
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 )
@@ -43,13 +44,17 @@ func (a *Authorizer) Authorize(s *Set, w Who, op Operation, t ResourceType,
 	if a.SuperUsers[p] || t == ResourceCluster && slices.Contains(a.Implicit[p], op) {
 		return true
 	}
-	bs := s.Matching(t, name)
+	return a.decide(s.Matching(t, name), p, w.Host, op)
+}
+
+// decide applies the bindings covering a resource (bs) to p from host doing op.
+func (a *Authorizer) decide(bs []Binding, p, host string, op Operation) bool {
 	if len(bs) == 0 {
 		return a.AllowIfNoACL
 	}
 	allowed := false
 	for _, b := range bs {
-		if !b.appliesTo(p, w.Host) {
+		if !b.appliesTo(p, host) {
 			continue
 		}
 		switch {
@@ -62,20 +67,29 @@ func (a *Authorizer) Authorize(s *Set, w Who, op Operation, t ResourceType,
 	return allowed
 }
 
+// WildcardPrincipal is the principal of a binding that applies to every principal.
+// As in Kafka it is the only wildcard, and it covers principals of any type.
+const WildcardPrincipal = "User:" + Wildcard
+
 // appliesTo says whether the binding's principal and host cover p from host.
 func (b Binding) appliesTo(p, host string) bool {
-	if b.Principal != p && !(wildcardPrincipal(b.Principal) && sameType(b.Principal, p)) {
+	if b.Principal != p && b.Principal != WildcardPrincipal {
 		return false
 	}
-	return b.Host == Wildcard || b.Host == host
+	return b.Host == Wildcard || sameHost(b.Host, host)
 }
 
-func wildcardPrincipal(p string) bool { return strings.HasSuffix(p, ":"+Wildcard) }
-
-func sameType(wild, p string) bool {
-	t, _, _ := strings.Cut(wild, ":")
-	pt, _, _ := strings.Cut(p, ":")
-	return t == pt
+// sameHost says whether a binding's host names the client's address. Addresses are
+// compared as addresses, so that an IPv6 host matches however it is written (Kafka's
+// own form is uncompressed, 0:0:0:0:0:0:0:1; a Go client address prints as ::1), and
+// an IPv4 address matches its IPv4-mapped IPv6 form.
+func sameHost(bindingHost, client string) bool {
+	if bindingHost == client {
+		return true
+	}
+	x, err1 := netip.ParseAddr(bindingHost)
+	y, err2 := netip.ParseAddr(client)
+	return err1 == nil && err2 == nil && x.Unmap() == y.Unmap()
 }
 
 // grants says whether an allow binding of operation have permits op.
@@ -93,31 +107,32 @@ func grants(have, op Operation) bool {
 
 // AuthorizeAnyOfType says whether w may do op on at least one resource of type t
 // (KIP-679: an idempotent producer needs WRITE on some topic when it lacks
-// IDEMPOTENT_WRITE on the cluster). It holds for a super user; with AllowIfNoACL when
-// no binding of the type exists; otherwise when an allow binding for w and op (or
-// ALL) is not cancelled by a deny for w and op (or ALL) on the wildcard name, on its
-// own literal name, or on a prefix of its name.
+// IDEMPOTENT_WRITE on the cluster), as Kafka decides it. First as Authorize would on a
+// resource no binding names: a super user may; with no binding on the wildcard name,
+// exactly when AllowIfNoACL (whatever other names have); else the wildcard name's
+// bindings decide. Failing that, a deny for w and op (or ALL) on the wildcard name
+// refuses; an allow for w and op (or ALL) on a name allows unless a deny cancels it:
+// one on the same literal name, or a prefixed one that starts its name.
 func (a *Authorizer) AuthorizeAnyOfType(s *Set, w Who, op Operation, t ResourceType) bool {
 	p := w.principal()
-	if a.SuperUsers[p] {
+	if a.SuperUsers[p] || a.decide(s.literal[resKey{t, Wildcard}], p, w.Host, op) {
 		return true
 	}
-	bs := s.OfType(t)
-	if len(bs) == 0 {
-		return a.AllowIfNoACL
-	}
-	var denies []Binding
-	for _, b := range bs {
-		if b.Permission == Deny && b.appliesTo(p, w.Host) &&
-			(b.Operation == op || b.Operation == OpAll) {
-			denies = append(denies, b)
-		}
-	}
-	for _, b := range bs {
-		if b.Permission != Allow || !b.appliesTo(p, w.Host) ||
-			!(b.Operation == op || b.Operation == OpAll) {
+	var allows, denies []Binding
+	for _, b := range s.OfType(t) {
+		if !b.appliesTo(p, w.Host) || !(b.Operation == op || b.Operation == OpAll) {
 			continue
 		}
+		if b.Permission == Deny {
+			if b.Pattern == PatternLiteral && b.Name == Wildcard {
+				return false
+			}
+			denies = append(denies, b)
+		} else if b.Permission == Allow {
+			allows = append(allows, b)
+		}
+	}
+	for _, b := range allows {
 		if !cancelled(b, denies) {
 			return true
 		}
@@ -125,11 +140,13 @@ func (a *Authorizer) AuthorizeAnyOfType(s *Set, w Who, op Operation, t ResourceT
 	return false
 }
 
+// cancelled says whether an allow is met by a deny (none on the wildcard name, which
+// refuses outright; and an allow on the wildcard name allowed already): a literal
+// allow by a literal deny of its name; any allow by a prefixed deny that starts its
+// name.
 func cancelled(allow Binding, denies []Binding) bool {
 	for _, d := range denies {
 		switch {
-		case d.Pattern == PatternLiteral && d.Name == Wildcard:
-			return true
 		case d.Pattern == PatternLiteral && allow.Pattern == PatternLiteral &&
 			d.Name == allow.Name:
 			return true

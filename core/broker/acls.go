@@ -3,10 +3,16 @@ package broker
 // Conversions between the ACL APIs' wire shapes (kmsg) and core/acl, shared by
 // CreateAcls, DescribeAcls and DeleteAcls. Versions 0 carry no pattern type: their
 // resource names are literal, as in Kafka.
+//
+// Without an authorizer (authorizer.class.name empty) the three APIs are answered
+// SECURITY_DISABLED, as Kafka answers them: an ACL stored there would decide nothing,
+// and a client told "created" would believe its resources protected.
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicemq/sluice/core/acl"
@@ -44,4 +50,32 @@ func deleteFilter(v int16, f kmsg.DeleteACLsRequestFilter) acl.Filter {
 	return acl.Filter{Type: acl.ResourceType(f.ResourceType), Name: f.ResourceName,
 		Pattern: wirePattern(v, f.ResourcePatternType), Principal: f.Principal, Host: f.Host,
 		Operation: acl.Operation(f.Operation), Permission: acl.Permission(f.PermissionType)}
+}
+
+const noAuthorizer = "no authorizer is configured (authorizer.class.name): ACLs decide nothing"
+
+// refuseWithoutAuthorizer answers CreateAcls or DeleteAcls SECURITY_DISABLED when the
+// node has no authorizer; true when it did (DescribeAcls: handleDescribeACLs).
+func (n *node) refuseWithoutAuthorizer(r Request) bool {
+	if n.cfg.Authz.Enabled {
+		return false
+	}
+	code, msg := kerr.SecurityDisabled.Code, strp(noAuthorizer)
+	var resp kmsg.Response
+	switch m := r.Msg.(type) {
+	case *kmsg.CreateACLsRequest:
+		res := kmsg.CreateACLsResponseResult{ErrorCode: code, ErrorMessage: msg}
+		cr := m.ResponseKind().(*kmsg.CreateACLsResponse)
+		cr.Results, resp = slices.Repeat([]kmsg.CreateACLsResponseResult{res},
+			len(m.Creations)), cr
+	case *kmsg.DeleteACLsRequest:
+		res := kmsg.DeleteACLsResponseResult{ErrorCode: code, ErrorMessage: msg}
+		dr := m.ResponseKind().(*kmsg.DeleteACLsResponse)
+		dr.Results, resp = slices.Repeat([]kmsg.DeleteACLsResponseResult{res},
+			len(m.Filters)), dr
+	default:
+		return false
+	}
+	n.reply(r, resp)
+	return true
 }

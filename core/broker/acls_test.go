@@ -71,7 +71,7 @@ func (h *harness) describeACLs(as string, topic *string) *kmsg.DescribeACLsRespo
 }
 
 func TestACLsCreateDescribeDeleteAndSurviveRestart(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, withAuthz)
 	codes := h.createACLs("",
 		creation(acl.ResourceTopic, "orders", acl.PatternLiteral, bob, acl.OpRead, acl.Allow),
 		creation(acl.ResourceTopic, "ord", acl.PatternPrefixed, bob, acl.OpWrite, acl.Deny),

@@ -14,15 +14,16 @@ import (
 
 // fwdPair is a quorum of three brokers seen from two nodes: fwd (node 2, which does not
 // lead) and ctl (node 1, the active controller). Each has its own copy of the log; the
-// test carries fwd's Envelopes to ctl and ctl's answers back.
+// test carries fwd's Envelopes to ctl and ctl's answers back. Both run the authorizer
+// (withAuthz: the ACL APIs need one), with admin and the anonymous peer super users.
 type fwdPair struct {
 	t        *testing.T
 	fwd, ctl *quorumHarness
 }
 
 func newFwdPair(t *testing.T, fwdOpts ...func(*Config)) *fwdPair {
-	ctl := newQuorumHarness(t, 1, 3)
-	fwd := newQuorumHarness(t, 1, 3, append([]func(*Config){func(c *Config) {
+	ctl := newQuorumHarness(t, 1, 3, withAuthz)
+	fwd := newQuorumHarness(t, 1, 3, append([]func(*Config){withAuthz, func(c *Config) {
 		c.NodeID = 2
 	}}, fwdOpts...)...)
 	return &fwdPair{t: t, fwd: fwd, ctl: ctl}
@@ -202,7 +203,7 @@ func TestForwardedChangeFailsRetriablyWhenTheControllerMoves(t *testing.T) {
 // checking the client again.
 func TestForwardAuthorization(t *testing.T) {
 	peer := "User:node"
-	p := newFwdPair(t, withAuthz)
+	p := newFwdPair(t)
 	ca := kmsg.NewPtrCreateACLsRequest()
 	ca.Version = maxVersion(kmsg.CreateACLs)
 	ca.Creations = []kmsg.CreateACLsRequestCreation{creation(acl.ResourceTopic, "t",
@@ -261,7 +262,7 @@ func TestForwardedChangesKeepTheirOrder(t *testing.T) {
 // Items the receiving node refuses are answered there; only the rest travels, and the
 // client gets both in one answer.
 func TestForwardCarriesOnlyTheAuthorizedItems(t *testing.T) {
-	p := newFwdPair(t, withAuthz)
+	p := newFwdPair(t)
 	requireCode(t, nil, p.ctl.createTopics(ctTopic("mine", 1, -1)).Topics[0].ErrorCode)
 	p.fwd.commitMeta(meta.Record{Kind: meta.KindACLsCreated, ACLs: []acl.Binding{{
 		Type: acl.ResourceTopic, Name: "mine", Pattern: acl.PatternLiteral, Principal: bob,

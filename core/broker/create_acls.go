@@ -5,12 +5,13 @@ package broker
 // Adds ACL bindings to the replicated metadata. One result per creation, in request
 // order: a binding that cannot be stored (an ANY or UNKNOWN type, pattern, operation or
 // permission; MATCH; an empty name or host; a principal not of the form Type:name; a
-// cluster resource other than LITERAL kafka-cluster) → INVALID_REQUEST with the reason,
+// cluster resource not named kafka-cluster) → INVALID_REQUEST with the reason,
 // the others are created. The new bindings go in one ACLsCreated record, run through
 // the admin queue like every metadata change and answered once committed, so that a
 // client answered "created" is refused or allowed by this node from then on; the other
 // nodes from when they apply the record. A binding that exists already is answered
-// without a record. Needs ALTER on the cluster (authorize.go).
+// without a record. Needs ALTER on the cluster (authorize.go); without an authorizer
+// every creation is answered SECURITY_DISABLED, as in Kafka (acls.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,7 +30,7 @@ type opCreateACLs struct {
 }
 
 func (ctl *adminController) handleCreateACLs(r Request, m *kmsg.CreateACLsRequest) {
-	if ctl.forwardAdmin(r) { // to the controller's node (admin_forward.go)
+	if ctl.refuseWithoutAuthorizer(r) || ctl.forwardAdmin(r) { // to the controller's node (admin_forward.go)
 		return
 	}
 	ctl.serialize(&opCreateACLs{adminBase: adminBase{req: r}, m: m})

@@ -8,7 +8,8 @@ package broker
 // matched binding goes in one ACLsDeleted record, run through the admin queue and
 // answered once committed: a client answered "deleted" is refused by this node from
 // then on. A binding created after the request ran is not deleted by it. Needs ALTER
-// on the cluster (authorize.go).
+// on the cluster (authorize.go); without an authorizer every filter is answered
+// SECURITY_DISABLED, as in Kafka (acls.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,7 +27,7 @@ type opDeleteACLs struct {
 }
 
 func (ctl *adminController) handleDeleteACLs(r Request, m *kmsg.DeleteACLsRequest) {
-	if ctl.forwardAdmin(r) { // to the controller's node (admin_forward.go)
+	if ctl.refuseWithoutAuthorizer(r) || ctl.forwardAdmin(r) { // to the controller's node (admin_forward.go)
 		return
 	}
 	ctl.serialize(&opDeleteACLs{adminBase: adminBase{req: r}, m: m})

@@ -5,8 +5,9 @@ package broker
 // Lists the bindings of this node's image that pass the filter (acl.Filter: a null
 // name, principal or host matches any; ANY matches any value; MATCH lists every
 // binding that applies to the named resource), grouped by resource pattern and in a
-// fixed order. A filter with an UNKNOWN value → INVALID_REQUEST. A read of the image:
-// it never waits. Needs DESCRIBE on the cluster (authorize.go).
+// fixed order. A filter with an UNKNOWN value → INVALID_REQUEST; without an authorizer
+// → SECURITY_DISABLED, as in Kafka (acls.go). A read of the image: it never waits.
+// Needs DESCRIBE on the cluster (authorize.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,6 +18,10 @@ import (
 
 func (n *node) handleDescribeACLs(m *kmsg.DescribeACLsRequest) *kmsg.DescribeACLsResponse {
 	resp := m.ResponseKind().(*kmsg.DescribeACLsResponse)
+	if !n.cfg.Authz.Enabled {
+		resp.ErrorCode, resp.ErrorMessage = kerr.SecurityDisabled.Code, strp(noAuthorizer)
+		return resp
+	}
 	f := describeFilter(m)
 	if err := f.Check(); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, strp(err.Error())
