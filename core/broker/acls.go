@@ -18,6 +18,18 @@ import (
 	"github.com/sluicemq/sluice/core/acl"
 )
 
+// maxACLsPerRequest bounds the bindings one CreateAcls request creates and one DeleteAcls
+// request removes: they go in one metadata record, which every node applies and holds
+// in its snapshot, so a request past it is refused whole (INVALID_REQUEST) and nothing
+// is written. Kafka's controller bounds a user operation at the same 10,000 records.
+const maxACLsPerRequest = 10_000
+
+// tooManyACLs is the message of a request past maxACLsPerRequest.
+func tooManyACLs(what string, n int) *string {
+	return strp(fmt.Sprintf("%s %d ACLs in one request, more than %d: split it", what, n,
+		maxACLsPerRequest))
+}
+
 // wirePattern is the pattern type a request of version v carries (LITERAL before v1).
 func wirePattern(v int16, p kmsg.ACLResourcePatternType) acl.PatternType {
 	if v < 1 {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -228,4 +229,52 @@ func TestFollowerListOffsetsNeedsClusterAction(t *testing.T) {
 	require.Equal(t, kerr.TopicAuthorizationFailed.Code,
 		listedOne(t, h.doAs(carol, listAs("t", -1, v, 2))).ErrorCode)
 	require.Zero(t, listedOne(t, h.doAs(bob, listAs("t", -1, v, 2))).ErrorCode)
+}
+
+// TestACLRequestsAreBounded: one CreateAcls of more than maxACLsPerRequest creations,
+// or one DeleteAcls whose filters match more bindings, is refused whole and writes
+// nothing; at the bound both go through.
+func TestACLRequestsAreBounded(t *testing.T) {
+	h := newHarness(t, withAuthz)
+	topics := func(from, n int) []kmsg.CreateACLsRequestCreation {
+		cs := make([]kmsg.CreateACLsRequestCreation, n)
+		for i := range cs {
+			cs[i] = creation(acl.ResourceTopic, fmt.Sprint("t", from+i), acl.PatternLiteral,
+				bob, acl.OpRead, acl.Allow)
+		}
+		return cs
+	}
+	codes := h.createACLs("", topics(0, maxACLsPerRequest+1)...)
+	for _, c := range codes {
+		require.Equal(t, kerr.InvalidRequest.Code, c)
+	}
+	require.Zero(t, h.b.image.ACLs().Len(), "nothing created")
+	for _, c := range h.createACLs("", topics(0, maxACLsPerRequest)...) {
+		require.Zero(t, c)
+	}
+	require.Equal(t, maxACLsPerRequest, h.b.image.ACLs().Len())
+	require.Zero(t, h.createACLs("", topics(maxACLsPerRequest, 1)...)[0])
+
+	del := func() *kmsg.DeleteACLsResponse {
+		req := kmsg.NewPtrDeleteACLsRequest()
+		req.Version = maxVersion(kmsg.DeleteACLs)
+		req.Filters = []kmsg.DeleteACLsRequestFilter{anyFilter()}
+		return h.doAs("", req).(*kmsg.DeleteACLsResponse)
+	}
+	r := del().Results[0]
+	require.Equal(t, kerr.InvalidRequest.Code, r.ErrorCode, "10,001 matched")
+	require.Empty(t, r.MatchingACLs)
+	require.Contains(t, *r.ErrorMessage, "10001")
+	require.Equal(t, maxACLsPerRequest+1, h.b.image.ACLs().Len(), "nothing deleted")
+
+	one := anyFilter()
+	one.ResourceName = kmsg.StringPtr("t0")
+	req := kmsg.NewPtrDeleteACLsRequest()
+	req.Version = maxVersion(kmsg.DeleteACLs)
+	req.Filters = []kmsg.DeleteACLsRequestFilter{one}
+	require.Zero(t, h.doAs("", req).(*kmsg.DeleteACLsResponse).Results[0].ErrorCode)
+	r = del().Results[0]
+	require.Zero(t, r.ErrorCode)
+	require.Len(t, r.MatchingACLs, maxACLsPerRequest)
+	require.Zero(t, h.b.image.ACLs().Len())
 }

@@ -10,7 +10,8 @@ package broker
 // the admin queue like every metadata change and answered once committed, so that a
 // client answered "created" is refused or allowed by this node from then on; the other
 // nodes from when they apply the record. A binding that exists already is answered
-// without a record. Needs ALTER on the cluster (authorize.go); without an authorizer
+// without a record. More than maxACLsPerRequest (10,000) creations → every one
+// INVALID_REQUEST, nothing written (acls.go). Needs ALTER on the cluster (authorize.go); without an authorizer
 // every creation is answered SECURITY_DISABLED, as in Kafka (acls.go).
 
 import (
@@ -55,6 +56,13 @@ func (ctl *adminController) createACLs(op *opCreateACLs) {
 			}
 		}
 		op.resp.Results = append(op.resp.Results, res)
+	}
+	if len(op.m.Creations) > maxACLsPerRequest {
+		for i := range op.resp.Results {
+			op.resp.Results[i].ErrorCode = kerr.InvalidRequest.Code
+			op.resp.Results[i].ErrorMessage = tooManyACLs("would create", len(op.m.Creations))
+		}
+		add, op.proposed = nil, nil
 	}
 	var recs []meta.Record
 	if len(add) > 0 {

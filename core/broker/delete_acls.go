@@ -7,7 +7,9 @@ package broker
 // the bindings it matched; a filter with an UNKNOWN value → INVALID_REQUEST. Every
 // matched binding goes in one ACLsDeleted record, run through the admin queue and
 // answered once committed: a client answered "deleted" is refused by this node from
-// then on. A binding created after the request ran is not deleted by it. Needs ALTER
+// then on. A binding created after the request ran is not deleted by it. Filters that
+// match more than maxACLsPerRequest (10,000) bindings together → every filter
+// INVALID_REQUEST, nothing deleted (acls.go). Needs ALTER
 // on the cluster (authorize.go); without an authorizer every filter is answered
 // SECURITY_DISABLED, as in Kafka (acls.go).
 
@@ -54,6 +56,16 @@ func (ctl *adminController) deleteACLs(op *opDeleteACLs) {
 			}
 		}
 		op.resp.Results = append(op.resp.Results, res)
+	}
+	if len(del) > maxACLsPerRequest {
+		for i := range op.resp.Results {
+			r := &op.resp.Results[i]
+			if r.ErrorCode == 0 {
+				r.ErrorCode, r.MatchingACLs = kerr.InvalidRequest.Code, nil
+				r.ErrorMessage = tooManyACLs("would delete", len(del))
+			}
+		}
+		del = nil
 	}
 	var recs []meta.Record
 	if len(del) > 0 {
