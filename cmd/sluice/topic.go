@@ -32,8 +32,7 @@ type topicAction struct {
 var topicActions = map[string]topicAction{
 	"create":   {"create a topic", topicCreate},
 	"list":     {"list topics", topicList},
-	"describe": {"show partitions, leaders, offsets, sizes and overridden configs",
-		topicDescribe},
+	"describe": {"show partitions, leaders, offsets, sizes and overridden configs", topicDescribe},
 	"alter":    {"add partitions or change configs", topicAlter},
 	"delete":   {"delete a topic and its data", topicDelete},
 	"reassign": {"move a partition to other brokers, or cancel its move",
