@@ -47,11 +47,19 @@ func (e *DirInUseError) Unwrap() error { return e.Err }
 
 // freeBytes is the space available to unprivileged users on dir's filesystem.
 func freeBytes(dir string) (uint64, error) {
+	_, free, err := Space(dir)
+	return free, err
+}
+
+// Space is the size of dir's filesystem and the bytes on it available to unprivileged
+// users: what the node's writes can still use (DescribeLogDirs' TotalBytes and
+// UsableBytes).
+func Space(dir string) (total, usable uint64, err error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return st.Bavail * uint64(st.Bsize), nil
+	return st.Blocks * uint64(st.Bsize), st.Bavail * uint64(st.Bsize), nil
 }
 
 // stateNeed is the free space opening the pebble store in dir needs: its write-ahead

@@ -53,7 +53,7 @@ func TestDevClusterOfThreeNodes(t *testing.T) {
 			code, s, _ := runSluice(t, 30*time.Second, nil, "topic", "describe", "demo",
 				"--bootstrap", a)
 			return s, code == 0 && len(regexp.MustCompile(`(?m)^\d\s+[123]\s+\d,\d,\d\s+`+
-				`\d,\d,\d\s+0\s+0$`).FindAllString(s, -1)) == 3
+				`\d,\d,\d\s+0\s+0\s+0$`).FindAllString(s, -1)) == 3
 		})
 		awaitOutput(t, 30*time.Second, func() (string, bool) {
 			code, s, _ := runSluice(t, 30*time.Second, nil, "cluster", "describe",

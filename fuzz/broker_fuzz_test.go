@@ -2,6 +2,7 @@ package fuzz
 
 import (
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -123,9 +124,11 @@ func produce(topic string, records []byte) *kmsg.ProduceRequest {
 }
 
 // seedRequests adds one well-formed request per served key at its lowest and highest
-// version, so the fuzzer starts from inputs that decode.
+// version, so the fuzzer starts from inputs that decode (the operator APIs too: their
+// handlers read every hosted partition).
 func seedRequests(f *testing.F) {
-	for _, vr := range broker.SupportedVersions {
+	for _, vr := range append(slices.Clone(broker.SupportedVersions),
+		broker.OperatorVersions...) {
 		for _, v := range []int16{vr.Min, vr.Max} {
 			req := kmsg.RequestForKey(vr.Key)
 			if req == nil {

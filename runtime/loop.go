@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"time"
 
@@ -273,6 +274,18 @@ func (e env) Logger() *zap.Logger { return e.n.lg }
 func (e env) ServingHeld(id uint64) { e.n.flow.servingHeld(id) }
 
 var _ broker.HeldObserver = env{}
+
+// LogDirSpace is the size and free space of the partition logs' filesystem (one statfs),
+// for DescribeLogDirs v4: the same free space a full disk is told by (docs/limits.md).
+func (e env) LogDirSpace() (totalBytes, usableBytes int64, ok bool) {
+	total, usable, err := disk.Space(e.n.logsDir())
+	if err != nil || total > math.MaxInt64 || usable > math.MaxInt64 {
+		return 0, 0, false
+	}
+	return int64(total), int64(usable), true
+}
+
+var _ broker.LogDirSpacer = env{}
 
 // logDir is the partition's directory. Topic names are limited to [a-zA-Z0-9._-], and
 // the partition is the text after the last '-', so two partitions never share a name.

@@ -241,6 +241,10 @@ func (n *Node) open(ctx context.Context) error {
 			broker.WithQuorumSize(len(n.opts.Voters)))
 	}
 	n.configureAuthz() // authz.go
+	n.opts.Config.LogDir = n.logsDir()
+	if abs, err := filepath.Abs(n.logsDir()); err == nil {
+		n.opts.Config.LogDir = abs // as Kafka names it; --data may be relative
+	}
 	n.b = broker.New(n.opts.Config, env{n}, rand.New(rand.NewSource(seed())), bopts...)
 	if n.quorum != nil {
 		if err := n.opts.Controller.Check(); err != nil {

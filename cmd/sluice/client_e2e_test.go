@@ -65,6 +65,7 @@ func TestCLIEndToEnd(t *testing.T) {
 	require.Contains(t, out, "Partitions: 3\n")
 	require.Contains(t, out, "Configs: retention.ms=3600000\n")
 	require.Equal(t, 31, sumEnds(t, out), "the END column adds up to every record produced")
+	requireSizesFollowEnds(t, out)
 
 	cli(t, addr, 0, "", "topic", "alter", "orders", "--partitions", "5",
 		"--config", "segment.ms=60000", "--delete-config", "retention.ms")
@@ -126,17 +127,41 @@ func checkKeyOrder(t *testing.T, lines []string) {
 // sumEnds adds up the END column of `topic describe` output.
 func sumEnds(t *testing.T, out string) int {
 	t.Helper()
-	_, table, ok := strings.Cut(out, "PARTITION")
-	require.True(t, ok, out)
 	total := 0
-	for _, row := range strings.Split(strings.TrimSpace(table), "\n")[1:] {
-		f := strings.Fields(row)
-		var n int
-		_, err := fmt.Sscan(f[len(f)-1], &n)
-		require.NoError(t, err, row)
-		total += n
+	for _, row := range describedRows(t, out) {
+		total += row[5]
 	}
 	return total
+}
+
+// requireSizesFollowEnds checks the SIZE column: bytes on the partitions holding
+// records, none on the empty ones.
+func requireSizesFollowEnds(t *testing.T, out string) {
+	t.Helper()
+	for _, row := range describedRows(t, out) {
+		require.Equal(t, row[5] > 0, row[6] > 0, "partition %d: END %d, SIZE %d", row[0],
+			row[5], row[6])
+	}
+}
+
+// describedRows parses the partition table of `sluice topic describe`: per row its
+// numeric columns (PARTITION LEADER REPLICAS ISR START END SIZE; the replica lists as 0).
+func describedRows(t *testing.T, out string) [][7]int {
+	t.Helper()
+	_, table, ok := strings.Cut(out, "PARTITION")
+	require.True(t, ok, out)
+	var rows [][7]int
+	for _, line := range strings.Split(strings.TrimSpace(table), "\n")[1:] {
+		f := strings.Fields(line)
+		require.Len(t, f, 7, line)
+		var row [7]int
+		for _, i := range []int{0, 1, 4, 5, 6} {
+			_, err := fmt.Sscan(f[i], &row[i])
+			require.NoError(t, err, line)
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 func TestCLIGroupResumesFromWhatItPrinted(t *testing.T) {

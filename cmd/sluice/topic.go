@@ -32,7 +32,7 @@ type topicAction struct {
 var topicActions = map[string]topicAction{
 	"create":   {"create a topic", topicCreate},
 	"list":     {"list topics", topicList},
-	"describe": {"show partitions, leaders, offsets and overridden configs", topicDescribe},
+	"describe": {"show partitions, leaders, offsets, sizes and overridden configs", topicDescribe},
 	"alter":    {"add partitions or change configs", topicAlter},
 	"delete":   {"delete a topic and its data", topicDelete},
 	"reassign": {"move a partition to other brokers, or cancel its move",
@@ -353,7 +353,9 @@ func topicDescribe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return friendly(err, topic, rc.ErrMessage)
 	}
-	if err := printDescription(stdout, td, starts, ends, overridden(rc.Configs)); err != nil {
+	sizes := leaderSizes(ctx, adm, td, stderr)
+	if err := printDescription(stdout, td, starts, ends, sizes,
+		overridden(rc.Configs)); err != nil {
 		return err
 	}
 	describeReassignments(ctx, adm, td, stdout)
@@ -375,6 +377,34 @@ func someOffsetsUnknown(err error, stderr io.Writer) error {
 	return nil
 }
 
+// leaderSizes is the size in bytes of each partition's log on its leader
+// (DescribeLogDirs, asked of every broker). A broker that could not answer (down,
+// DESCRIBE on the cluster refused, a version without the API) leaves its partitions
+// out, with the reason on stderr: they show "?".
+func leaderSizes(ctx context.Context, adm *kadm.Client, td kadm.TopicDetail,
+	stderr io.Writer) map[int32]int64 {
+	set := kadm.TopicsSet{}
+	set.Add(td.Topic, td.Partitions.Numbers()...)
+	all, err := adm.DescribeAllLogDirs(ctx, set)
+	var se *kadm.ShardErrors
+	switch {
+	case errors.As(err, &se):
+		for _, e := range se.Errs {
+			fmt.Fprintf(stderr, "sizes unknown for the partitions on broker %d: %v\n",
+				e.Broker.NodeID, e.Err)
+		}
+	case err != nil:
+		fmt.Fprintf(stderr, "sizes unknown: %v\n", err)
+	}
+	sizes := map[int32]int64{}
+	for _, p := range td.Partitions {
+		if dp, ok := all[p.Leader].LookupPartition(td.Topic, p.Partition); ok {
+			sizes[p.Partition] = dp.Size
+		}
+	}
+	return sizes
+}
+
 // overridden keeps the configs set on the topic itself, sorted by name.
 func overridden(cs []kadm.Config) []kadm.Config {
 	var out []kadm.Config
@@ -388,7 +418,7 @@ func overridden(cs []kadm.Config) []kadm.Config {
 }
 
 func printDescription(w io.Writer, td kadm.TopicDetail, starts, ends kadm.ListedOffsets,
-	configs []kadm.Config) error {
+	sizes map[int32]int64, configs []kadm.Config) error {
 	fmt.Fprintf(w, "Topic: %s\nPartitions: %d\nReplication factor: %d\n",
 		td.Topic, len(td.Partitions), td.Partitions.NumReplicas())
 	if len(configs) == 0 {
@@ -401,11 +431,16 @@ func printDescription(w io.Writer, td kadm.TopicDetail, starts, ends kadm.Listed
 		fmt.Fprintf(w, "Configs: %s\n", strings.Join(parts, " "))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PARTITION\tLEADER\tREPLICAS\tISR\tSTART\tEND")
+	fmt.Fprintln(tw, "PARTITION\tLEADER\tREPLICAS\tISR\tSTART\tEND\tSIZE")
 	for _, p := range td.Partitions.Sorted() {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", p.Partition, p.Leader, ids(p.Replicas),
-			ids(p.ISR), offsetText(starts, td.Topic, p.Partition),
-			offsetText(ends, td.Topic, p.Partition))
+		size, ok := sizes[p.Partition]
+		sizeText := "?"
+		if ok {
+			sizeText = fmt.Sprint(size)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\n", p.Partition, p.Leader,
+			ids(p.Replicas), ids(p.ISR), offsetText(starts, td.Topic, p.Partition),
+			offsetText(ends, td.Topic, p.Partition), sizeText)
 	}
 	return tw.Flush()
 }

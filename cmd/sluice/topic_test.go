@@ -108,11 +108,12 @@ func TestPrintDescription(t *testing.T) {
 	ends := kadm.ListedOffsets{"t": {0: {Offset: 10}}} // partition 1 could not be listed
 	v := "1000"
 	var out bytes.Buffer
-	require.NoError(t, printDescription(&out, td, starts, ends,
+	sizes := map[int32]int64{0: 4096} // partition 1's leader did not answer
+	require.NoError(t, printDescription(&out, td, starts, ends, sizes,
 		[]kadm.Config{{Key: "retention.ms", Value: &v}}))
 	want := "Topic: t\nPartitions: 2\nReplication factor: 2\nConfigs: retention.ms=1000\n" +
-		"PARTITION  LEADER  REPLICAS  ISR  START  END\n" +
-		"0          2       2,1       2,1  3      10\n" +
-		"1          1       1,2       1    0      ?\n"
+		"PARTITION  LEADER  REPLICAS  ISR  START  END  SIZE\n" +
+		"0          2       2,1       2,1  3      10   4096\n" +
+		"1          1       1,2       1    0      ?    ?\n"
 	require.Equal(t, want, out.String())
 }

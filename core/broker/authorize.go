@@ -205,7 +205,7 @@ func (b *Broker) wholeRequest(r Request) (int16, bool) {
 		*kmsg.ElectLeadersRequest:
 		return cluster(acl.OpAlter)
 	case *kmsg.DescribeACLsRequest, *kmsg.DescribeUserSCRAMCredentialsRequest,
-		*kmsg.ListPartitionReassignmentsRequest:
+		*kmsg.ListPartitionReassignmentsRequest, *kmsg.DescribeLogDirsRequest:
 		return cluster(acl.OpDescribe)
 	case *kmsg.UnregisterBrokerRequest:
 		// ALTER, or CLUSTER_ACTION: a peer forwarding its client's request, which it

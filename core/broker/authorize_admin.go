@@ -4,7 +4,8 @@ package broker
 // CREATE on the cluster or the topic, DeleteTopics DELETE on the topic,
 // CreatePartitions ALTER on it; AlterConfigs and IncrementalAlterConfigs ALTER_CONFIGS
 // and DescribeConfigs DESCRIBE_CONFIGS on the topic (or on the cluster for a broker's
-// configs). And denyWhole, the answers to requests refused whole.
+// configs); DescribeProducers READ on the topic. And denyWhole, the answers to requests
+// refused whole.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -27,6 +28,8 @@ func (b *Broker) authorizeAdminRequest(r Request) {
 		b.authorizeAlterConfigs(r, m)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		b.authorizeIncrementalAlterConfigs(r, m)
+	case *kmsg.DescribeProducersRequest:
+		b.authorizeDescribeProducers(r, m)
 	case *kmsg.DescribeConfigsRequest:
 		b.fixLater(r, func(resp kmsg.Response) {
 			dr := resp.(*kmsg.DescribeConfigsResponse)
@@ -198,6 +201,32 @@ func (b *Broker) authorizeIncrementalAlterConfigs(r Request,
 	})
 }
 
+// authorizeDescribeProducers takes out the topics r may not READ, as Kafka decides
+// DescribeProducers; a name that is not a valid topic's stays, for the handler's
+// INVALID_TOPIC_EXCEPTION, which Kafka answers before it authorizes.
+func (b *Broker) authorizeDescribeProducers(r Request, m *kmsg.DescribeProducersRequest) {
+	keep, refused := splitBy(m.Topics, func(t kmsg.DescribeProducersRequestTopic) bool {
+		return topicNameProblem(t.Topic) != "" || b.allowedTopic(r, acl.OpRead, t.Topic)
+	})
+	if len(refused) == 0 {
+		return
+	}
+	m.Topics = keep
+	b.fixLater(r, func(resp kmsg.Response) {
+		dr := resp.(*kmsg.DescribeProducersResponse)
+		for _, t := range refused {
+			rt := kmsg.NewDescribeProducersResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewDescribeProducersResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			dr.Topics = append(dr.Topics, rt)
+		}
+	})
+}
+
 // denyWhole is the answer to a request refused whole with code (wholeRequest).
 func denyWhole(req kmsg.Request, code int16) kmsg.Response {
 	resp := req.ResponseKind()
@@ -228,6 +257,8 @@ func denyWhole(req kmsg.Request, code int16) kmsg.Response {
 		resp.(*kmsg.ElectLeadersResponse).ErrorCode = code
 	case *kmsg.ListPartitionReassignmentsRequest:
 		resp.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode = code
+	case *kmsg.DescribeLogDirsRequest:
+		resp.(*kmsg.DescribeLogDirsResponse).ErrorCode = code
 	case *kmsg.UnregisterBrokerRequest:
 		resp.(*kmsg.UnregisterBrokerResponse).ErrorCode = code
 	case *kmsg.AlterUserSCRAMCredentialsRequest:

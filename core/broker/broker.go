@@ -254,6 +254,10 @@ func (b *Broker) request(r Request) {
 		b.handleUnregisterBroker(r, m)
 	case *kmsg.EnvelopeRequest:
 		b.handleEnvelope(r, m)
+	case *kmsg.DescribeLogDirsRequest:
+		b.reply(r, b.handleDescribeLogDirs(m))
+	case *kmsg.DescribeProducersRequest:
+		b.reply(r, b.handleDescribeProducers(m))
 	default:
 		if b.routeGroupRequest(r) {
 			return

@@ -25,6 +25,10 @@ type Config struct {
 	// of the listener it arrived on (Request.Listener), as in Kafka.
 	Listeners []meta.Endpoint
 	ClusterID string
+	// LogDir is the directory holding this node's partition logs (Kafka's log.dirs; a
+	// node has one), as DescribeLogDirs names it: the runtime sets the absolute path of
+	// <data>/logs. The broker never opens it: the Env does.
+	LogDir string
 
 	AutoCreateTopics         bool  // auto.create.topics.enable
 	NumPartitions            int32 // num.partitions

@@ -112,6 +112,15 @@ type HeldObserver interface {
 	ServingHeld(id uint64)
 }
 
+// LogDirSpacer is an Env that knows the size and the free space of the filesystem that
+// holds the partition logs (Config.LogDir), which DescribeLogDirs v4 answers. The
+// broker calls LogDirSpace in the step that answers; like OpenLog it returns at once (a
+// statfs). ok false, or an Env without it (the simulator), answers -1 for both:
+// Kafka's "unknown". An Env need not implement it.
+type LogDirSpacer interface {
+	LogDirSpace() (totalBytes, usableBytes int64, ok bool)
+}
+
 // Input is one thing that happens to the broker. The set is closed: Step's switch over
 // it panics on a type it does not know.
 type Input interface{ isInput() }

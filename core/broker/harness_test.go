@@ -97,6 +97,8 @@ type fakeEnv struct {
 	// disk, when set, opens disk logs instead of MemLogs (offsets_clean_test.go): logs
 	// that compact when a test runs their cleans.
 	disk *diskLogs
+	// logDirSpace, when set, is the log dir's total and usable bytes (LogDirSpacer).
+	logDirSpace []int64
 }
 
 func newFakeEnv(t testing.TB) *fakeEnv {
@@ -130,6 +132,16 @@ func (e *fakeEnv) ServingHeld(id uint64) {
 }
 
 var _ HeldObserver = (*fakeEnv)(nil)
+
+// LogDirSpace answers logDirSpace; not ok while it is unset.
+func (e *fakeEnv) LogDirSpace() (int64, int64, bool) {
+	if e.logDirSpace == nil {
+		return 0, 0, false
+	}
+	return e.logDirSpace[0], e.logDirSpace[1], true
+}
+
+var _ LogDirSpacer = (*fakeEnv)(nil)
 
 func (e *fakeEnv) SetTimer(at core.Time, id uint64) {
 	e.timerSeq++

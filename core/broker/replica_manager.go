@@ -5,7 +5,8 @@ package broker
 // It owns the replicas, the queue of logs still to open (open_queue.go), why a log did
 // not open, the partition count, the fsync in flight per partition, the parked acks=all
 // produces and long-polling fetches, and the retention pass. It serves Produce, Fetch,
-// ListOffsets, DeleteRecords and OffsetForLeaderEpoch. What other parts must learn from
+// ListOffsets, DeleteRecords, OffsetForLeaderEpoch, DescribeLogDirs and
+// DescribeProducers. What other parts must learn from
 // it leaves as messages (messages.go): a partition's high-water mark moved
 // (msgDurable), a partition failed (msgPartitionFailed), the logs an admin operation
 // waited for are open (msgLogsOpened). docs/actors.md has the plan it is a step of.

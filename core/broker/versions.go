@@ -93,12 +93,23 @@ var ReassignmentVersions = []VersionRange{
 	{int16(kmsg.UnregisterBroker), 0, 0},
 }
 
+// OperatorVersions lists the APIs operator tools read a node's state with
+// (kafka-log-dirs.sh, kafka-transactions.sh describe-producers, kadm, web consoles):
+// each node answers for the partitions it hosts. Kept apart from SupportedVersions for
+// the same reason as InterBrokerVersions; the simulator's clients do not send them.
+var OperatorVersions = []VersionRange{
+	{int16(kmsg.DescribeLogDirs), 0, 4},
+	{int16(kmsg.DescribeProducers), 0, 0},
+}
+
 // AdvertisedVersions is what ApiVersions lists: SupportedVersions,
-// InterBrokerVersions, SecurityVersions and ReassignmentVersions, sorted by key.
+// InterBrokerVersions, SecurityVersions, ReassignmentVersions and OperatorVersions,
+// sorted by key.
 func AdvertisedVersions() []VersionRange {
 	out := append(slices.Clone(SupportedVersions), InterBrokerVersions...)
 	out = append(out, SecurityVersions...)
 	out = append(out, ReassignmentVersions...)
+	out = append(out, OperatorVersions...)
 	slices.SortStableFunc(out, func(a, b VersionRange) int { return int(a.Key) - int(b.Key) })
 	return out
 }
@@ -108,24 +119,12 @@ const ProduceMinBatchVersion = 3
 
 // VersionFor returns the served range of key, and false when the key is not served.
 func VersionFor(key int16) (VersionRange, bool) {
-	for _, v := range SupportedVersions {
-		if v.Key == key {
-			return v, true
-		}
-	}
-	for _, v := range InterBrokerVersions {
-		if v.Key == key {
-			return v, true
-		}
-	}
-	for _, v := range SecurityVersions {
-		if v.Key == key {
-			return v, true
-		}
-	}
-	for _, v := range ReassignmentVersions {
-		if v.Key == key {
-			return v, true
+	for _, list := range [][]VersionRange{SupportedVersions, InterBrokerVersions,
+		SecurityVersions, ReassignmentVersions, OperatorVersions} {
+		for _, v := range list {
+			if v.Key == key {
+				return v, true
+			}
 		}
 	}
 	return VersionRange{}, false

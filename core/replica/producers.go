@@ -31,6 +31,21 @@ type batchMeta struct {
 type producerEntry struct {
 	Epoch   int16       `json:"e"`
 	Batches []batchMeta `json:"bs"` // oldest first, at most dedupWindow
+	// LastTimestamp is the max timestamp of the producer's last batch, as Kafka's
+	// producer state keeps it (DescribeProducers); -1 when unknown: a table restored
+	// from a snapshot written before it was kept, until the producer writes again.
+	LastTimestamp int64 `json:"t"`
+}
+
+// UnmarshalJSON decodes an entry, with LastTimestamp -1 when the snapshot lacks it.
+func (p *producerEntry) UnmarshalJSON(data []byte) error {
+	type plain producerEntry // without this method
+	e := plain{LastTimestamp: -1}
+	if err := json.Unmarshal(data, &e); err != nil {
+		return err
+	}
+	*p = producerEntry(e)
+	return nil
 }
 
 func (p *producerEntry) last() *batchMeta { return &p.Batches[len(p.Batches)-1] }
@@ -119,6 +134,28 @@ func (r *Replica) recordProducerIn(table map[int64]*producerEntry, h *batch.Head
 	}
 	p.Batches = append(p.Batches, batchMeta{FirstSeq: h.BaseSequence, LastSeq: h.LastSequence(),
 		BaseOffset: h.BaseOffset, LastOffset: h.LastOffset()})
+	p.LastTimestamp = h.MaxTimestamp
+}
+
+// ProducerState is one idempotent producer a partition remembers (DescribeProducers).
+type ProducerState struct {
+	ID            int64
+	Epoch         int16
+	LastSequence  int32 // of its last batch
+	LastTimestamp int64 // max timestamp of its last batch; -1 when unknown
+}
+
+// ActiveProducers lists the producers in the replica's producer table, by id: every
+// producer that wrote a batch still described by the table (at most
+// maxProducersPerPartition), as Kafka lists the unexpired entries of its producer state.
+func (r *Replica) ActiveProducers() []ProducerState {
+	out := make([]ProducerState, 0, len(r.producers))
+	for id, p := range r.producers {
+		out = append(out, ProducerState{ID: id, Epoch: p.Epoch, LastSequence: p.last().LastSeq,
+			LastTimestamp: p.LastTimestamp})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }
 
 func (r *Replica) evictProducerIfFull(table map[int64]*producerEntry) {

@@ -99,6 +99,18 @@ func (r *Replica) DeleteRecordsBefore(offset int64) (int64, int16) {
 	return r.log.StartOffset(), 0
 }
 
+// SizeBytes is the size of the replica's log: the sum of its segments' sizes, the size
+// retention.bytes bounds (Kafka's Log.size, which DescribeLogDirs answers).
+func (r *Replica) SizeBytes() int64 { return sizeOf(r.log.Segments()) }
+
+func sizeOf(segs []SegmentInfo) int64 {
+	var total int64
+	for _, s := range segs {
+		total += s.SizeBytes
+	}
+	return total
+}
+
 // EnforceRetention deletes the oldest whole segments that are past retention.ms or
 // beyond retention.bytes. The active segment is never deleted. It returns how many
 // segments went. A compact-only topic (cleanup.policy=compact) deletes nothing.
@@ -110,10 +122,7 @@ func (r *Replica) EnforceRetention(nowMs int64) int {
 	if len(segs) < 2 {
 		return 0
 	}
-	var total int64
-	for _, s := range segs {
-		total += s.SizeBytes
-	}
+	total := sizeOf(segs)
 	cut, n := int64(-1), 0
 	for _, s := range segs[:len(segs)-1] {
 		retentionMs := r.cfg.RetentionMs

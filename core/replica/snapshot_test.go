@@ -61,3 +61,36 @@ func TestSnapshotIntervalDefault(t *testing.T) {
 	require.True(t, sync(t, r))
 	require.Zero(t, hits(t, c.Probes, "replica/producer-snapshot-saved"))
 }
+
+// The producers a replica lists (DescribeProducers) come back the same from a
+// snapshot: the last batch's timestamp included. A snapshot written before the
+// timestamp was kept lists it as -1 (unknown) until the producer writes again.
+func TestActiveProducersSurviveSnapshots(t *testing.T) {
+	c := cfg(true)
+	c.SnapshotEveryBatches = 1
+	c.Probes = probe.NewSet()
+	log := replicatest.NewMemLog(c.Segment)
+	r := newReplica(t, log, c)
+	require.Zero(t, r.Append(1, idem(8, 2, 0, 3)).Err)
+	require.Zero(t, r.Append(1, plain("not idempotent")).Err)
+	require.Zero(t, r.Append(1, idem(7, 0, 0, 1)).Err)
+	require.True(t, sync(t, r))
+	want := []replica.ProducerState{{ID: 7, Epoch: 0, LastSequence: 0, LastTimestamp: 1000},
+		{ID: 8, Epoch: 2, LastSequence: 2, LastTimestamp: 1000}}
+	require.Equal(t, want, r.ActiveProducers())
+
+	again, err := replica.New(tp, 2, log, c, zap.NewNop())
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), hits(t, c.Probes, "replica/recover-from-snapshot"))
+	require.Equal(t, want, again.ActiveProducers())
+
+	old := `{"ids":[7],"entries":[{"e":0,"bs":[{"f":0,"l":0,"b":2,"o":2}]}]}`
+	require.NoError(t, log.SaveSnapshot(log.EndOffset(), []byte(old)))
+	again, err = replica.New(tp, 3, log, c, zap.NewNop())
+	require.NoError(t, err)
+	require.Equal(t, []replica.ProducerState{{ID: 7, LastSequence: 0, LastTimestamp: -1}},
+		again.ActiveProducers())
+	require.Zero(t, again.Append(1, idem(7, 0, 1, 1)).Err)
+	require.Equal(t, []replica.ProducerState{{ID: 7, LastSequence: 1, LastTimestamp: 1000}},
+		again.ActiveProducers())
+}
