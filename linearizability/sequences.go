@@ -96,6 +96,13 @@ func refusalDisproved(h *History, op *Op, session map[int]*Op, first int,
 			// forgot it with the records the rot took and knows later sequences.
 			return ""
 		}
+		if op.SeqErrSent > 1 && pastDupWindow(session, op) {
+			// An earlier attempt landed (answered with a timeout, say) and five later
+			// writes pushed it out of the window: its retry is out of order, as in
+			// Kafka (seed 12670: a first write timed out at offset 0, the session's
+			// next eight were sent, and the retry after a restart was refused).
+			return ""
+		}
 		return "it was the session's first write on the partition"
 	}
 	pred := session[op.Seq-1]

@@ -161,3 +161,24 @@ func TestOutOfOrderPastTheDuplicateWindowIsExplained(t *testing.T) {
 	rep = check(t, &build(4).h)
 	require.Equal(t, 1, rep.Counts[SequenceRefused], "%v", rep.Summary(10))
 }
+
+// A session's first write whose earlier attempt may have landed, retried after five
+// later writes of the session were sent, is out of the duplicate window: the refusal
+// is explained (seed 12670). Sent once, or with fewer later writes, it is not.
+func TestOutOfOrderFirstWritePastTheDuplicateWindowIsExplained(t *testing.T) {
+	build := func(later, sent int) *builder {
+		b := &builder{}
+		refuse(idem(b, "a", 0, 10, 0, Unknown, -1), kerr.OutOfOrderSequenceNumber.Code, 90,
+			sent)
+		for i := range later {
+			idem(b, string(rune('c'+i)), 1+i, 31+int64(i), 40+int64(i), OK, int64(1+i))
+		}
+		return b
+	}
+	require.Zero(t, check(t, &build(5, 2).h).Counts[SequenceRefused])
+	for _, c := range [][2]int{{4, 2}, {5, 1}} {
+		rep := check(t, &build(c[0], c[1]).h)
+		require.Equal(t, 1, rep.Counts[SequenceRefused], "later %d, sent %d: %v", c[0], c[1],
+			rep.Summary(10))
+	}
+}
