@@ -100,6 +100,9 @@ func describeCluster(ctx context.Context, cl *kgo.Client) (clusterView, error) {
 			dc.ControllerID, err)
 	}
 	dq := raw.(*kmsg.DescribeQuorumResponse)
+	if err := kerr.ErrorForCode(dq.ErrorCode); err != nil { // a refusal has no topics
+		return clusterView{}, fmt.Errorf("DescribeQuorum (node %d): %w", dc.ControllerID, err)
+	}
 	if len(dq.Topics) != 1 || len(dq.Topics[0].Partitions) != 1 {
 		return clusterView{}, fmt.Errorf("DescribeQuorum: malformed answer")
 	}

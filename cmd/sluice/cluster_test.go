@@ -99,3 +99,18 @@ func TestClusterDescribeThreeNodes(t *testing.T) {
 	require.Equal(t, 1, code, stderr)
 	require.Contains(t, stderr, "BROKER_ID_NOT_REGISTERED", stderr)
 }
+
+// A principal without DESCRIBE on the cluster is told so: the node answers DescribeQuorum
+// with a top-level CLUSTER_AUTHORIZATION_FAILED and no topics, which the command once
+// reported as a malformed answer.
+func TestClusterDescribeNotAuthorized(t *testing.T) {
+	cfg := broker.DefaultConfig()
+	cfg.Authz = broker.AuthzConfig{Enabled: true, ClassName: "sluice"}
+	n := runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0", DataDir: t.TempDir(),
+		Config: cfg})
+	require.NoError(t, n.Start(context.Background()))
+	t.Cleanup(func() { require.NoError(t, n.Close()) })
+	_, errOut := cli(t, n.Addr(), 1, "", "cluster", "describe")
+	require.Contains(t, errOut, "sluice cluster describe: not authorized")
+	require.NotContains(t, errOut, "malformed")
+}

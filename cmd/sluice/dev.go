@@ -36,7 +36,7 @@ const devSynopsis = "sluice dev [--listen 127.0.0.1:9092] [--tls] [--tls-listen 
 	"sluice dev --nodes N [--data DIR] [--base-port P] [--log-level LEVEL]"
 
 func runDev(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("dev", devSynopsis, stderr)
+	fs := newFlagSet("sluice dev", devSynopsis, stderr)
 	listen := fs.String("listen", "127.0.0.1:9092", "loopback `HOST:PORT` of the PLAINTEXT listener")
 	useTLS := fs.Bool("tls", false, "add an SSL listener and a SASL_SSL one, with a "+
 		"throw-away CA and certificates and user admin with a password drawn at start "+

@@ -19,6 +19,7 @@ func TestDevRefusesNonLoopbackAddresses(t *testing.T) {
 	} {
 		code, _, stderr := runCLI(t, "", args...)
 		require.Equal(t, 2, code, "%v", args)
+		require.Contains(t, stderr, "sluice dev: ")
 		require.Contains(t, stderr, "loopback addresses only")
 	}
 	require.NoError(t, requireLoopback("localhost:9092"))

@@ -55,7 +55,7 @@ type nodeSettings struct {
 }
 
 func runNode(args []string, _ io.Reader, _, stderr io.Writer) int {
-	fs := newFlagSet("node", nodeSynopsis, stderr)
+	fs := newFlagSet("sluice node", nodeSynopsis, stderr)
 	id := fs.Int("id", 1, "node id (node.id)")
 	listen := fs.String("listen", "127.0.0.1:9092", "`HOST:PORT` to accept Kafka clients on")
 	advertise := fs.String("advertise", "", "`HOST:PORT` clients are told to connect to "+

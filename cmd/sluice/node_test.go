@@ -98,7 +98,7 @@ func TestNodeCommandReportsBadConfigAndFlags(t *testing.T) {
 	stderr.Reset()
 	require.Equal(t, 2, run([]string{"node", "--controller-listen", "127.0.0.1:9093"}, nil,
 		&stderr, &stderr))
-	require.Contains(t, stderr.String(), "--controller-listen needs --voters")
+	require.Contains(t, stderr.String(), "sluice node: --controller-listen needs --voters")
 
 	stderr.Reset()
 	require.Equal(t, 2, run([]string{"node", "--data", t.TempDir(), "--listen", "127.0.0.1:0",
@@ -109,8 +109,8 @@ func TestNodeCommandReportsBadConfigAndFlags(t *testing.T) {
 	require.Equal(t, 2, run([]string{"node", "--id", "2", "--data", t.TempDir(),
 		"--listen", "127.0.0.1:0", "--controller-listen", "127.0.0.1:9195",
 		"--voters", "1@127.0.0.1:9193,2@127.0.0.1:9194"}, nil, &stderr, &stderr))
-	require.Contains(t, stderr.String(), "node 2 is voter 2@127.0.0.1:9194 in --voters, "+
-		"but --controller-listen is 127.0.0.1:9195")
+	require.Contains(t, stderr.String(), "sluice node: node 2 is voter 2@127.0.0.1:9194 in "+
+		"--voters, but --controller-listen is 127.0.0.1:9195")
 
 	stderr.Reset()
 	require.Equal(t, 2, run([]string{"node", "stray"}, nil, &stderr, &stderr))
