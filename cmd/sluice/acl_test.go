@@ -84,3 +84,31 @@ func TestACLAddListRemove(t *testing.T) {
 	out, _ = cli(t, addr, 0, "", "acl", "remove", "--group", "nothing")
 	require.Contains(t, out, "no ACL matched")
 }
+
+// A principal that may describe a topic but not its configs (DESCRIBE without
+// DESCRIBE_CONFIGS) still gets its description, the configs shown "?" with the reason
+// on stderr; before, the whole command failed "not authorized".
+func TestTopicDescribeWithoutDescribeConfigs(t *testing.T) {
+	cfg := broker.DefaultConfig()
+	cfg.Authz = broker.AuthzConfig{Enabled: true, ClassName: "sluice", AllowIfNoACL: true}
+	n := runtime.NewNode(runtime.Options{ListenAddr: "127.0.0.1:0", DataDir: t.TempDir(),
+		Config: cfg})
+	require.NoError(t, n.Start(context.Background()))
+	t.Cleanup(func() { require.NoError(t, n.Close()) })
+	addr := n.Addr()
+	cli(t, addr, 0, "", "topic", "create", "t", "--partitions", "2")
+	cli(t, addr, 0, "", "acl", "add", "--allow-principal", acl.Anonymous,
+		"--operation", "describe", "--topic", "t")
+	out, errOut := cli(t, addr, 0, "", "topic", "describe", "t")
+	require.Contains(t, out, "Topic: t\nPartitions: 2\n")
+	require.Contains(t, out, "Configs: ?\n")
+	require.Contains(t, out, "PARTITION  LEADER")
+	require.Contains(t, errOut, "configs unknown")
+	require.Contains(t, errOut, "TOPIC_AUTHORIZATION_FAILED")
+
+	// With the configs allowed they are back, defaults said as such.
+	cli(t, addr, 0, "", "acl", "add", "--allow-principal", acl.Anonymous,
+		"--operation", "describe-configs", "--topic", "t")
+	out, _ = cli(t, addr, 0, "", "topic", "describe", "t")
+	require.Contains(t, out, "Configs: (all defaults)\n")
+}

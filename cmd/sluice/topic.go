@@ -342,24 +342,38 @@ func topicDescribe(args []string, stdout, stderr io.Writer) error {
 	if err = someOffsetsUnknown(err, stderr); err != nil {
 		return friendly(err, topic, "")
 	}
-	cfgs, err := adm.DescribeTopicConfigs(ctx, topic)
+	configs, err := topicConfigs(ctx, adm, topic, stderr)
 	if err != nil {
-		return friendly(err, topic, "")
-	}
-	rc, err := cfgs.On(topic, nil)
-	if err == nil {
-		err = rc.Err
-	}
-	if err != nil {
-		return friendly(err, topic, rc.ErrMessage)
+		return err
 	}
 	sizes := leaderSizes(ctx, adm, td, stderr)
-	if err := printDescription(stdout, td, starts, ends, sizes,
-		overridden(rc.Configs)); err != nil {
+	if err := printDescription(stdout, td, starts, ends, sizes, configs); err != nil {
 		return err
 	}
 	describeReassignments(ctx, adm, td, stdout)
 	return nil
+}
+
+// topicConfigs is the topic's overridden configs. A principal that may describe the
+// topic but not its configs (DESCRIBE without DESCRIBE_CONFIGS) still gets the rest of
+// the description: the configs show "?" (nil), with the reason on stderr.
+func topicConfigs(ctx context.Context, adm *kadm.Client, topic string,
+	stderr io.Writer) ([]kadm.Config, error) {
+	cfgs, err := adm.DescribeTopicConfigs(ctx, topic)
+	var rc kadm.ResourceConfig
+	if err == nil {
+		if rc, err = cfgs.On(topic, nil); err == nil {
+			err = rc.Err
+		}
+	}
+	switch {
+	case errors.Is(err, kerr.TopicAuthorizationFailed):
+		fmt.Fprintf(stderr, "configs unknown: %v\n", err)
+		return nil, nil
+	case err != nil:
+		return nil, friendly(err, topic, rc.ErrMessage)
+	}
+	return overridden(rc.Configs), nil
 }
 
 // someOffsetsUnknown lets a description go on when some partitions' leaders could not
@@ -407,7 +421,7 @@ func leaderSizes(ctx context.Context, adm *kadm.Client, td kadm.TopicDetail,
 
 // overridden keeps the configs set on the topic itself, sorted by name.
 func overridden(cs []kadm.Config) []kadm.Config {
-	var out []kadm.Config
+	out := []kadm.Config{} // not nil: nil is "unknown" to printDescription
 	for _, c := range cs {
 		if c.Source == kmsg.ConfigSourceDynamicTopicConfig {
 			out = append(out, c)
@@ -421,9 +435,12 @@ func printDescription(w io.Writer, td kadm.TopicDetail, starts, ends kadm.Listed
 	sizes map[int32]int64, configs []kadm.Config) error {
 	fmt.Fprintf(w, "Topic: %s\nPartitions: %d\nReplication factor: %d\n",
 		td.Topic, len(td.Partitions), td.Partitions.NumReplicas())
-	if len(configs) == 0 {
+	switch {
+	case configs == nil:
+		fmt.Fprintln(w, "Configs: ?")
+	case len(configs) == 0:
 		fmt.Fprintln(w, "Configs: (all defaults)")
-	} else {
+	default:
 		parts := make([]string, 0, len(configs))
 		for _, c := range configs {
 			parts = append(parts, c.Key+"="+c.MaybeValue())
